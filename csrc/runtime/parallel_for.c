@@ -1,0 +1,146 @@
+/*
+ * parallel_for.c - loops with lazy binary splitting (Tzannes et al., PPoPP 2010).
+ *
+ * The thread that owns a range runs it chunk by chunk. Between chunks it looks at the pool's
+ * counters (one shared, read-mostly cache line): only when an idle worker is awake to take work
+ * does it split what is left in two, push the upper half as a task and go on with the lower
+ * half. When every other worker is busy nothing is split and the loop costs what a serial loop
+ * of chunk calls costs. A stolen half is run the same way by its thief, so splitting recurses
+ * where it pays.
+ */
+#include "internal.h"
+
+/* Wake a sleeping worker for a loop only if at least this many chunks are left: a wake-up
+ * costs tens of microseconds before the sleeper starts stealing. */
+#define WAKE_MIN_CHUNKS 4
+/* Splits one range owner can have outstanding; each halves what is left, so 64 is plenty. */
+#define MAX_SPLITS 64
+
+typedef struct loop {
+    pyrt_range_fn fn;
+    void *ctx;
+    int64_t grain;
+    _Atomic int status; /* first nonzero chunk result; stops the loop */
+} loop;
+
+typedef struct range_task {
+    pyrt_task_impl task;
+    loop *lp;
+    int64_t lo, hi;
+} range_task;
+
+/* Should the owner of `chunks_left` chunks split now? Wakes a sleeper when none is awake.
+ * The caller pushes the split-off half before calling wake_for_split. */
+static inline int split_demand(pool *p, int64_t chunks_left)
+{
+    if (chunks_left < 2)
+        return 0;
+    if (atomic_load_explicit(&p->searching, memory_order_relaxed) > 0)
+        return 1;
+    if (chunks_left >= WAKE_MIN_CHUNKS
+        && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
+        return 2;
+    return 0;
+}
+
+static void wake_for_split(pool *p)
+{
+    /* seq_cst fence: the half just pushed is visible before we read `sleeping` (pairs with
+     * the sleeper's seq_cst increment, README: why no wake-up is lost) */
+    atomic_thread_fence(memory_order_seq_cst);
+    maybe_wake(p);
+}
+
+static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi);
+
+static void range_task_fn(void *arg)
+{
+    range_task *rt = arg;
+    run_range(worker_current(), rt->lp, rt->lo, rt->hi);
+}
+
+static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
+{
+    range_task splits[MAX_SPLITS];
+    int nsplits = 0;
+    const int64_t grain = lp->grain;
+    pool *p = w->pool;
+
+    while (lo < hi) {
+        if (atomic_load_explicit(&lp->status, memory_order_relaxed))
+            break; /* another chunk stopped the loop */
+        int64_t end = hi - lo > grain ? lo + grain : hi;
+        int rc = lp->fn(lp->ctx, lo, end);
+        if (rc) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&lp->status, &expected, rc);
+            break;
+        }
+        lo = end;
+        int demand = nsplits < MAX_SPLITS ? split_demand(p, (hi - lo) / grain) : 0;
+        if (demand) {
+            /* keep the lower half (its memory is warm in our cache), offer the upper one */
+            int64_t mid = lo + ((hi - lo) / grain / 2) * grain;
+            range_task *rt = &splits[nsplits++];
+            rt->lp = lp;
+            rt->lo = mid;
+            rt->hi = hi;
+            task_push(w, &rt->task, range_task_fn, rt);
+            hi = mid;
+            if (demand == 2)
+                wake_for_split(p);
+        }
+    }
+    /* join the halves we gave away, newest first; those no one stole run here, splitting
+     * again if thieves turn up meanwhile */
+    while (nsplits > 0)
+        task_join(w, &splits[--nsplits].task);
+}
+
+/* A chunk should take at least this long: a steal and its join cost about a microsecond. */
+#define AUTO_CHUNK_US 2.0
+/* Indices run to measure the cost of one when grain is 0. */
+#define AUTO_PROBE 4
+
+/* grain 0 on several threads: time the first few indices, then use chunks of about
+ * AUTO_CHUNK_US, so that no split is smaller than what sharing it costs. Returns the index
+ * the probe stopped at (n when the loop is done); *rc holds the probe chunk's result. */
+static int64_t auto_probe(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
+{
+    int64_t probe = n < AUTO_PROBE ? n : AUTO_PROBE;
+    uint64_t t0 = ticks();
+    *rc = fn(ctx, 0, probe);
+    double per_index = (double)(ticks() - t0) / (double)probe;
+    if (*rc || probe == n)
+        return n;
+    double want = AUTO_CHUNK_US * ticks_per_us() / (per_index > 1.0 ? per_index : 1.0);
+    int64_t rest = n - probe;
+    *grain = want >= (double)rest ? rest : want >= 1.0 ? (int64_t)want : 1;
+    return probe;
+}
+
+int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
+{
+    if (n < 0 || grain < 0 || !fn)
+        return PYRT_EINVAL;
+    if (n == 0)
+        return PYRT_OK;
+    int64_t start = 0;
+    if (grain == 0) {
+        if (pyrt_get_num_threads() <= 1)
+            return fn(ctx, 0, n);
+        int rc;
+        start = auto_probe(n, fn, ctx, &rc, &grain);
+        if (rc || start == n)
+            return rc;
+    }
+    if (n - start <= grain)
+        return fn(ctx, start, n); /* one chunk: nothing to share */
+    worker *w = worker_enter();
+    if (!w)
+        return fn(ctx, start, n); /* no pool (out of memory): still correct, serially */
+    loop lp = {fn, ctx, grain, 0};
+    run_range(w, &lp, start, n);
+    worker_leave(w);
+    return atomic_load_explicit(&lp.status, memory_order_relaxed);
+}
