@@ -1,0 +1,339 @@
+"""The thread count and the parallel loops of pyrt's C runtime, for Python callables.
+
+Loop bodies run on the calling thread and on pool workers; each takes the GIL to run, so
+Python code that releases it (NumPy, C extensions) runs in parallel. While bodies run, the BLAS
+and OpenMP pools of the process are limited to one thread, so that pyrt's pool is the only one
+that spreads work over the cores.
+"""
+
+import atexit
+import contextlib
+import operator
+import os
+import threading
+
+from pyrt._pyrt_cffi import ffi, lib
+
+__all__ = [
+    "get_num_threads",
+    "set_num_threads",
+    "num_threads",
+    "cpu_count",
+    "parallel_for",
+    "parallel_reduce",
+]
+
+MAX_THREADS = lib.PYRT_MAX_THREADS
+ENV_NUM_THREADS = "PYRT_NUM_THREADS"
+
+_ERRORS = {
+    lib.PYRT_EINVAL: (ValueError, "invalid argument"),
+    lib.PYRT_ENOMEM: (MemoryError, "out of memory"),
+    lib.PYRT_EAGAIN: (RuntimeError, "could not start worker threads"),
+    lib.PYRT_EBUSY: (RuntimeError, "the pool is busy"),
+}
+
+
+def _raise_for(rc, what):
+    exc, text = _ERRORS.get(rc, (RuntimeError, f"error {rc}"))
+    raise exc(f"{what}: {text}")
+
+
+# ---- thread count ---------------------------------------------------------------------------
+
+
+def _thread_count(value, name):
+    """`value` as a thread count, or ValueError naming `name`."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_THREADS}, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(
+            f"{name} must be an integer from 1 to {MAX_THREADS}, got {value!r}"
+        ) from None
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"{name} must be an integer from 1 to {MAX_THREADS}, got {n}")
+    return n
+
+
+def _threads_from_env():
+    """The thread count PYRT_NUM_THREADS asks for, or None when it is unset or empty."""
+    raw = os.environ.get(ENV_NUM_THREADS, "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw, 10)
+    except ValueError:
+        n = None
+    if n is None or not 1 <= n <= MAX_THREADS:
+        raise ValueError(
+            f"environment variable {ENV_NUM_THREADS}={raw!r} is invalid: expected an integer "
+            f"from 1 to {MAX_THREADS} (unset it to use all {cpu_count()} available CPUs)"
+        )
+    return n
+
+
+def cpu_count():
+    """CPUs this process may run on (its affinity mask)."""
+    return lib.pyrt_cpu_count()
+
+
+def get_num_threads():
+    """Threads the next parallel call may use, the calling thread included."""
+    return lib.pyrt_get_num_threads()
+
+
+def set_num_threads(n):
+    """Use `n` threads from the next parallel call on; returns the previous count."""
+    n = _thread_count(n, "n")
+    previous = lib.pyrt_set_num_threads(n)
+    if previous < 0:
+        _raise_for(previous, f"set_num_threads({n})")
+    return previous
+
+
+@contextlib.contextmanager
+def num_threads(n):
+    """``with pyrt.num_threads(n):`` runs the block with `n` threads, then restores the count."""
+    previous = set_num_threads(n)
+    try:
+        yield n
+    finally:
+        set_num_threads(previous)
+
+
+# ---- limiting other thread pools --------------------------------------------------------------
+
+
+class _OtherPools:
+    """Holds the process's BLAS/OpenMP pools at one thread while Python bodies run on workers.
+
+    Building a threadpoolctl controller walks every loaded library, which costs far more than a
+    small loop, so it is built once and rebuilt only when new modules were imported (a new
+    BLAS may have come with them). Nested and concurrent loops share one limit: the first to
+    enter sets it, the last to leave restores it.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._limiter = None
+        self._controller = None
+        self._modules_seen = -1
+
+    def _select(self):
+        import sys
+
+        import threadpoolctl
+
+        if len(sys.modules) != self._modules_seen:
+            self._modules_seen = len(sys.modules)
+            controller = threadpoolctl.ThreadpoolController()
+            self._controller = controller.select(user_api=["blas", "openmp"])
+        return self._controller
+
+    def enter(self):
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                pools = self._select()
+                if pools.lib_controllers and any(c.num_threads != 1 for c in pools.lib_controllers):
+                    self._limiter = pools.limit(limits=1)
+
+    def leave(self):
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._limiter is not None:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+    def reset_after_fork(self):
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._limiter = None
+        self._modules_seen = -1
+
+
+_other_pools = _OtherPools()
+
+
+@contextlib.contextmanager
+def _parallel_section(parallel):
+    if not parallel:
+        yield
+        return
+    _other_pools.enter()
+    try:
+        yield
+    finally:
+        _other_pools.leave()
+
+
+# ---- loops ----------------------------------------------------------------------------------
+
+
+class _Job:
+    """State shared by the chunks of one parallel call; C holds it through a cffi handle."""
+
+    __slots__ = ("fn", "combine", "leaf_size", "values", "error")
+
+    def __init__(self, fn, combine=None, leaf_size=0):
+        self.fn = fn
+        self.combine = combine
+        self.leaf_size = leaf_size
+        self.values = {}
+        self.error = None
+
+    def fail(self, exc):
+        if self.error is None:
+            self.error = exc
+        return 1  # nonzero: the runtime starts no further chunk
+
+
+@ffi.def_extern()
+def pyrt_py_range(ctx, start, stop):
+    job = ffi.from_handle(ctx)
+    if job.error is not None:
+        return 1
+    try:
+        job.fn(start, stop)
+    except BaseException as exc:  # KeyboardInterrupt too: it must reach the caller
+        return job.fail(exc)
+    return 0
+
+
+@ffi.def_extern()
+def pyrt_py_leaf(ctx, start, stop, acc):
+    # the accumulator C carries up the tree is the leaf's start index; values live in Python
+    job = ffi.from_handle(ctx)
+    if job.error is not None:
+        return 1
+    try:
+        job.values[start] = job.fn(start, stop)
+    except BaseException as exc:
+        return job.fail(exc)
+    ffi.cast("int64_t *", acc)[0] = start
+    return 0
+
+
+@ffi.def_extern()
+def pyrt_py_combine(ctx, left, right):
+    job = ffi.from_handle(ctx)
+    if job.error is not None:
+        return 1
+    lkey = ffi.cast("int64_t *", left)[0]
+    rkey = ffi.cast("int64_t *", right)[0]
+    try:
+        job.values[lkey] = job.combine(job.values[lkey], job.values.pop(rkey))
+    except BaseException as exc:
+        return job.fail(exc)
+    return 0
+
+
+def _count(value, name):
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if n < 0:
+        raise ValueError(f"{name} must be >= 0, got {n}")
+    return n
+
+
+def _grain(grain):
+    if grain is None:
+        return None
+    g = _count(grain, "grain")
+    if g == 0:
+        raise ValueError("grain must be >= 1 (or None to let pyrt choose)")
+    return g
+
+
+def _finish(job, rc, what):
+    if job.error is not None:
+        error, job.error = job.error, None
+        raise error
+    if rc < 0:
+        _raise_for(rc, what)
+
+
+def parallel_for(n, fn, *, grain=None):
+    """Call ``fn(start, stop)`` on disjoint ranges that together cover ``range(n)``.
+
+    Ranges hold at least `grain` indices (but the last); by default pyrt picks about four per
+    thread. The calling thread runs ranges too, and hands halves of what is left to idle
+    workers. If `fn` raises, no new range starts and the first exception is raised here.
+    """
+    n = _count(n, "n")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    grain = _grain(grain)
+    if n == 0:
+        return
+    if grain is None:
+        grain = max(1, -(-n // (4 * get_num_threads())))
+    job = _Job(fn)
+    with _parallel_section(n > grain and get_num_threads() > 1):
+        rc = lib.pyrt_parallel_for(n, grain, lib.pyrt_py_range, ffi.new_handle(job))
+    _finish(job, rc, "parallel_for")
+
+
+def reduce_leaf_size(n, grain=None):
+    """The fixed leaf size parallel_reduce uses for `n` indices (64 leaves by default)."""
+    n = _count(n, "n")
+    grain = _grain(grain)
+    return grain if grain is not None else max(1, -(-n // 64))
+
+
+def parallel_reduce(n, fn, combine, *, grain=None):
+    """Reduce ``range(n)``: ``fn(start, stop)`` gives the value of a range and
+    ``combine(left, right)`` merges two neighbours, the left one covering the lower indices.
+
+    The ranges (leaves) have `grain` indices, or n/64 by default, whatever the thread count, and
+    values are merged in a fixed binary tree over them, so the result is the same on any number
+    of threads (bitwise, for floats). ``combine`` need not be commutative. For n == 0 the
+    result is ``fn(0, 0)``.
+    """
+    n = _count(n, "n")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not callable(combine):
+        raise TypeError(f"combine must be callable, got {type(combine).__name__}")
+    leaf = reduce_leaf_size(n, grain)
+    if n == 0:
+        return fn(0, 0)
+    job = _Job(fn, combine, leaf)
+    acc = ffi.new("int64_t *")
+    with _parallel_section(n > leaf and get_num_threads() > 1):
+        rc = lib.pyrt_parallel_reduce(
+            n, leaf, ffi.sizeof("int64_t"), lib.pyrt_py_leaf, lib.pyrt_py_combine,
+            ffi.new_handle(job), acc,
+        )
+    _finish(job, rc, "parallel_reduce")
+    return job.values[acc[0]]
+
+
+# ---- process life ---------------------------------------------------------------------------
+
+
+def _after_fork_in_child():
+    # The C runtime rebuilds its pool on first use (pthread_atfork); the limiter's lock may
+    # have been held by a thread that does not exist in the child.
+    _other_pools.reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+# Stop the workers before the interpreter goes away under them.
+atexit.register(lib.pyrt_shutdown)
+
+
+def _configure_from_env():
+    n = _threads_from_env()
+    if n is not None:
+        lib.pyrt_set_num_threads(n)
+
+
+_configure_from_env()
