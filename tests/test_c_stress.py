@@ -1,0 +1,235 @@
+"""C-level stress tests of the scheduler, plain and under the sanitizers.
+
+Each csrc/tests/stress_*.c is a self-checking program (see csrc/tests/stress.h). Every one is
+built with the runtime sources in three configurations and run as a subprocess:
+
+- plain ``-O2``: the full amount of work, checking results only;
+- ThreadSanitizer: data races, lock-order inversions and misuse of atomics in the runtime;
+- AddressSanitizer + UBSan: use-after-free of task frames and loop contexts, out-of-bounds
+  copies of reduction accumulators, leaks of a stopped pool, undefined behaviour.
+
+A test fails on a nonzero exit, a timeout, or any sanitizer report in the output, and shows the
+output (the first report first). It is skipped only when gcc is missing or a sanitizer's runtime
+cannot build or run a trivial threaded program here.
+"""
+
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CSRC = REPO / "csrc"
+PROGRAMS = sorted((CSRC / "tests").glob("stress_*.c"))
+
+COMMON_CFLAGS = ["-std=gnu11", "-pthread", "-g", "-fno-omit-frame-pointer", "-Wall", f"-I{CSRC}"]
+
+# What a sanitizer prints when it found something; any of these in the output fails the test,
+# whatever the exit status.
+REPORT_MARKERS = (
+    "WARNING: ThreadSanitizer",
+    "ERROR: AddressSanitizer",
+    "ERROR: LeakSanitizer",
+    "runtime error:",
+)
+
+# Sanitizer runtimes fix where their shadow memory lies. Kernels that randomise mmap with more
+# bits than the runtime expects (vm.mmap_rnd_bits above 28 on x86-64, common since Linux 6.x)
+# can place a library inside that range, and the program dies at start with one of these.
+# Running it with address-space randomisation off (`setarch <arch> -R`) avoids the clash
+# without needing root to change the sysctl.
+MAPPING_FAILURES = (
+    "unexpected memory mapping",
+    "Shadow memory range interleaves",
+)
+
+PROBE_SOURCE = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int counter;
+static void *bump(void *arg)
+{
+    (void)arg;
+    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+int main(void)
+{
+    pthread_t t;
+    void *leak_free = malloc(16);
+    pthread_create(&t, NULL, bump, NULL);
+    pthread_join(t, NULL);
+    free(leak_free);
+    printf("%d\n", counter);
+    return counter == 1 ? 0 : 1;
+}
+"""
+
+
+@dataclass
+class Config:
+    name: str
+    cflags: list
+    env: dict = field(default_factory=dict)
+    scale: float = 1.0  # STRESS_SCALE: the sanitizers are 5-15x slower, so they run less work
+    timeout: float = 300.0
+
+
+CONFIGS = [
+    Config("plain", ["-O2"], scale=1.0, timeout=120.0),
+    Config(
+        "tsan",
+        ["-fsanitize=thread", "-O1"],
+        env={"TSAN_OPTIONS": "halt_on_error=1 second_deadlock_stack=1"},
+        scale=0.15,
+    ),
+    Config(
+        "asan-ubsan",
+        ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-O1"],
+        env={
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        },
+        scale=0.3,
+    ),
+]
+
+
+@dataclass
+class Build:
+    config: Config
+    directory: Path
+    objects: list
+    prefix: list  # command prefix to run a program with (setarch when needed)
+
+
+def run_env(config):
+    env = dict(os.environ)
+    env.pop("PYRT_NUM_THREADS", None)  # the programs check the C default, the CPU count
+    env.update(config.env)
+    user_scale = float(os.environ.get("STRESS_SCALE", "1"))
+    env["STRESS_SCALE"] = repr(config.scale * user_scale)
+    return env
+
+
+def gcc(args, cwd):
+    return subprocess.run(["gcc", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def needs_setarch(output):
+    return any(marker in output for marker in MAPPING_FAILURES)
+
+
+def setarch_prefix():
+    if shutil.which("setarch") is None:
+        return None
+    return ["setarch", platform.machine(), "-R"]
+
+
+def probe(config, directory):
+    """Build and run a trivial threaded program; return the run prefix or skip the test."""
+    source = directory / "probe.c"
+    source.write_text(PROBE_SOURCE)
+    built = gcc([*COMMON_CFLAGS, *config.cflags, str(source), "-o", "probe"], directory)
+    if built.returncode != 0:
+        pytest.skip(f"gcc cannot build with {' '.join(config.cflags)}: {built.stderr[-500:]}")
+    prefix = []
+    env = run_env(config)
+    ran = subprocess.run(["./probe"], cwd=directory, env=env, capture_output=True, text=True,
+                         timeout=60)
+    if ran.returncode != 0 and needs_setarch(ran.stderr) and setarch_prefix():
+        prefix = setarch_prefix()
+        ran = subprocess.run([*prefix, "./probe"], cwd=directory, env=env, capture_output=True,
+                             text=True, timeout=60)
+    if ran.returncode != 0:
+        pytest.skip(f"the {config.name} runtime does not run here: {ran.stderr[-500:]}")
+    return prefix
+
+
+_builds = {}
+
+
+@pytest.fixture(scope="session")
+def stress_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("c_stress")
+
+
+def get_build(config, root):
+    """Probe the toolchain, then compile the runtime once per configuration."""
+    if config.name in _builds:
+        build = _builds[config.name]
+        if isinstance(build, str):
+            pytest.skip(build)
+        return build
+    if shutil.which("gcc") is None:
+        _builds[config.name] = "gcc is not installed"
+        pytest.skip(_builds[config.name])
+    directory = root / config.name
+    directory.mkdir()
+    try:
+        prefix = probe(config, directory)
+    except pytest.skip.Exception as skip:
+        _builds[config.name] = str(skip)
+        raise
+    sources = sorted((CSRC / "runtime").glob("*.c"))
+    assert sources, f"no runtime sources in {CSRC / 'runtime'}"
+    built = gcc([*COMMON_CFLAGS, *config.cflags, "-c", *map(str, sources)], directory)
+    assert built.returncode == 0, f"runtime does not compile ({config.name}):\n{built.stderr}"
+    objects = [str(directory / (s.stem + ".o")) for s in sources]
+    _builds[config.name] = Build(config, directory, objects, prefix)
+    return _builds[config.name]
+
+
+def first_report(output):
+    """The output from the first sanitizer report or stress failure on, else its tail."""
+    markers = (*REPORT_MARKERS, "STRESS FAILURE", "SUMMARY:")
+    starts = [output.find(m) for m in markers if m in output]
+    if not starts:
+        return output[-6000:]
+    start = output.rfind("\n", 0, min(starts)) + 1
+    return output[max(0, start - 2000):start + 8000]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.name)
+def test_c_stress(config, program, stress_root):
+    build = get_build(config, stress_root)
+    exe = build.directory / program.stem
+    built = gcc([*COMMON_CFLAGS, *config.cflags, str(program), *build.objects, "-lm",
+                 "-o", str(exe)], build.directory)
+    assert built.returncode == 0, f"{program.name} does not build ({config.name}):\n{built.stderr}"
+
+    def run(prefix):
+        command = [*prefix, str(exe)]
+        try:
+            done = subprocess.run(command, cwd=build.directory, env=run_env(config),
+                                  capture_output=True, text=True, timeout=config.timeout)
+        except subprocess.TimeoutExpired as expired:
+            out = expired.stdout or ""
+            err = expired.stderr or ""
+            out = out.decode(errors="replace") if isinstance(out, bytes) else out
+            err = err.decode(errors="replace") if isinstance(err, bytes) else err
+            pytest.fail(f"{' '.join(command)} ran past {config.timeout:.0f} s (hang?)\n"
+                        f"--- stdout ---\n{out[-3000:]}\n--- stderr ---\n{first_report(err)}")
+        return command, done
+
+    command, done = run(build.prefix)
+    if done.returncode != 0 and not build.prefix and needs_setarch(done.stderr):
+        prefix = setarch_prefix()
+        if prefix:
+            command, done = run(prefix)
+
+    reports = [m for m in REPORT_MARKERS if m in done.stderr or m in done.stdout]
+    if done.returncode != 0 or reports:
+        why = f"exit status {done.returncode}" if done.returncode else "exit status 0"
+        if reports:
+            why += ", sanitizer reported: " + ", ".join(reports)
+        pytest.fail(f"{' '.join(command)} failed ({config.name}): {why}\n"
+                    f"--- stdout ---\n{done.stdout[-3000:]}\n"
+                    f"--- stderr ---\n{first_report(done.stderr)}")
+    assert "ok in" in done.stdout, f"{program.stem} did not finish:\n{done.stdout[-3000:]}"

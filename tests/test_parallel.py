@@ -1,0 +1,307 @@
+"""parallel_for and parallel_reduce against sequential references, at many thread counts."""
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyrt
+from pyrt._pyrt_cffi import lib
+
+THREADS = [1, 2, 3, 4, 8]
+
+
+def visit_counts(n, grain, threads):
+    counts = np.zeros(n, dtype=np.int64)
+    ranges = []
+    lock = threading.Lock()
+
+    def body(start, stop):
+        with lock:
+            ranges.append((start, stop))
+        counts[start:stop] += 1
+
+    with pyrt.num_threads(threads):
+        pyrt.parallel_for(n, body, grain=grain)
+    return counts, ranges
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(0, 5000),
+    grain=st.one_of(st.none(), st.integers(1, 700)),
+    threads=st.sampled_from(THREADS),
+)
+def test_every_index_visited_once(n, grain, threads):
+    counts, ranges = visit_counts(n, grain, threads)
+    assert (counts == 1).all()
+    for start, stop in ranges:
+        assert 0 <= start < stop <= n
+        if grain is not None and stop != n:
+            assert stop - start >= grain
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 3000), grain=st.one_of(st.none(), st.integers(1, 400)),
+       threads=st.sampled_from(THREADS))
+def test_reduce_matches_sequential(n, grain, threads):
+    with pyrt.num_threads(threads):
+        got = pyrt.parallel_reduce(n, lambda a, b: sum(range(a, b)), lambda x, y: x + y,
+                                   grain=grain)
+    assert got == sum(range(n))
+
+
+def test_reduce_combine_order_is_left_to_right():
+    # string concatenation is not commutative: any reordering of leaves shows
+    for threads in THREADS:
+        with pyrt.num_threads(threads):
+            got = pyrt.parallel_reduce(
+                300, lambda a, b: "".join(chr(65 + i % 26) for i in range(a, b)),
+                lambda x, y: x + y, grain=7)
+        assert got == "".join(chr(65 + i % 26) for i in range(300))
+
+
+def float32_sum(x, threads, grain=None):
+    with pyrt.num_threads(threads):
+        return pyrt.parallel_reduce(
+            len(x), lambda a, b: np.add.reduce(x[a:b], dtype=np.float32),
+            lambda u, v: np.float32(u + v), grain=grain)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 123_457])
+def test_float_reduce_bitwise_identical_across_threads(n):
+    rng = np.random.default_rng(1234)
+    x = (rng.standard_normal(n) * 1e3).astype(np.float32)
+    results = {float32_sum(x, t).tobytes() for t in range(1, 9) for _ in range(3)}
+    assert len(results) == 1
+    assert float32_sum(x, 1) == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-3,
+                                               abs=1e-1)
+
+
+def test_reduce_of_empty_range_is_fn_of_empty_range():
+    assert pyrt.parallel_reduce(0, lambda a, b: (a, b), lambda x, y: None) == (0, 0)
+
+
+def test_reduce_leaf_size_depends_on_n_only():
+    for t in THREADS:
+        with pyrt.num_threads(t):
+            assert pyrt.runtime.reduce_leaf_size(10_000) == 157
+    assert pyrt.runtime.reduce_leaf_size(5, grain=2) == 2
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_nested_loops_cover_everything(threads):
+    n_outer, n_inner = 13, 101
+    counts = np.zeros((n_outer, n_inner), dtype=np.int64)
+
+    def outer(a, b):
+        for i in range(a, b):
+            def inner(c, d, i=i):
+                counts[i, c:d] += 1
+            pyrt.parallel_for(n_inner, inner, grain=5)
+
+    with pyrt.num_threads(threads):
+        pyrt.parallel_for(n_outer, outer, grain=1)
+    assert (counts == 1).all()
+
+
+def test_nested_reduce_inside_loop():
+    out = np.zeros(20, dtype=np.int64)
+
+    def outer(a, b):
+        for i in range(a, b):
+            out[i] = pyrt.parallel_reduce(100 * i, lambda s, e: sum(range(s, e)),
+                                          lambda x, y: x + y, grain=17)
+
+    with pyrt.num_threads(4):
+        pyrt.parallel_for(20, outer, grain=1)
+    assert out.tolist() == [sum(range(100 * i)) for i in range(20)]
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("where", ["first", "last", "all"])
+def test_exception_from_any_chunk_reaches_caller(threads, where):
+    n = 200
+    bad = {"first": {0}, "last": {n - 1}, "all": set(range(n))}[where]
+
+    def body(a, b):
+        for i in range(a, b):
+            if i in bad:
+                raise Boom(i)
+
+    with pyrt.num_threads(threads):
+        with pytest.raises(Boom) as info:
+            pyrt.parallel_for(n, body, grain=3)
+        assert info.value.args[0] in bad
+        assert info.traceback[-1].name == "body"  # the traceback reaches into the chunk
+        # the pool is still usable afterwards
+        counts, _ = visit_counts(1000, 10, threads)
+        assert (counts == 1).all()
+
+
+def test_exception_stops_remaining_chunks():
+    calls = []
+
+    def body(a, b):
+        calls.append(a)
+        raise Boom()
+
+    with pyrt.num_threads(1):
+        with pytest.raises(Boom):
+            pyrt.parallel_for(1000, body, grain=1)
+    assert calls == [0]
+
+
+@pytest.mark.parametrize("side", ["leaf_left", "leaf_right", "combine"])
+def test_reduce_exception_from_either_side(side):
+    def fn(a, b):
+        if side == "leaf_left" and a == 0 or side == "leaf_right" and b == 1000:
+            raise Boom(side)
+        return b - a
+
+    def combine(x, y):
+        if side == "combine":
+            raise Boom(side)
+        return x + y
+
+    for threads in (1, 2, 4):
+        with pyrt.num_threads(threads):
+            with pytest.raises(Boom, match=side):
+                pyrt.parallel_reduce(1000, fn, combine, grain=10)
+            assert pyrt.parallel_reduce(1000, lambda a, b: b - a, lambda x, y: x + y) == 1000
+
+
+def test_exception_in_nested_loop_propagates_through_outer():
+    def outer(a, b):
+        pyrt.parallel_for(50, lambda c, d: (_ for _ in ()).throw(Boom("inner")), grain=1)
+
+    with pyrt.num_threads(2):
+        with pytest.raises(Boom, match="inner"):
+            pyrt.parallel_for(10, outer, grain=1)
+
+
+def test_base_exceptions_propagate():
+    def body(a, b):
+        raise SystemExit(3)
+
+    with pytest.raises(SystemExit):
+        pyrt.parallel_for(10, body, grain=1)
+
+
+def test_concurrent_callers_from_eight_threads():
+    errors = []
+    results = {}
+
+    def caller(k):
+        try:
+            for rep in range(15):
+                n = 500 + 37 * k + rep
+                counts = np.zeros(n, dtype=np.int64)
+
+                def body(a, b):
+                    counts[a:b] += 1
+
+                pyrt.parallel_for(n, body, grain=1 + k)
+                assert (counts == 1).all()
+                total = pyrt.parallel_reduce(n, lambda a, b: sum(range(a, b)),
+                                             lambda x, y: x + y, grain=9)
+                assert total == n * (n - 1) // 2
+            results[k] = True
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    with pyrt.num_threads(2):
+        threads = [threading.Thread(target=caller, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a caller deadlocked"
+    assert not errors, errors
+    assert len(results) == 8
+
+
+def test_loop_uses_workers_when_asked_and_only_the_caller_at_one_thread():
+    import time
+
+    def where(threads):
+        seen = set()
+        lock = threading.Lock()
+
+        def body(a, b):
+            time.sleep(0.002)  # releases the GIL, so workers can take chunks
+            with lock:
+                seen.add(threading.get_ident())
+
+        with pyrt.num_threads(threads):
+            pyrt.parallel_for(64, body, grain=1)
+        return seen
+
+    assert where(1) == {threading.get_ident()}
+    assert len(where(4)) > 1
+
+
+def test_parallel_speedup_for_gil_releasing_work():
+    # sleeping bodies release the GIL: 4 threads must overlap them
+    import time
+
+    def run(threads):
+        with pyrt.num_threads(threads):
+            t0 = time.perf_counter()
+            pyrt.parallel_for(16, lambda a, b: time.sleep(0.01 * (b - a)), grain=1)
+            return time.perf_counter() - t0
+
+    assert run(4) < 0.75 * run(1)
+
+
+@pytest.mark.parametrize("bad_n", [-1, -100])
+def test_negative_n_raises_value_error(bad_n):
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        pyrt.parallel_for(bad_n, lambda a, b: None)
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        pyrt.parallel_reduce(bad_n, lambda a, b: 0, lambda x, y: x)
+
+
+@pytest.mark.parametrize("bad", [1.5, "3", None, True])
+def test_non_integer_n_raises_type_error(bad):
+    with pytest.raises(TypeError, match="n must be an integer"):
+        pyrt.parallel_for(bad, lambda a, b: None)
+
+
+@pytest.mark.parametrize("bad", [0, -3])
+def test_bad_grain_raises_value_error(bad):
+    with pytest.raises(ValueError, match="grain"):
+        pyrt.parallel_for(10, lambda a, b: None, grain=bad)
+
+
+def test_non_callable_raises_type_error():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        pyrt.parallel_for(10, 3)
+    with pytest.raises(TypeError, match="combine must be callable"):
+        pyrt.parallel_reduce(10, lambda a, b: 0, None)
+
+
+def test_numpy_integers_accepted():
+    counts = np.zeros(10, dtype=np.int64)
+    pyrt.parallel_for(np.int64(10), lambda a, b: counts.__setitem__(slice(a, b), 1),
+                      grain=np.int32(3))
+    assert counts.sum() == 10
+
+
+def test_workers_sleep_when_idle():
+    import time
+
+    with pyrt.num_threads(4):
+        pyrt.parallel_for(100, lambda a, b: time.sleep(0.001), grain=1)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if lib.pyrt_workers_sleeping() >= 3:
+                break
+            time.sleep(0.01)
+        assert lib.pyrt_workers_sleeping() >= 3
