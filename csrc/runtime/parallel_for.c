@@ -29,15 +29,16 @@ typedef struct range_task {
     int64_t lo, hi;
 } range_task;
 
-/* Should the owner of `chunks_left` chunks split now? Wakes a sleeper when none is awake.
- * The caller pushes the split-off half before calling wake_for_split. */
-static inline int split_demand(pool *p, int64_t chunks_left)
+/* Should the owner of `left` more indices split now? 0: no; 1: yes, a worker is awake to take
+ * the half; 2: yes, and wake a sleeper for it. Cheap when the answer is no: two compares and,
+ * with work left, a load of a read-mostly line. */
+static inline int split_demand(pool *p, int64_t left, int64_t grain)
 {
-    if (chunks_left < 2)
+    if (left < 2 * grain)
         return 0;
     if (atomic_load_explicit(&p->searching, memory_order_relaxed) > 0)
         return 1;
-    if (chunks_left >= WAKE_MIN_CHUNKS
+    if (left >= WAKE_MIN_CHUNKS * grain
         && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
         return 2;
     return 0;
@@ -77,7 +78,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
             break;
         }
         lo = end;
-        int demand = nsplits < MAX_SPLITS ? split_demand(p, (hi - lo) / grain) : 0;
+        int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, grain) : 0;
         if (demand) {
             /* keep the lower half (its memory is warm in our cache), offer the upper one */
             int64_t mid = lo + ((hi - lo) / grain / 2) * grain;
