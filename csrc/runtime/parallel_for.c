@@ -102,22 +102,49 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 #define AUTO_CHUNK_US 2.0
 /* Indices run to measure the cost of one when grain is 0. */
 #define AUTO_PROBE 4
+/* Measured costs are remembered per (body, context) in a small per-thread table, so a loop
+ * called again and again (a kernel in a training step) is timed once every COST_REFRESH calls
+ * rather than every time. */
+#define COST_SLOTS 16
+#define COST_REFRESH 64
 
-/* grain 0 on several threads: time the first few indices, then use chunks of about
- * AUTO_CHUNK_US, so that no split is smaller than what sharing it costs. Returns the index
- * the probe stopped at (n when the loop is done); *rc holds the probe chunk's result. */
-static int64_t auto_probe(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
+typedef struct cost_entry {
+    pyrt_range_fn fn;
+    void *ctx;
+    double ticks_per_index;
+    unsigned uses;
+} cost_entry;
+
+static __thread cost_entry cost_table[COST_SLOTS];
+
+static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx)
 {
-    int64_t probe = n < AUTO_PROBE ? n : AUTO_PROBE;
-    uint64_t t0 = ticks();
-    *rc = fn(ctx, 0, probe);
-    double per_index = (double)(ticks() - t0) / (double)probe;
-    if (*rc || probe == n)
-        return n;
-    double want = AUTO_CHUNK_US * ticks_per_us() / (per_index > 1.0 ? per_index : 1.0);
-    int64_t rest = n - probe;
+    uint64_t h = ((uint64_t)(uintptr_t)fn ^ (uint64_t)(uintptr_t)ctx) * 0x9E3779B97F4A7C15ull;
+    return &cost_table[h >> 60];
+}
+
+/* grain 0 on several threads: use chunks of about AUTO_CHUNK_US, so that no split is smaller
+ * than what sharing it costs. The cost of an index comes from the table or from timing the
+ * first few indices. Returns the index the loop goes on from (n when it is done); *rc holds
+ * the probe chunk's result. */
+static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
+{
+    cost_entry *e = cost_slot(fn, ctx);
+    int64_t start = 0;
+    *rc = 0;
+    if (e->fn != fn || e->ctx != ctx || ++e->uses % COST_REFRESH == 0) {
+        start = n < AUTO_PROBE ? n : AUTO_PROBE;
+        uint64_t t0 = ticks();
+        *rc = fn(ctx, 0, start);
+        *e = (cost_entry){fn, ctx, (double)(ticks() - t0) / (double)start, 1};
+        if (*rc || start == n)
+            return n;
+    }
+    double per_index = e->ticks_per_index > 1.0 ? e->ticks_per_index : 1.0;
+    double want = AUTO_CHUNK_US * ticks_per_us() / per_index;
+    int64_t rest = n - start;
     *grain = want >= (double)rest ? rest : want >= 1.0 ? (int64_t)want : 1;
-    return probe;
+    return start;
 }
 
 int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
@@ -131,7 +158,7 @@ int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
         if (pyrt_get_num_threads() <= 1)
             return fn(ctx, 0, n);
         int rc;
-        start = auto_probe(n, fn, ctx, &rc, &grain);
+        start = auto_grain(n, fn, ctx, &rc, &grain);
         if (rc || start == n)
             return rc;
     }
