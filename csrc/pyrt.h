@@ -73,8 +73,8 @@ void pyrt_spawn(pyrt_task *task, pyrt_task_fn fn, void *arg);
 void pyrt_sync(pyrt_task *task);
 
 /* Run fn(arg) on the calling thread as the root of a task tree: inside it pyrt_spawn/pyrt_sync
- * and nested loops share the pool. Returns 0 or PYRT_EAGAIN if the pool could not start.
- * Any thread; nested calls simply call fn. */
+ * and nested loops share the pool. Returns 0 (if the pool cannot start, fn still runs, on the
+ * calling thread alone). Any thread; nested calls simply call fn. */
 int pyrt_run(pyrt_task_fn fn, void *arg);
 
 /* ---- loops ---------------------------------------------------------------------------- */
@@ -109,3 +109,4 @@ int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn
 
 /* The leaf size pyrt_parallel_reduce uses for grain 0 (depends on n only). Any thread. */
 int64_t pyrt_reduce_leaf_size(int64_t n);
+
