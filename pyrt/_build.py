@@ -27,11 +27,15 @@ ffibuilder.set_source(
     "pyrt._pyrt_cffi",
     "#include <stddef.h>\n#include <stdint.h>\n#include \"pyrt.h\"\n",
     # setuptools wants paths relative to the project root
-    sources=sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(CSRC, "runtime", "*.c"))),
+    sources=sorted(
+        os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(CSRC, "**", "*.c"), recursive=True)
+        if os.sep + "tests" + os.sep not in p
+    ),
     include_dirs=[os.path.relpath(CSRC, ROOT)],
-    extra_compile_args=["-O2", "-std=gnu11", "-pthread", "-fvisibility=default"],
+    extra_compile_args=["-O3", "-std=gnu11", "-pthread", "-fno-math-errno"],
     extra_link_args=["-pthread"],
 )
 
 if __name__ == "__main__":
-    ffibuilder.compile(verbose=True)
+    # Development build in place (run from the project root): pyrt/_pyrt_cffi.*.so
+    ffibuilder.compile(tmpdir=ROOT, verbose=False)

@@ -1,0 +1,462 @@
+"""Run the C benchmarks of pyrt's runtime beside their serial baselines and OpenMP/TBB peers.
+
+Builds every program under benchmarks/runtime/ into benchmarks/build/runtime/, runs each at
+the chosen thread counts `--repeat` times, and writes two files under `--out`:
+
+    runtime.json  the machine, the settings and every raw measurement line of every run
+    runtime.md    a table per workload: medians, per-task/iteration figures or GB/s, and ratios
+
+Each program prints one JSON line. The repetitions are interleaved (every variant runs once,
+then every variant again, ...) so that drift on a shared machine spreads over all variants.
+Thread counts reach the runtimes through PYRT_NUM_THREADS, OMP_NUM_THREADS and
+TBB_NUM_THREADS (read by the TBB programs, which pass it to tbb::global_control); OMP_PROC_BIND
+and OMP_WAIT_POLICY are left as the environment has them.
+
+    python benchmarks/run_runtime.py                       # 1 and all CPUs, 5 repeats
+    python benchmarks/run_runtime.py --threads 1,2 --repeat 9
+    python benchmarks/run_runtime.py --quick --repeat 1    # smaller sizes: a smoke test
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "benchmarks" / "runtime"
+BUILD = ROOT / "benchmarks" / "build" / "runtime"
+
+CFLAGS = ["-O2", "-std=gnu11", "-pthread", "-Wall", "-Wextra", f"-I{SRC}", f"-I{ROOT / 'csrc'}"]
+CXXFLAGS = ["-O2", "-std=c++17", "-pthread", "-Wall", "-Wextra", f"-I{SRC}"]
+
+# Program name -> (source relative to SRC, kind). The kind picks the compiler and libraries.
+PROGRAMS = {
+    "fib_serial": ("fib/fib_serial.c", "serial"),
+    "fib_pyrt": ("fib/fib_pyrt.c", "pyrt"),
+    "fib_omp": ("fib/fib_omp.c", "omp"),
+    "fib_tbb": ("fib/fib_tbb.cpp", "tbb"),
+    "loop_serial": ("loop/loop_serial.c", "serial"),
+    "loop_pyrt": ("loop/loop_pyrt.c", "pyrt"),
+    "loop_omp": ("loop/loop_omp.c", "omp"),
+    "loop_tbb": ("loop/loop_tbb.cpp", "tbb"),
+    "sum_serial": ("sum/sum_serial.c", "serial"),
+    "sum_pyrt": ("sum/sum_pyrt.c", "pyrt"),
+    "sum_omp": ("sum/sum_omp.c", "omp"),
+    "stream_read": ("sum/stream_read.c", "omp"),
+    "idle_pyrt": ("idle/idle_pyrt.c", "pyrt"),
+    "idle_omp": ("idle/idle_omp.c", "omp"),
+    "idle_tbb": ("idle/idle_tbb.cpp", "tbb"),
+}
+
+# Problem sizes: (full, --quick).
+SIZES = {
+    "fib_n": (30, 25),
+    "fib_reps": (3, 1),
+    "loop64_calls": (1_000_000, 100_000),
+    "loop1024_calls": (200_000, 20_000),
+    "loop_max_seconds": (2.0, 0.3),
+    "sum_n": (100_000_000, 20_000_000),
+    "sum_reps": (10, 3),
+    "idle_window": (1.0, 0.2),
+}
+
+
+@dataclass
+class Variant:
+    label: str
+    program: str
+    args: list
+    threaded: bool = True  # False: runs on one thread only, whatever --threads says
+
+
+@dataclass
+class Workload:
+    name: str
+    title: str
+    what: str  # one line for the markdown
+    metric: str  # "fib", "loop", "sum" or "idle": how the table is made
+    variants: list
+    references: list = field(default_factory=list)  # labels that ratio columns divide by
+
+
+def workloads(quick):
+    size = {k: v[1] if quick else v[0] for k, v in SIZES.items()}
+    n, reps = size["fib_n"], size["fib_reps"]
+    fib = Workload(
+        "fib", f"fib({n}), one task per call",
+        f"Naive recursion with a task per call; tasks = calls = 2*fib({n + 1})-1.",
+        "fib",
+        [Variant("serial", "fib_serial", [n, reps], threaded=False),
+         Variant("pyrt", "fib_pyrt", [n, reps]),
+         Variant("omp task", "fib_omp", [n, reps]),
+         Variant("tbb task_group", "fib_tbb", [n, reps])],
+        ["serial", "pyrt"])
+    loops = []
+    for elems in (64, 1024):
+        common = [elems, size[f"loop{elems}_calls"], size["loop_max_seconds"]]
+        loops.append(Workload(
+            f"loop{elems}", f"{elems}-element parallel_for",
+            f"`y[i] = y[i]*a + x[i]` over {elems} floats, the whole loop called repeatedly; "
+            "time per call. pyrt from the main thread or inside pyrt_run, grain 0 (auto) or 32.",
+            "loop",
+            [Variant("serial", "loop_serial", common, threaded=False),
+             Variant("pyrt (main, auto)", "loop_pyrt", common + [0, "main"]),
+             Variant("pyrt (main, grain 32)", "loop_pyrt", common + [32, "main"]),
+             Variant("pyrt (run, auto)", "loop_pyrt", common + [0, "run"]),
+             Variant("pyrt (run, grain 32)", "loop_pyrt", common + [32, "run"]),
+             Variant("omp parallel for", "loop_omp", common),
+             Variant("tbb (simple, grain 32)", "loop_tbb", common + ["simple"]),
+             Variant("tbb (auto)", "loop_tbb", common + ["auto"])],
+            ["serial", "pyrt (main, auto)"]))
+    n, reps = size["sum_n"], size["sum_reps"]
+    sum_ = Workload(
+        "sum", f"sum of {n:.0e} floats".replace("e+0", "e"),
+        f"Sum of {n} float32 ({4 * n / 1e6:.0f} MB), exact by construction and checked; "
+        "GB/s = bytes read / median time.",
+        "sum",
+        [Variant("serial", "sum_serial", [n, reps], threaded=False),
+         Variant("pyrt parallel_reduce", "sum_pyrt", [n, reps]),
+         Variant("omp parallel for simd", "sum_omp", [n, reps]),
+         Variant("stream read", "stream_read", [n, reps])],
+        ["serial", "pyrt parallel_reduce", "stream read"])
+    window = size["idle_window"]
+    idle = Workload(
+        "idle", "idle pool",
+        f"Process CPU time over {window} s of wall time, starting 10 ms after parallel work; "
+        "percent of one core.",
+        "idle",
+        [Variant("pyrt", "idle_pyrt", [window]),
+         Variant("omp", "idle_omp", [window]),
+         Variant("tbb", "idle_tbb", [window])])
+    return [fib] + loops + [sum_, idle]
+
+
+# ---- building -------------------------------------------------------------------------------
+
+def compile_step(cmd, notes):
+    """Run one compiler command; echo its diagnostics; return True on success."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.stderr.strip():
+        print(proc.stderr.rstrip(), file=sys.stderr)
+    if proc.returncode != 0:
+        notes.append(f"build failed: {' '.join(map(str, cmd))}: "
+                     f"{(proc.stderr.strip().splitlines() or ['?'])[0]}")
+        return False
+    return True
+
+
+def have_tbb():
+    probe = "#include <oneapi/tbb/task_group.h>\n"
+    try:
+        proc = subprocess.run(["g++", "-x", "c++", "-E", "-", "-o", os.devnull], input=probe,
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        return False
+    return proc.returncode == 0
+
+
+def build(needed, notes):
+    """Build the programs in `needed`; return the set of names that built."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    kinds = {PROGRAMS[p][1] for p in needed}
+    tbb_ok = "tbb" in kinds and have_tbb()
+    if "tbb" in kinds and not tbb_ok:
+        notes.append("TBB variants skipped: oneTBB headers not found (install libtbb-dev).")
+
+    # The runtime is compiled once into objects that every pyrt program links.
+    runtime_objs = []
+    runtime_ok = "pyrt" in kinds
+    if runtime_ok:
+        sources = sorted((ROOT / "csrc" / "runtime").glob("*.c"))
+        if not sources:
+            notes.append("pyrt variants skipped: no csrc/runtime/*.c")
+            runtime_ok = False
+        objdir = BUILD / "pyrt"
+        objdir.mkdir(exist_ok=True)
+        for old in objdir.glob("*.o"):
+            old.unlink()
+        for src in sources:
+            obj = objdir / (src.stem + ".o")
+            if not compile_step(["gcc", *CFLAGS, "-c", src, "-o", obj], notes):
+                runtime_ok = False
+                break
+            runtime_objs.append(obj)
+
+    built = set()
+    for name in sorted(needed):
+        src, kind = PROGRAMS[name]
+        exe = BUILD / name
+        if (kind == "pyrt" and not runtime_ok) or (kind == "tbb" and not tbb_ok):
+            continue
+        if kind == "tbb":
+            cmd = ["g++", *CXXFLAGS, SRC / src, "-o", exe, "-ltbb"]
+        else:
+            extra = ["-fopenmp"] if kind == "omp" else []
+            cmd = ["gcc", *CFLAGS, *extra, SRC / src, *(runtime_objs if kind == "pyrt" else []),
+                   "-o", exe, "-lm"]
+        if compile_step(cmd, notes):
+            built.add(name)
+    return built
+
+
+# ---- running --------------------------------------------------------------------------------
+
+def run_one(program, args, threads, timeout):
+    env = dict(os.environ)
+    for var in ("PYRT_NUM_THREADS", "OMP_NUM_THREADS", "TBB_NUM_THREADS"):
+        env[var] = str(threads)
+    cmd = [str(BUILD / program), *map(str, args)]
+    record = {"program": program, "argv": cmd[1:], "requested_threads": threads}
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        record["error"] = f"timed out after {timeout} s"
+        return record
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        record["error"] = (f"exit status {proc.returncode}: "
+                           f"{proc.stderr.strip()[-500:] or proc.stdout.strip()[-500:]}")
+        return record
+    record["result"] = json.loads(lines[-1])
+    return record
+
+
+def headline(metric, res):
+    if metric == "fib":
+        return f"{res['ns_per_task']:.2f} ns/task"
+    if metric == "loop":
+        return f"{res['ns_per_call']:.1f} ns/call"
+    if metric == "sum":
+        return f"{res['gb_per_s']:.2f} GB/s"
+    return f"{res['cpu_percent']:.3f} % of a core"
+
+
+# ---- reporting ------------------------------------------------------------------------------
+
+def num(x):
+    if x is None:
+        return "-"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def summarise(wl, records):
+    """Rows of the workload's table: median over repeats per (variant, threads)."""
+    rows = []
+    by_key = {}
+    for rec in records:
+        by_key.setdefault((rec["variant"], rec["requested_threads"]), []).append(rec)
+    for (label, threads), recs in by_key.items():
+        ok = [r["result"] for r in recs if "result" in r]
+        row = {"variant": label, "threads": threads, "runs": len(recs), "ok_runs": len(ok)}
+        if ok:
+            key = "cpu_percent" if wl.metric == "idle" else "seconds"
+            row["median"] = statistics.median(r[key] for r in ok)
+            row["reported_threads"] = sorted({r["threads"] for r in ok})
+            row["first"] = ok[0]
+        rows.append(row)
+    return rows
+
+
+def reference_time(rows, label, threads):
+    for row in rows:
+        if row["variant"] == label and "median" in row:
+            if row["threads"] == threads or label == "serial":
+                return row["median"]
+    return None
+
+
+def table(wl, rows):
+    refs = wl.references
+    if wl.metric == "fib":
+        head = ["variant", "threads", "median time (ms)", "ns per task"]
+    elif wl.metric == "loop":
+        head = ["variant", "threads", "ns per call", "ns per iteration"]
+    elif wl.metric == "sum":
+        head = ["variant", "threads", "median time (ms)", "GB/s"]
+    else:
+        head = ["variant", "threads", "% of one core", "workers started / asleep"]
+    head += [f"÷ {r}" for r in refs]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [row["variant"], str(row["threads"])]
+        if "median" not in row:
+            cells += ["failed", "-"] + ["-"] * len(refs)
+            out.append("| " + " | ".join(cells) + " |")
+            continue
+        m, first = row["median"], row["first"]
+        if wl.metric == "fib":
+            cells += [num(1e3 * m), num(1e9 * m / first["tasks"])]
+        elif wl.metric == "loop":
+            cells += [num(1e9 * m), num(1e9 * m / first["n"])]
+        elif wl.metric == "sum":
+            cells += [num(1e3 * m), num(4e-9 * first["n"] / m)]
+        else:
+            workers = (f"{first['workers_started']} / {first['workers_sleeping_after']}"
+                       if "workers_started" in first else "-")
+            cells += [f"{m:.3f}", workers]
+        for ref in refs:
+            t = reference_time(rows, ref, row["threads"])
+            cells.append(f"{m / t:.2f}" if t else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def machine_info():
+    def first_line(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
+        except (OSError, IndexError):
+            return None
+
+    cpu = None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    tbb = None
+    try:
+        proc = subprocess.run(["g++", "-x", "c++", "-E", "-dM", "-"],
+                              input="#include <oneapi/tbb/version.h>\n",
+                              capture_output=True, text=True)
+        defs = dict(ln.split()[1:3] for ln in proc.stdout.splitlines()
+                    if ln.startswith("#define TBB_VERSION_M") and len(ln.split()) >= 3)
+        if defs:
+            tbb = f"{defs.get('TBB_VERSION_MAJOR')}.{defs.get('TBB_VERSION_MINOR')}"
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu,
+        "nproc": os.cpu_count(),
+        "affinity_cpus": len(os.sched_getaffinity(0)),
+        "gcc": first_line(["gcc", "--version"]),
+        "gxx": first_line(["g++", "--version"]),
+        "tbb": tbb,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
+        "git_dirty": bool(first_line(["git", "-C", str(ROOT), "status", "--porcelain"])),
+        "loadavg_start": os.getloadavg(),
+        "env": {k: v for k, v in os.environ.items()
+                if k.startswith(("OMP_", "GOMP_", "KMP_", "TBB_", "PYRT_"))},
+    }
+
+
+def markdown(info, settings, notes, sections):
+    lines = [
+        "# pyrt runtime benchmarks",
+        "",
+        f"{settings['date']}; `{settings['command']}`",
+        "",
+        f"Machine: {info['cpu_model']}, {info['affinity_cpus']} CPUs; {info['gcc']}; "
+        f"oneTBB {info['tbb'] or 'not found'}; load average at start "
+        f"{info['loadavg_start'][0]:.2f}.",
+        "",
+        f"Median of {settings['repeat']} run{'s' if settings['repeat'] > 1 else ''} per row"
+        + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else "")
+        + ". A `÷ X` column is this row's median time divided by X's at the same thread count "
+        "(serial runs on one thread): below 1 is faster than X.",
+    ]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    for wl, rows in sections:
+        lines += ["", f"## {wl.title}", "", wl.what, ""] + table(wl, rows)
+    return "\n".join(lines) + "\n"
+
+
+# ---- main -----------------------------------------------------------------------------------
+
+def parse_args(argv):
+    cpus = len(os.sched_getaffinity(0))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", default=",".join(map(str, sorted({1, cpus}))),
+                    help="comma-separated thread counts (default: 1 and the CPU count)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per variant (default 5)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated workloads: fib,loop64,loop1024,sum,idle (default all)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program run")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
+                    help="output folder (default benchmarks/results)")
+    args = ap.parse_args(argv)
+    args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    if not args.threads or min(args.threads) < 1 or args.repeat < 1:
+        ap.error("--threads needs positive counts and --repeat a positive number")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    selected = workloads(args.quick)
+    if args.only:
+        names = set(args.only.split(","))
+        unknown = names - {wl.name for wl in selected}
+        if unknown:
+            sys.exit(f"unknown workload(s): {', '.join(sorted(unknown))}")
+        selected = [wl for wl in selected if wl.name in names]
+
+    notes = []
+    info = machine_info()
+    built = build({v.program for wl in selected for v in wl.variants}, notes)
+
+    plan = [(wl, v, t) for wl in selected for v in wl.variants if v.program in built
+            for t in (args.threads if v.threaded else [1])]
+    records = {wl.name: [] for wl in selected}
+    total = len(plan) * args.repeat
+    step = 0
+    for rep in range(args.repeat):
+        for wl, v, t in plan:
+            step += 1
+            rec = run_one(v.program, v.args, t, args.timeout)
+            rec.update(workload=wl.name, variant=v.label, repeat=rep)
+            records[wl.name].append(rec)
+            shown = headline(wl.metric, rec["result"]) if "result" in rec else rec["error"]
+            print(f"[{step}/{total}] {wl.name} {v.label} threads={t}: {shown}", flush=True)
+            if "result" in rec and rec["result"].get("threads") != t and v.threaded:
+                note = (f"{wl.name} {v.label}: asked for {t} threads, the program reports "
+                        f"{rec['result'].get('threads')}")
+                if note not in notes:
+                    notes.append(note)
+            if "error" in rec:
+                note = f"{wl.name} {v.label} threads={t}: {rec['error']}"
+                if note not in notes:
+                    notes.append(note)
+
+    info["loadavg_end"] = os.getloadavg()
+    settings = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join(["python benchmarks/run_runtime.py",
+                             *(sys.argv[1:] if argv is None else argv)]),
+        "threads": args.threads, "repeat": args.repeat, "quick": args.quick,
+        "cflags": CFLAGS, "cxxflags": CXXFLAGS,
+    }
+    sections = [(wl, summarise(wl, records[wl.name])) for wl in selected]
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "machine": info, "settings": settings, "notes": notes,
+        "summary": {wl.name: [{k: v for k, v in row.items() if k != "first"} for row in rows]
+                    for wl, rows in sections},
+        "runs": records,
+    }
+    (args.out / "runtime.json").write_text(json.dumps(report, indent=1) + "\n")
+    md = markdown(info, settings, notes, sections)
+    (args.out / "runtime.md").write_text(md)
+    print()
+    print(md)
+    print(f"wrote {args.out / 'runtime.json'} and {args.out / 'runtime.md'}")
+
+
+if __name__ == "__main__":
+    main()
