@@ -39,8 +39,10 @@ int pyrt_cpu_count(void);
  * Any thread. */
 int pyrt_init(void);
 
-/* Stop and join every worker. The next parallel call starts a fresh pool. Returns PYRT_EBUSY
- * (and stops nothing) if a parallel call is running in any thread. Any thread but a worker. */
+/* Stop and join every worker thread; the next parallel call starts them again. Calls running
+ * in other threads meanwhile still complete: workers finish the tasks they took, and callers
+ * run the rest. Returns PYRT_OK, or PYRT_EBUSY when called from a worker (a task cannot stop
+ * its own pool). Any thread. */
 int pyrt_shutdown(void);
 
 /* Index of the calling thread in the pool: 0..n-1 for workers, -1 for threads outside it

@@ -53,7 +53,6 @@ typedef struct worker {
     int slot;           /* index in pool->slots */
     int index;          /* pool worker index, or -1 for an outside thread */
     int depth;          /* nesting of parallel calls on this thread */
-    _Atomic int busy;   /* outside thread inside a call: shutdown must refuse */
     uint64_t rng;       /* xorshift state for victim selection */
     pthread_t thread;
 
@@ -72,9 +71,9 @@ typedef struct pool {
     /* read by every thief */
     _Alignas(PYRT_CACHE_LINE) _Atomic int nslots;
     _Atomic int active;          /* workers allowed to run: num_threads - 1 */
-    _Atomic int stopping;        /* set by shutdown */
+    _Atomic int stopping;        /* set while shutdown stops the worker threads */
+    _Atomic int running;         /* worker threads are started (cleared by shutdown) */
     _Atomic uint32_t park_seq;   /* futex word of parked workers; bumped when `active` grows */
-    _Atomic int calls;           /* parallel calls running from outside threads */
 
     /* under lock */
     _Alignas(PYRT_CACHE_LINE) pthread_mutex_t lock;
@@ -83,8 +82,9 @@ typedef struct pool {
     int free_slots[PYRT_MAX_SLOTS]; /* outside-thread slots released by exited threads */
     int nfree;
     int idle[PYRT_MAX_THREADS];  /* slots of sleeping workers, a stack */
-    worker *workers[PYRT_MAX_THREADS]; /* by worker index */
-    uint64_t generation;         /* tells this pool from earlier ones at the same address */
+    worker *workers[PYRT_MAX_THREADS]; /* by worker index; kept across shutdowns */
+    int created;                 /* entries of workers[] allocated */
+    uint64_t generation;         /* tells this pool from one a forked parent left behind */
 
     _Atomic(worker *) slots[PYRT_MAX_SLOTS];
 } pool;

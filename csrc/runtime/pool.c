@@ -5,6 +5,12 @@
  * Threads. A pool of N threads has N-1 worker threads; the thread that makes a parallel call is
  * the N-th and works on its own call. Any thread may call in; each outside thread gets a slot
  * (a deque thieves can see) the first time and keeps it until it exits.
+ *
+ * Lifetime. The pool structure and every worker structure live until the process ends (or, in
+ * a forked child, are abandoned with the parent's threads): shutdown joins the worker threads
+ * but frees nothing, so a thread that is entering a call while another shuts the pool down
+ * never touches freed memory. Such a call still completes, because a caller runs every task
+ * no worker took.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -108,7 +114,6 @@ static worker *worker_new(pool *p, int slot, int index)
     w->index = index;
     w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(slot + 1);
     atomic_init(&w->asleep, 0);
-    atomic_init(&w->busy, 0);
     return w;
 }
 
@@ -129,6 +134,29 @@ static void slot_publish(pool *p, worker *w)
         atomic_store_explicit(&p->nslots, w->slot + 1, memory_order_release);
 }
 
+/* Under p->lock: a worker structure in a free slot for a thread with pool index `index` (-1 for
+ * an outside thread). A slot returned by an exited thread keeps its structure, whose deque is
+ * empty and may still be read by thieves, so it is reused rather than replaced. */
+static worker *slot_worker(pool *p, int index)
+{
+    int slot = slot_claim(p);
+    if (slot < 0)
+        return NULL;
+    worker *w = atomic_load_explicit(&p->slots[slot], memory_order_relaxed);
+    if (w) {
+        w->index = index;
+        w->depth = 0;
+        return w;
+    }
+    w = worker_new(p, slot, index);
+    if (!w) {
+        p->free_slots[p->nfree++] = slot;
+        return NULL;
+    }
+    slot_publish(p, w);
+    return w;
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -138,8 +166,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Under p->lock: create worker threads until `want` exist. Workers start with signals blocked
- * so that SIGINT and friends reach the application's threads, not ours. */
+/* Under p->lock: create worker threads until `want` run. A worker keeps its structure and slot
+ * across shutdowns; a new one gets a slot now. Workers start with signals blocked so that
+ * SIGINT and friends reach the application's threads, not ours. */
 static int start_workers(pool *p, int want)
 {
     sigset_t all, old;
@@ -147,30 +176,34 @@ static int start_workers(pool *p, int want)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = PYRT_OK;
     while (p->started < want) {
-        int slot = slot_claim(p);
-        worker *w = slot < 0 ? NULL : worker_new(p, slot, p->started);
-        if (!w) {
-            rc = PYRT_ENOMEM;
-            break;
+        worker *w;
+        if (p->started < p->created) {
+            w = p->workers[p->started];
+            atomic_store_explicit(&w->asleep, 0, memory_order_relaxed);
+        } else {
+            w = slot_worker(p, p->started);
+            if (!w) {
+                rc = PYRT_ENOMEM;
+                break;
+            }
+            p->workers[p->created++] = w;
         }
-        slot_publish(p, w);
         /* the new worker counts as searching from birth; sleep.c keeps the count exact */
         atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
-            atomic_store_explicit(&p->slots[slot], NULL, memory_order_release);
-            p->free_slots[p->nfree++] = slot;
-            free(w);
             rc = PYRT_EAGAIN;
             break;
         }
-        p->workers[p->started++] = w;
+        p->started++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
 }
 
-/* Under g_lock: make `active` workers runnable, starting threads as needed; the others park. */
+/* Under g_lock: make `active` workers runnable, starting threads as needed; the others park.
+ * Sleepers beyond the new count are taken off the idle stack and woken so that they park:
+ * wake_one must only ever pick a worker that may run. */
 static int pool_resize(pool *p, int active)
 {
     pthread_mutex_lock(&p->lock);
@@ -178,6 +211,19 @@ static int pool_resize(pool *p, int active)
     if (rc != PYRT_OK)
         active = p->started < active ? p->started : active;
     atomic_store_explicit(&p->active, active, memory_order_release);
+    atomic_store_explicit(&p->running, 1, memory_order_release);
+    for (int i = 0; i < p->nidle;) {
+        worker *w = atomic_load_explicit(&p->slots[p->idle[i]], memory_order_relaxed);
+        if (w->index < active) {
+            i++;
+            continue;
+        }
+        p->idle[i] = p->idle[--p->nidle];
+        atomic_fetch_sub_explicit(&p->sleeping, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
+        atomic_store_explicit(&w->asleep, 0, memory_order_release);
+        futex_wake(&w->asleep, 1);
+    }
     /* release: parked workers re-read `active` after they see the new sequence number */
     atomic_fetch_add_explicit(&p->park_seq, 1, memory_order_release);
     pthread_mutex_unlock(&p->lock);
@@ -204,23 +250,32 @@ static pool *pool_create(void)
     return p;
 }
 
-pool *pool_get(void)
+/* Under g_lock: create the pool, or restart its workers after a shutdown. */
+static pool *pool_start_locked(void)
 {
-    /* acquire: pairs with the release below, so a pool seen is fully built */
-    pool *p = atomic_load_explicit(&g_pool, memory_order_acquire);
-    if (p)
-        return p;
-    pthread_once(&g_once, once_init);
-    pthread_mutex_lock(&g_lock);
-    p = atomic_load_explicit(&g_pool, memory_order_relaxed);
+    pool *p = atomic_load_explicit(&g_pool, memory_order_relaxed);
     if (!p) {
         ticks_per_us(); /* calibrate now rather than in the first auto-grain loop */
         p = pool_create();
-        if (p) {
-            pool_resize(p, pyrt_get_num_threads() - 1);
-            atomic_store_explicit(&g_pool, p, memory_order_release);
-        }
+        if (!p)
+            return NULL;
+        atomic_store_explicit(&g_pool, p, memory_order_release);
     }
+    if (!atomic_load_explicit(&p->running, memory_order_relaxed))
+        pool_resize(p, pyrt_get_num_threads() - 1);
+    return p;
+}
+
+pool *pool_get(void)
+{
+    /* acquire: pairs with the releases in pool_start_locked and pool_resize, so a pool seen
+     * running is fully built */
+    pool *p = atomic_load_explicit(&g_pool, memory_order_acquire);
+    if (p && atomic_load_explicit(&p->running, memory_order_acquire))
+        return p;
+    pthread_once(&g_once, once_init);
+    pthread_mutex_lock(&g_lock);
+    p = pool_start_locked();
     pthread_mutex_unlock(&g_lock);
     return p;
 }
@@ -232,7 +287,7 @@ static void exit_key_destructor(void *value)
     worker *w = value;
     pthread_mutex_lock(&g_lock);
     pool *p = atomic_load_explicit(&g_pool, memory_order_relaxed);
-    /* a slot of an older pool was freed with that pool */
+    /* a slot of a pool a forked parent left behind is not ours to return */
     if (p && tls_generation == p->generation && w == tls_outside) {
         pthread_mutex_lock(&p->lock);
         p->free_slots[p->nfree++] = w->slot;
@@ -247,20 +302,8 @@ static worker *outside_slot(pool *p)
 {
     if (tls_outside && tls_generation == p->generation)
         return tls_outside;
-    worker *w = NULL;
     pthread_mutex_lock(&p->lock);
-    int slot = slot_claim(p);
-    if (slot >= 0) {
-        /* a freed slot keeps its worker (thieves may still be reading its empty deque) */
-        w = atomic_load_explicit(&p->slots[slot], memory_order_relaxed);
-        if (!w) {
-            w = worker_new(p, slot, -1);
-            if (w)
-                slot_publish(p, w);
-            else
-                p->free_slots[p->nfree++] = slot;
-        }
-    }
+    worker *w = slot_worker(p, -1);
     pthread_mutex_unlock(&p->lock);
     if (!w)
         return NULL;
@@ -290,17 +333,14 @@ worker *worker_enter(void)
     if (!w)
         return NULL;
     w->depth = 1;
-    atomic_store_explicit(&w->busy, 1, memory_order_relaxed);
     tls_worker = w;
     return w;
 }
 
 void worker_leave(worker *w)
 {
-    if (--w->depth == 0 && w->index < 0) {
-        atomic_store_explicit(&w->busy, 0, memory_order_relaxed);
+    if (--w->depth == 0 && w->index < 0)
         tls_worker = NULL;
-    }
 }
 
 /* ---- public entry points -------------------------------------------------------------- */
@@ -313,7 +353,8 @@ int pyrt_set_num_threads(int n)
     int previous = pyrt_get_num_threads();
     atomic_store_explicit(&g_num_threads, n, memory_order_relaxed);
     pool *p = atomic_load_explicit(&g_pool, memory_order_relaxed);
-    int rc = p ? pool_resize(p, n - 1) : PYRT_OK;
+    /* a pool that is shut down starts with the new count on its next call */
+    int rc = p && atomic_load(&p->running) ? pool_resize(p, n - 1) : PYRT_OK;
     pthread_mutex_unlock(&g_lock);
     return rc == PYRT_OK ? previous : rc;
 }
@@ -332,21 +373,14 @@ int pyrt_shutdown(void)
         return PYRT_EBUSY;
     pthread_mutex_lock(&g_lock);
     pool *p = atomic_load_explicit(&g_pool, memory_order_relaxed);
-    if (!p) {
+    if (!p || !atomic_load_explicit(&p->running, memory_order_relaxed)) {
         pthread_mutex_unlock(&g_lock);
         return PYRT_OK;
     }
-    int nslots = atomic_load(&p->nslots);
-    for (int i = 0; i < nslots; i++) {
-        worker *w = atomic_load(&p->slots[i]);
-        if (w && w->index < 0 && atomic_load_explicit(&w->busy, memory_order_relaxed)) {
-            pthread_mutex_unlock(&g_lock);
-            return PYRT_EBUSY;
-        }
-    }
-    atomic_store(&g_pool, NULL);
+    /* Callers see `running` cleared and restart the pool, which waits for g_lock. Workers see
+     * `stopping` between tasks, so every task a worker stole is finished before it exits. */
+    atomic_store(&p->running, 0);
     atomic_store(&p->stopping, 1);
-    /* wake everyone: sleepers through their own futex, parked workers through park_seq */
     pthread_mutex_lock(&p->lock);
     for (int i = 0; i < p->started; i++) {
         atomic_store(&p->workers[i]->asleep, 0);
@@ -357,11 +391,13 @@ int pyrt_shutdown(void)
     futex_wake(&p->park_seq, INT_MAX);
     for (int i = 0; i < p->started; i++)
         pthread_join(p->workers[i]->thread, NULL);
-    for (int i = 0; i < nslots; i++)
-        free(atomic_load(&p->slots[i]));
-    pthread_mutex_destroy(&p->lock);
-    free(p);
-    tls_outside = NULL;
+    pthread_mutex_lock(&p->lock);
+    p->started = 0;
+    p->nidle = 0;
+    atomic_store(&p->sleeping, 0);
+    atomic_store(&p->searching, 0);
+    atomic_store(&p->stopping, 0);
+    pthread_mutex_unlock(&p->lock);
     pthread_mutex_unlock(&g_lock);
     return PYRT_OK;
 }
@@ -389,8 +425,9 @@ int pyrt_workers_sleeping(void)
     if (!p)
         return 0;
     pthread_mutex_lock(&p->lock);
-    int n = p->started - atomic_load(&p->active);
-    n = (n > 0 ? n : 0) + p->nidle;
+    /* parked workers (beyond the thread count) sleep too; the idle stack holds only the others */
+    int parked = p->started - atomic_load(&p->active);
+    int n = (parked > 0 ? parked : 0) + p->nidle;
     pthread_mutex_unlock(&p->lock);
     return n;
 }

@@ -1,0 +1,123 @@
+/*
+ * stress_loops.c - many small parallel_for loops with random sizes and grains.
+ *
+ * Lazy splitting decides at run time who takes which half of a loop, so each loop here is a
+ * fresh race between the caller and the thieves. Sizes and grains are drawn log-uniformly from
+ * a seeded generator (tiny loops matter as much as large ones) and the per-index cost is uneven
+ * so that steals happen in the middle of ranges. Each loop must call its body on disjoint
+ * in-range chunks covering [0, n) exactly once, with no chunk shorter than the grain but a tail,
+ * and must not return before its last chunk has.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stress.h"
+
+#include <stdatomic.h>
+
+typedef struct {
+    int64_t n, grain;
+    _Atomic uint8_t *visits;
+    _Atomic int64_t short_chunks; /* chunks of fewer than `grain` indices */
+    _Atomic int64_t in_flight;    /* chunks running now */
+    _Atomic int64_t sink;         /* keeps the busy work from being optimised out */
+    _Atomic int64_t chunks, stolen_chunks; /* all chunks, and those a pool worker ran */
+} loop;
+
+/* Uneven work: index i costs 0..15 rounds of a hash. */
+static uint64_t busy_work(int64_t i)
+{
+    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + 1;
+    int rounds = (int)((x >> 60) & 15);
+    for (int k = 0; k < rounds; k++) {
+        x ^= x >> 33;
+        x *= 0xFF51AFD7ED558CCDull;
+    }
+    return x;
+}
+
+static int loop_chunk(void *ctx, int64_t start, int64_t stop)
+{
+    loop *l = ctx;
+    atomic_fetch_add_explicit(&l->in_flight, 1, memory_order_relaxed);
+    CHECK(0 <= start && start < stop && stop <= l->n, "chunk [%lld, %lld) outside [0, %lld)",
+          (long long)start, (long long)stop, (long long)l->n);
+    atomic_fetch_add_explicit(&l->chunks, 1, memory_order_relaxed);
+    if (pyrt_worker_index() >= 0)
+        atomic_fetch_add_explicit(&l->stolen_chunks, 1, memory_order_relaxed);
+    if (stop - start < l->grain)
+        atomic_fetch_add_explicit(&l->short_chunks, 1, memory_order_relaxed);
+    uint64_t acc = 0;
+    for (int64_t i = start; i < stop; i++) {
+        acc += busy_work(i);
+        atomic_fetch_add_explicit(&l->visits[i], 1, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&l->sink, (int64_t)(acc & 1), memory_order_relaxed);
+    /* release: the caller's acquire load after the loop returns must see this chunk done */
+    atomic_fetch_sub_explicit(&l->in_flight, 1, memory_order_release);
+    return 0;
+}
+
+static void run_loop(loop *l, int threads)
+{
+    atomic_store_explicit(&l->short_chunks, 0, memory_order_relaxed);
+    CHECK_RC(pyrt_parallel_for(l->n, l->grain, loop_chunk, l), 0);
+    CHECK(atomic_load_explicit(&l->in_flight, memory_order_acquire) == 0,
+          "parallel_for(n=%lld, grain=%lld) returned while a chunk still ran", (long long)l->n,
+          (long long)l->grain);
+    for (int64_t i = 0; i < l->n; i++) {
+        int v = atomic_load_explicit(&l->visits[i], memory_order_relaxed);
+        CHECK(v == 1, "parallel_for(n=%lld, grain=%lld) on %d threads visited index %lld %d times",
+              (long long)l->n, (long long)l->grain, threads, (long long)i, v);
+        atomic_store_explicit(&l->visits[i], 0, memory_order_relaxed);
+    }
+    int64_t shorts = atomic_load_explicit(&l->short_chunks, memory_order_relaxed);
+    CHECK(shorts <= 1,
+          "parallel_for(n=%lld, grain=%lld) on %d threads ran %lld chunks shorter than the grain",
+          (long long)l->n, (long long)l->grain, threads, (long long)shorts);
+}
+
+/* Argument errors, and the empty loop, which calls nothing. */
+static void check_edges(loop *l)
+{
+    CHECK_RC(pyrt_parallel_for(-1, 0, loop_chunk, l), PYRT_EINVAL);
+    CHECK_RC(pyrt_parallel_for(10, -1, loop_chunk, l), PYRT_EINVAL);
+    l->n = 0;
+    l->grain = 0;
+    CHECK_RC(pyrt_parallel_for(0, 0, loop_chunk, l), 0);
+    CHECK_RC(pyrt_parallel_for(0, 5, loop_chunk, l), 0);
+}
+
+int main(void)
+{
+    double t0 = stress_now();
+    stress_begin("stress_loops");
+    stress_rng rng = stress_rng_make(stress_seed(), 3);
+    const int64_t max_n = 200000;
+    int64_t loops = stress_scaled(4000, 200);
+
+    loop l = {0};
+    l.visits = calloc((size_t)max_n, sizeof *l.visits);
+    CHECK(l.visits != NULL, "out of memory");
+    check_edges(&l);
+
+    int threads = 1;
+    for (int64_t k = 0; k < loops; k++) {
+        if (k % 50 == 0) {
+            threads = 1 + (int)stress_below(&rng, STRESS_MAX_THREADS);
+            stress_set_threads(threads);
+        }
+        l.n = 1 + stress_log_below(&rng, max_n);
+        switch (stress_below(&rng, 3)) {
+        case 0: l.grain = 0; break;                                /* the runtime's choice */
+        case 1: l.grain = 1; break;                                /* finest splitting */
+        default: l.grain = 1 + stress_log_below(&rng, l.n + 16); break; /* may exceed n */
+        }
+        run_loop(&l, threads);
+    }
+    printf("stress_loops: %lld loops, %lld chunks, %lld of them on pool workers\n",
+           (long long)loops, (long long)atomic_load(&l.chunks),
+           (long long)atomic_load(&l.stolen_chunks));
+    free(l.visits);
+    return stress_end("stress_loops", t0);
+}
