@@ -12,7 +12,35 @@ from pyrt.runtime import (  # noqa: E402
     set_num_threads,
 )
 
+from pyrt import functional  # noqa: E402
+from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from pyrt.tensor import (  # noqa: E402
+    Tensor,
+    empty,
+    from_numpy,
+    manual_seed,
+    ones,
+    rand,
+    randn,
+    tensor,
+    zeros,
+)
+
 __all__ = [
+    "Tensor",
+    "empty",
+    "enable_grad",
+    "from_numpy",
+    "functional",
+    "is_grad_enabled",
+    "manual_seed",
+    "no_grad",
+    "ones",
+    "rand",
+    "randn",
+    "set_grad_enabled",
+    "tensor",
+    "zeros",
     "cpu_count",
     "get_num_threads",
     "num_threads",

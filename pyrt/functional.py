@@ -1,0 +1,378 @@
+"""Differentiable ops on Tensors, each with its gradient right beside it.
+
+Every op computes its result with the array ops of the tensor's backend (``pyrt.ops`` on the
+CPU) and, when a gradient is needed, returns a tensor that carries a closure mapping the
+gradient of the result to the gradients of the inputs (``None`` for inputs that need none).
+PyTorch's names, argument orders and shapes throughout.
+"""
+
+import builtins
+import numbers
+
+import numpy as np
+
+from pyrt import ops
+from pyrt.autograd import is_grad_enabled
+
+__all__ = [
+    "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
+    "matmul", "linear", "sum", "mean", "max", "reshape", "transpose", "index_rows",
+    "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+    "conv2d", "max_pool2d", "avg_pool2d",
+]
+
+
+def _tensor():
+    from pyrt.tensor import Tensor
+
+    return Tensor
+
+
+def _make(data, parents, backward):
+    """The result tensor; it records `backward` only if some input requires grad."""
+    out = _tensor()(data)
+    if is_grad_enabled():
+        for p in parents:
+            if p.requires_grad:
+                out.requires_grad = True
+                out._parents = parents
+                out._backward = backward
+                break
+    return out
+
+
+def _as_tensor(x, like):
+    """Numbers and arrays in arithmetic become constant tensors."""
+    Tensor = _tensor()
+    if isinstance(x, Tensor):
+        return x
+    return Tensor(np.asarray(x, dtype=np.float32))
+
+
+def _unbroadcast(g, shape):
+    """Sum a gradient of a broadcast result back to an operand's `shape`."""
+    if g.shape == shape:
+        return g
+    extra = g.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        i + extra for i, n in enumerate(shape) if n == 1 and g.shape[i + extra] != 1)
+    if len(axes) == 1 and axes[0] == 0 and g.ndim == 2:
+        out = ops.bias_grad(g)  # a bias row: the column sum kernel
+    else:
+        out = g.sum(axis=axes, dtype=np.float32) if axes else g
+    return np.ascontiguousarray(out.reshape(shape), dtype=np.float32)
+
+
+# ---- arithmetic ------------------------------------------------------------------------------
+
+
+def _scalar(x):
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def add(a, b):
+    if _scalar(b):
+        return _make(ops.add(a.data, b), (a,), lambda g: (g,))
+    if _scalar(a):
+        return add(b, a)
+    a, b = _as_tensor(a, b), _as_tensor(b, a)
+    out = ops.add(a.data, b.data)
+    sa, sb = a.shape, b.shape
+    return _make(out, (a, b), lambda g: (
+        _unbroadcast(g, sa) if a.requires_grad else None,
+        _unbroadcast(g, sb) if b.requires_grad else None))
+
+
+def sub(a, b):
+    if _scalar(b):
+        return _make(ops.sub(a.data, b), (a,), lambda g: (g,))
+    if _scalar(a):
+        return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),))
+    a, b = _as_tensor(a, b), _as_tensor(b, a)
+    out = ops.sub(a.data, b.data)
+    sa, sb = a.shape, b.shape
+    return _make(out, (a, b), lambda g: (
+        _unbroadcast(g, sa) if a.requires_grad else None,
+        _unbroadcast(ops.neg(g), sb) if b.requires_grad else None))
+
+
+def mul(a, b):
+    if _scalar(b):
+        return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),))
+    if _scalar(a):
+        return mul(b, a)
+    a, b = _as_tensor(a, b), _as_tensor(b, a)
+    out = ops.mul(a.data, b.data)
+    return _make(out, (a, b), lambda g: (
+        _unbroadcast(ops.mul(g, b.data), a.shape) if a.requires_grad else None,
+        _unbroadcast(ops.mul(g, a.data), b.shape) if b.requires_grad else None))
+
+
+def div(a, b):
+    if _scalar(b):
+        return mul(a, 1.0 / b)
+    if _scalar(a):
+        b_ = b
+        out = ops.div(a, b_.data)
+        # d(a/b)/db = -a/b^2 = -out/b
+        return _make(out, (b_,), lambda g: (ops.neg(ops.div(ops.mul(g, out), b_.data)),))
+    a, b = _as_tensor(a, b), _as_tensor(b, a)
+    out = ops.div(a.data, b.data)
+    return _make(out, (a, b), lambda g: (
+        _unbroadcast(ops.div(g, b.data), a.shape) if a.requires_grad else None,
+        _unbroadcast(ops.neg(ops.div(ops.mul(g, out), b.data)), b.shape)
+        if b.requires_grad else None))
+
+
+def neg(x):
+    return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),))
+
+
+# ---- unary functions: y = f(x), dx = g * f'(x) from x or y ------------------------------------
+
+
+def exp(x):
+    y = ops.exp(x.data)
+    return _make(y, (x,), lambda g: (ops.exp_backward(g, y),))
+
+
+def log(x):
+    return _make(ops.log(x.data), (x,), lambda g: (ops.log_backward(g, x.data),))
+
+
+def sqrt(x):
+    y = ops.sqrt(x.data)
+    return _make(y, (x,), lambda g: (ops.sqrt_backward(g, y),))
+
+
+def tanh(x):
+    y = ops.tanh(x.data)
+    return _make(y, (x,), lambda g: (ops.tanh_backward(g, y),))
+
+
+def sigmoid(x):
+    y = ops.sigmoid(x.data)
+    return _make(y, (x,), lambda g: (ops.sigmoid_backward(g, y),))
+
+
+def relu(x):
+    y = ops.relu(x.data)
+    return _make(y, (x,), lambda g: (ops.relu_backward(g, y),))
+
+
+# ---- linear algebra --------------------------------------------------------------------------
+
+
+def matmul(a, b):
+    """2-D matrix product; dA = g @ B^T, dB = A^T @ g (transposes folded into the GEMM)."""
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"matmul expects 2-D tensors, got shapes {a.shape} and {b.shape}")
+    out = ops.matmul(a.data, b.data)
+    return _make(out, (a, b), lambda g: (
+        ops.matmul(g, b.data, trans_b=True) if a.requires_grad else None,
+        ops.matmul(a.data, g, trans_a=True) if b.requires_grad else None))
+
+
+_ACT_BACKWARD = {
+    "relu": ops.relu_backward,
+    "sigmoid": ops.sigmoid_backward,
+    "tanh": ops.tanh_backward,
+}
+
+
+def linear(x, weight, bias=None, act=None):
+    """``act(x @ weight.T + bias)`` with x [N, in], weight [out, in], bias [out]: one GEMM and
+    one fused pass for bias and activation. act is None, "relu", "sigmoid" or "tanh"."""
+    if x.ndim != 2:
+        raise ValueError(f"linear expects a 2-D input [batch, features], got shape {x.shape}")
+    if weight.ndim != 2 or x.shape[1] != weight.shape[1]:
+        raise ValueError(f"linear: input of shape {x.shape} does not match weight of shape "
+                         f"{weight.shape} (expected [out, {x.shape[1]}])")
+    y = ops.matmul(x.data, weight.data, trans_b=True)
+    if bias is not None or act is not None:
+        ops.bias_act(y, None if bias is None else bias.data, act, out=y)
+    act_backward = _ACT_BACKWARD.get(act)
+
+    def backward(g):
+        gp = act_backward(g, y) if act_backward else g  # gradient before the activation
+        return (
+            ops.matmul(gp, weight.data) if x.requires_grad else None,
+            ops.matmul(gp, x.data, trans_a=True) if weight.requires_grad else None,
+            ops.bias_grad(gp) if bias is not None and bias.requires_grad else None,
+        )
+
+    parents = (x, weight) if bias is None else (x, weight, bias)
+    return _make(y, parents, backward)
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+def _reduced_shape(shape, axis, keepdims):
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % len(shape) for a in axes)
+    return tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdims or i not in axes)
+
+
+def _expand_grad(g, shape, axis):
+    """Broadcast the gradient of a reduction back over the reduced axes."""
+    kept = _reduced_shape(shape, axis, keepdims=True)
+    return np.ascontiguousarray(np.broadcast_to(g.reshape(kept), shape))
+
+
+def sum(x, axis=None, keepdims=False):
+    out = ops.sum(x.data, axis, keepdims=keepdims)
+    shape = x.shape
+    return _make(out, (x,), lambda g: (_expand_grad(g, shape, axis),))
+
+
+def mean(x, axis=None, keepdims=False):
+    out = ops.mean(x.data, axis, keepdims=keepdims)
+    shape = x.shape
+    count = x.data.size // builtins.max(out.size, 1) if x.data.size else 1
+    return _make(out, (x,), lambda g: (ops.mul(_expand_grad(g, shape, axis), 1.0 / count),))
+
+
+def max(x, axis=None, keepdims=False):
+    out = ops.max(x.data, axis, keepdims=keepdims)
+
+    def backward(g):
+        # the gradient goes to the first maximum of each slice, as argmax picks it
+        if axis is None:
+            dx = np.zeros(x.data.size, np.float32)
+            dx[int(ops.argmax(x.data))] = g.reshape(())
+            return (dx.reshape(x.shape),)
+        idx = ops.argmax(x.data, axis, keepdims=True)
+        dx = np.zeros(x.shape, np.float32)
+        np.put_along_axis(dx, idx, g.reshape(idx.shape), axis=axis)
+        return (dx,)
+
+    return _make(out, (x,), backward)
+
+
+# ---- shape -----------------------------------------------------------------------------------
+
+
+def reshape(x, shape):
+    out = x.data.reshape(shape)
+    if not out.flags.c_contiguous:
+        out = np.ascontiguousarray(out)
+    in_shape = x.shape
+    return _make(out, (x,), lambda g: (g.reshape(in_shape),))
+
+
+def transpose(x):
+    """The transpose of a 2-D tensor (a contiguous copy)."""
+    if x.ndim != 2:
+        raise ValueError(f"transpose expects a 2-D tensor, got shape {x.shape}")
+    return _make(np.ascontiguousarray(x.data.T), (x,), lambda g: (np.ascontiguousarray(g.T),))
+
+
+def index_rows(x, index):
+    """``x[index]`` for an int, a slice or an integer array along the first axis."""
+    out = x.data[index]
+    if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
+        out = np.ascontiguousarray(out)
+    out = np.asarray(out, dtype=x.data.dtype)
+
+    def backward(g):
+        dx = np.zeros(x.shape, np.float32)
+        np.add.at(dx, index, g)
+        return (dx,)
+
+    return _make(out, (x,), backward)
+
+
+# ---- softmax and losses ----------------------------------------------------------------------
+
+
+def softmax(x, dim=-1):
+    y = ops.softmax(x.data, dim)
+
+    def backward(g):
+        gy = g * y
+        return (gy - y * gy.sum(axis=dim, keepdims=True, dtype=np.float32),)
+
+    return _make(y, (x,), backward)
+
+
+def log_softmax(x, dim=-1):
+    y = ops.log_softmax(x.data, dim)
+
+    def backward(g):
+        return (g - np.exp(y) * g.sum(axis=dim, keepdims=True, dtype=np.float32),)
+
+    return _make(y, (x,), backward)
+
+
+def _scale(grad, g):
+    """Chain a loss gradient with the (scalar) gradient of the loss."""
+    return grad if float(g) == 1.0 else ops.mul(grad, float(g))
+
+
+def cross_entropy(logits, labels):
+    """Mean cross-entropy of softmax(logits [N, C]) against integer labels [N], forward and
+    gradient in one fused kernel pass."""
+    labels = labels.data if hasattr(labels, "data") else np.asarray(labels)
+    if logits.requires_grad and is_grad_enabled():
+        loss, grad = ops.cross_entropy(logits.data, labels, return_grad=True)
+        return _make(loss, (logits,), lambda g: (_scale(grad, g),))
+    return _make(ops.cross_entropy(logits.data, labels), (logits,), None)
+
+
+def binary_cross_entropy_with_logits(logits, targets):
+    targets = targets.data if hasattr(targets, "data") else np.asarray(targets, np.float32)
+    if logits.requires_grad and is_grad_enabled():
+        loss, grad = ops.binary_cross_entropy_with_logits(logits.data, targets,
+                                                          return_grad=True)
+        return _make(loss, (logits,), lambda g: (_scale(grad, g),))
+    return _make(ops.binary_cross_entropy_with_logits(logits.data, targets), (logits,), None)
+
+
+def mse_loss(input, target):
+    target = target.data if hasattr(target, "data") else np.asarray(target, np.float32)
+    if input.shape != target.shape:
+        raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
+                         f"{target.shape} differ")
+    diff = ops.sub(input.data, target)
+    loss = ops.mean(ops.mul(diff, diff))
+    n = builtins.max(diff.size, 1)
+    return _make(loss, (input,), lambda g: (ops.mul(diff, 2.0 * float(g) / n),))
+
+
+# ---- convolution and pooling -----------------------------------------------------------------
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    y = ops.conv2d(x.data, weight.data, None if bias is None else bias.data, stride=stride,
+                   padding=padding)
+
+    def backward(g):
+        dx, dw, db = ops.conv2d_backward(
+            x.data, weight.data, g, stride=stride, padding=padding,
+            needs_input_grad=x.requires_grad, needs_weight_grad=weight.requires_grad,
+            needs_bias_grad=bias is not None and bias.requires_grad)
+        return (dx, dw) if bias is None else (dx, dw, db)
+
+    parents = (x, weight) if bias is None else (x, weight, bias)
+    return _make(y, parents, backward)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    need = x.requires_grad and is_grad_enabled()
+    if not need:
+        return _make(ops.max_pool2d(x.data, kernel_size, stride, padding), (x,), None)
+    y, idx = ops.max_pool2d(x.data, kernel_size, stride, padding, return_indices=True)
+    shape = x.shape
+    return _make(y, (x,), lambda g: (
+        ops.max_pool2d_backward(g, idx, shape, kernel_size, stride, padding),))
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    y = ops.avg_pool2d(x.data, kernel_size, stride, padding)
+    shape = x.shape
+    return _make(y, (x,), lambda g: (
+        ops.avg_pool2d_backward(g, shape, kernel_size, stride, padding),))
+

@@ -1,0 +1,343 @@
+"""Tensor: an array with a gradient, PyTorch's interface over pyrt's ops.
+
+A Tensor wraps a float32 (or int64, for labels) array of its device's backend: a NumPy array
+on the CPU. Arithmetic, matmul, reductions and activations go through ``pyrt.functional``,
+which records what ``backward()`` needs.
+"""
+
+import numbers
+
+import numpy as np
+
+from pyrt import functional as F
+from pyrt.autograd import run_backward
+
+__all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manual_seed",
+           "from_numpy"]
+
+_DEVICES = ("cpu",)
+
+
+def _check_device(device):
+    name = str(device)
+    if name not in _DEVICES:
+        if name.startswith("cuda"):
+            raise RuntimeError(
+                f"device {name!r} is not available: pyrt's CUDA backend needs an NVIDIA GPU "
+                "and CuPy (pip install 'pyrt[cuda]')")
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    return name
+
+
+class Tensor:
+    __slots__ = ("data", "grad", "requires_grad", "_parents", "_backward", "__weakref__")
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data
+        self.grad = None
+        self.requires_grad = requires_grad
+        self._parents = ()
+        self._backward = None
+
+    # ---- description -------------------------------------------------------------------------
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_leaf(self):
+        return self._backward is None
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return self.data.size
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        body = np.array2string(self.data, separator=", ", prefix="tensor(")
+        return f"tensor({body}{grad})"
+
+    # ---- conversion --------------------------------------------------------------------------
+
+    def numpy(self):
+        """The data as a NumPy array (shared, not copied, on the CPU)."""
+        if self.requires_grad and not self.is_leaf:
+            raise RuntimeError("Can't call numpy() on a tensor that requires grad: "
+                               "use tensor.detach().numpy()")
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"only one-element tensors can be converted to a Python scalar, "
+                             f"got shape {self.shape}")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def detach(self):
+        return Tensor(self.data)
+
+    def clone(self):
+        return F.mul(self, 1.0) if self.requires_grad else Tensor(self.data.copy())
+
+    def to(self, device):
+        _check_device(device)
+        return self
+
+    def cpu(self):
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and self.data.dtype != np.float32:
+            raise RuntimeError("only floating-point tensors can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    # ---- in-place helpers (no gradient recorded) ----------------------------------------------
+
+    def zero_(self):
+        self.data[...] = 0
+        return self
+
+    def fill_(self, value):
+        self.data[...] = value
+        return self
+
+    def copy_(self, other):
+        src = other.data if isinstance(other, Tensor) else np.asarray(other)
+        if src.shape != self.shape:
+            raise ValueError(f"copy_: shape {src.shape} does not match {self.shape}")
+        self.data[...] = src
+        return self
+
+    # ---- autograd ----------------------------------------------------------------------------
+
+    def backward(self, gradient=None):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs: "
+                                   f"pass gradient= for shape {self.shape}")
+            g = np.ones(self.shape, np.float32)
+        else:
+            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient,
+                                                                              np.float32)
+            if g.shape != self.shape:
+                raise ValueError(f"gradient has shape {g.shape}, expected {self.shape}")
+            g = np.ascontiguousarray(g, dtype=np.float32)
+        run_backward(self, g)
+
+    # ---- ops ---------------------------------------------------------------------------------
+
+    def __add__(self, other):
+        return F.add(self, other)
+
+    def __radd__(self, other):
+        return F.add(other, self)
+
+    def __sub__(self, other):
+        return F.sub(self, other)
+
+    def __rsub__(self, other):
+        return F.sub(other, self)
+
+    def __mul__(self, other):
+        return F.mul(self, other)
+
+    def __rmul__(self, other):
+        return F.mul(other, self)
+
+    def __truediv__(self, other):
+        return F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return F.div(other, self)
+
+    def __neg__(self):
+        return F.neg(self)
+
+    def __pow__(self, exponent):
+        if exponent == 2:
+            return F.mul(self, self)
+        raise NotImplementedError("only x ** 2 is supported")
+
+    def __matmul__(self, other):
+        return F.matmul(self, other)
+
+    def __getitem__(self, index):
+        if isinstance(index, Tensor):
+            index = index.data
+        return F.index_rows(self, index)
+
+    def matmul(self, other):
+        return F.matmul(self, other)
+
+    def exp(self):
+        return F.exp(self)
+
+    def log(self):
+        return F.log(self)
+
+    def sqrt(self):
+        return F.sqrt(self)
+
+    def tanh(self):
+        return F.tanh(self)
+
+    def sigmoid(self):
+        return F.sigmoid(self)
+
+    def relu(self):
+        return F.relu(self)
+
+    def sum(self, dim=None, keepdim=False):
+        return F.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return F.mean(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        return F.max(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        from pyrt import ops
+
+        return Tensor(ops.argmax(self.data, dim, keepdims=keepdim))
+
+    def softmax(self, dim=-1):
+        return F.softmax(self, dim)
+
+    def log_softmax(self, dim=-1):
+        return F.log_softmax(self, dim)
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return F.reshape(self, shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0):
+        shape = self.shape[:start_dim] + (-1,)
+        return F.reshape(self, shape)
+
+    @property
+    def T(self):
+        return F.transpose(self)
+
+    def t(self):
+        return F.transpose(self)
+
+
+# ---- creation --------------------------------------------------------------------------------
+
+
+def _as_array(data, dtype):
+    if isinstance(data, Tensor):
+        data = data.data
+    arr = np.asarray(data)
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    elif arr.dtype.kind in "iub":
+        arr = arr.astype(np.int64, copy=False)
+    else:
+        arr = arr.astype(np.float32, copy=False)
+    return np.ascontiguousarray(arr)
+
+
+def tensor(data, requires_grad=False, device="cpu", dtype=None):
+    """A tensor holding a copy of `data`: floats become float32, integers int64."""
+    _check_device(device)
+    arr = _as_array(data, dtype).copy()
+    if requires_grad and arr.dtype != np.float32:
+        raise RuntimeError("only floating-point tensors can require gradients")
+    return Tensor(arr, requires_grad=requires_grad)
+
+
+def from_numpy(array):
+    """A tensor sharing `array`'s memory (which must be float32 or int64 and contiguous)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected a numpy.ndarray, got {type(array).__name__}")
+    if array.dtype not in (np.float32, np.int64) or not array.flags.c_contiguous:
+        raise ValueError("from_numpy needs a C-contiguous float32 or int64 array")
+    return Tensor(array)
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    for n in size:
+        if not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"size must be non-negative integers, got {size}")
+    return tuple(int(n) for n in size)
+
+
+def zeros(*size, requires_grad=False, device="cpu"):
+    _check_device(device)
+    return Tensor(np.zeros(_shape(size), np.float32), requires_grad)
+
+
+def ones(*size, requires_grad=False, device="cpu"):
+    _check_device(device)
+    return Tensor(np.ones(_shape(size), np.float32), requires_grad)
+
+
+def empty(*size, requires_grad=False, device="cpu"):
+    _check_device(device)
+    return Tensor(np.empty(_shape(size), np.float32), requires_grad)
+
+
+# ---- random numbers --------------------------------------------------------------------------
+
+_generator = np.random.default_rng(0)
+
+
+def manual_seed(seed):
+    """Seed pyrt's random numbers (parameter initialisation, shuffling, randn/rand)."""
+    global _generator
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    _generator = np.random.default_rng(int(seed))
+    return _generator
+
+
+def generator():
+    return _generator
+
+
+def randn(*size, requires_grad=False, device="cpu"):
+    _check_device(device)
+    return Tensor(_generator.standard_normal(_shape(size), dtype=np.float32), requires_grad)
+
+
+def rand(*size, requires_grad=False, device="cpu"):
+    _check_device(device)
+    return Tensor(_generator.random(_shape(size), dtype=np.float32), requires_grad)

@@ -1,0 +1,303 @@
+"""Tensor and autograd: every differentiable op against finite differences (float64) and,
+where PyTorch is installed, against torch.autograd on the same inputs."""
+
+import numpy as np
+import pytest
+
+import pyrt
+import pyrt.functional as F
+
+RNG_SEED = 20261122
+
+
+def rng():
+    return np.random.default_rng(RNG_SEED)
+
+
+def numeric_grad(f, arrays, index, eps=1e-3):
+    """d f(arrays) / d arrays[index] by central differences in float64."""
+    base = [a.astype(np.float64) for a in arrays]
+    x = base[index]
+    grad = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        i = it.multi_index
+        old = x[i]
+        x[i] = old + eps
+        fp = f(*base)
+        x[i] = old - eps
+        fm = f(*base)
+        x[i] = old
+        grad[i] = (fp - fm) / (2 * eps)
+    return grad
+
+
+def check_grads(pyrt_fn, numpy_fn, arrays, atol=2e-3, rtol=2e-3):
+    """pyrt_fn(*tensors) -> scalar tensor; numpy_fn(*float64 arrays) -> float."""
+    tensors = [pyrt.tensor(a, requires_grad=True) for a in arrays]
+    out = pyrt_fn(*tensors)
+    assert out.shape == () or out.numel() == 1
+    np.testing.assert_allclose(float(out.item()), numpy_fn(*[a.astype(np.float64)
+                                                            for a in arrays]),
+                               rtol=1e-4, atol=1e-5)
+    out.backward()
+    for i, t in enumerate(tensors):
+        want = numeric_grad(numpy_fn, arrays, i)
+        np.testing.assert_allclose(t.grad.data, want, atol=atol, rtol=rtol,
+                                   err_msg=f"gradient of input {i}")
+
+
+def sigmoid64(x):
+    return 1 / (1 + np.exp(-x))
+
+
+UNARY = [
+    (lambda t: t.exp(), np.exp, (-2, 2)),
+    (lambda t: t.log(), np.log, (0.5, 3)),
+    (lambda t: t.sqrt(), np.sqrt, (0.5, 3)),
+    (lambda t: t.tanh(), np.tanh, (-2, 2)),
+    (lambda t: t.sigmoid(), sigmoid64, (-3, 3)),
+    (lambda t: t.relu(), lambda x: np.maximum(x, 0), (-2, 2)),
+    (lambda t: -t, np.negative, (-2, 2)),
+]
+
+
+@pytest.mark.parametrize("op,ref,lohi", UNARY)
+def test_unary_grads(op, ref, lohi):
+    x = rng().uniform(*lohi, size=(3, 5)).astype(np.float32)
+    if ref is not np.exp and lohi == (-2, 2):
+        x[np.abs(x) < 0.05] = 0.3  # keep relu away from its kink
+    w = rng().standard_normal((3, 5)).astype(np.float32)
+    check_grads(lambda t: (op(t) * pyrt.tensor(w)).sum(), lambda a: (ref(a) * w).sum(), [x])
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", [((4, 3), (4, 3)), ((4, 3), (3,)), ((4, 3), (4, 1)),
+                                    ((3,), (4, 3)), ((2, 4, 3), (3,))])
+def test_binary_grads_with_broadcasting(name, shapes):
+    r = rng()
+    a = r.uniform(0.5, 2, size=shapes[0]).astype(np.float32)
+    b = r.uniform(0.5, 2, size=shapes[1]).astype(np.float32)
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+    check_grads(lambda x, y: getattr(F, name)(x, y).sum(), lambda x, y: ops[name](x, y).sum(),
+                [a, b])
+
+
+@pytest.mark.parametrize("scalar_left", [False, True])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_scalar_arithmetic(name, scalar_left):
+    a = rng().uniform(0.5, 2, size=(3, 4)).astype(np.float32)
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+    if scalar_left:
+        check_grads(lambda x: getattr(F, name)(1.5, x).sum(),
+                    lambda x: ops[name](1.5, x).sum(), [a])
+    else:
+        check_grads(lambda x: getattr(F, name)(x, 1.5).sum(),
+                    lambda x: ops[name](x, 1.5).sum(), [a])
+
+
+def test_matmul_grads():
+    r = rng()
+    a = r.standard_normal((5, 4)).astype(np.float32)
+    b = r.standard_normal((4, 3)).astype(np.float32)
+    w = r.standard_normal((5, 3)).astype(np.float32)
+    check_grads(lambda x, y: ((x @ y) * pyrt.tensor(w)).sum(), lambda x, y: ((x @ y) * w).sum(),
+                [a, b])
+
+
+@pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_grads(act, bias):
+    r = rng()
+    x = r.standard_normal((6, 4)).astype(np.float32)
+    w = r.standard_normal((3, 4)).astype(np.float32)
+    b = r.standard_normal(3).astype(np.float32)
+    m = r.standard_normal((6, 3)).astype(np.float32)
+    acts = {None: lambda z: z, "relu": lambda z: np.maximum(z, 0), "sigmoid": sigmoid64,
+            "tanh": np.tanh}
+    if bias:
+        check_grads(lambda x_, w_, b_: (F.linear(x_, w_, b_, act) * pyrt.tensor(m)).sum(),
+                    lambda x_, w_, b_: (acts[act](x_ @ w_.T + b_) * m).sum(), [x, w, b])
+    else:
+        check_grads(lambda x_, w_: (F.linear(x_, w_, None, act) * pyrt.tensor(m)).sum(),
+                    lambda x_, w_: (acts[act](x_ @ w_.T) * m).sum(), [x, w])
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("kind", ["sum", "mean", "max"])
+def test_reduction_grads(kind, axis, keepdims):
+    x = rng().permutation(20).reshape(4, 5).astype(np.float32) / 7  # distinct: max is unique
+    ref = {"sum": np.sum, "mean": np.mean, "max": np.max}[kind]
+    out_shape = ref(x, axis=axis, keepdims=keepdims).shape
+    w = rng().standard_normal(out_shape).astype(np.float32)
+    check_grads(lambda t: (getattr(t, kind)(axis, keepdims) * pyrt.tensor(w)).sum(),
+                lambda a: (ref(a, axis=axis, keepdims=keepdims) * w).sum(), [x])
+
+
+def test_softmax_and_log_softmax_grads():
+    r = rng()
+    x = r.standard_normal((4, 6)).astype(np.float32)
+    w = r.standard_normal((4, 6)).astype(np.float32)
+
+    def sm(a):
+        e = np.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    check_grads(lambda t: (t.softmax(-1) * pyrt.tensor(w)).sum(), lambda a: (sm(a) * w).sum(),
+                [x])
+    check_grads(lambda t: (t.log_softmax(-1) * pyrt.tensor(w)).sum(),
+                lambda a: (np.log(sm(a)) * w).sum(), [x])
+
+
+def test_loss_grads():
+    r = rng()
+    logits = r.standard_normal((8, 5)).astype(np.float32)
+    labels = r.integers(0, 5, 8)
+
+    def ce(a):
+        m = a.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(a - m).sum(axis=1)) + m[:, 0]
+        return (lse - a[np.arange(8), labels]).mean()
+
+    check_grads(lambda t: F.cross_entropy(t, pyrt.tensor(labels)), ce, [logits])
+    z = r.standard_normal((8, 1)).astype(np.float32)
+    tgt = r.integers(0, 2, (8, 1)).astype(np.float32)
+    check_grads(lambda t: F.binary_cross_entropy_with_logits(t, pyrt.tensor(tgt)),
+                lambda a: (np.maximum(a, 0) - a * tgt + np.log1p(np.exp(-np.abs(a)))).mean(),
+                [z])
+    check_grads(lambda t: F.mse_loss(t, pyrt.tensor(tgt)), lambda a: ((a - tgt) ** 2).mean(),
+                [z])
+
+
+def test_reshape_transpose_index_grads():
+    r = rng()
+    x = r.standard_normal((4, 6)).astype(np.float32)
+    w = r.standard_normal((6, 4)).astype(np.float32)
+    check_grads(lambda t: (t.T * pyrt.tensor(w)).sum(), lambda a: (a.T * w).sum(), [x])
+    w2 = r.standard_normal((3, 8)).astype(np.float32)
+    check_grads(lambda t: (t.reshape(3, 8) * pyrt.tensor(w2)).sum(),
+                lambda a: (a.reshape(3, 8) * w2).sum(), [x])
+    idx = np.array([3, 0, 3])
+    w3 = r.standard_normal((3, 6)).astype(np.float32)
+    check_grads(lambda t: (t[idx] * pyrt.tensor(w3)).sum(), lambda a: (a[idx] * w3).sum(), [x])
+
+
+def test_conv_and_pool_grads():
+    r = rng()
+    x = r.standard_normal((2, 2, 6, 6)).astype(np.float32)
+    w = r.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    b = r.standard_normal(3).astype(np.float32)
+    torch = pytest.importorskip("torch")
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ref = torch.nn.functional.max_pool2d(
+        torch.nn.functional.conv2d(tx, tw, tb, padding=1).relu(), 2).sum()
+    ref.backward()
+    px, pw, pb = (pyrt.tensor(a, requires_grad=True) for a in (x, w, b))
+    out = F.max_pool2d(F.conv2d(px, pw, pb, padding=1).relu(), 2).sum()
+    out.backward()
+    np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
+    for p, t in ((px, tx), (pw, tw), (pb, tb)):
+        np.testing.assert_allclose(p.grad.data, t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_gradient_accumulates_over_uses_and_calls():
+    x = pyrt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x + x).sum().backward()
+    np.testing.assert_allclose(x.grad.data, [3.0, 5.0, 7.0])
+    (x * 2.0).sum().backward()
+    np.testing.assert_allclose(x.grad.data, [5.0, 7.0, 9.0])
+
+
+def test_shared_gradient_arrays_are_not_aliased():
+    # a + b passes one gradient array to both inputs: their .grad must not share memory
+    a = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    b = pyrt.tensor([3.0, 4.0], requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.data[0] = 100.0
+    assert b.grad.data[0] == 1.0
+
+
+def test_no_grad_records_nothing():
+    x = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    with pyrt.no_grad():
+        y = x * 2.0
+    assert not y.requires_grad and y.is_leaf
+
+    @pyrt.no_grad()
+    def f(t):
+        return t * 3.0
+
+    assert not f(x).requires_grad
+    assert (x * 2.0).requires_grad
+
+
+def test_backward_errors():
+    x = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="scalar outputs"):
+        (x * 2.0).backward()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        pyrt.tensor([1.0]).backward()
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    with pytest.raises(ValueError, match="gradient has shape"):
+        (x * 2.0).backward(np.ones(3, np.float32))
+
+
+def test_tensor_creation_and_conversion():
+    t = pyrt.tensor([[1, 2], [3, 4]])
+    assert t.dtype == np.int64
+    f = pyrt.tensor([[1.0, 2.0]])
+    assert f.dtype == np.float32 and f.shape == (1, 2)
+    assert pyrt.tensor(np.float64(2.5)).item() == 2.5
+    with pytest.raises(RuntimeError, match="floating-point"):
+        pyrt.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match="cuda"):
+        pyrt.tensor([1.0], device="cuda")
+    with pytest.raises(ValueError, match="device"):
+        pyrt.tensor([1.0], device="tpu")
+    data = np.arange(3, dtype=np.float32)
+    assert pyrt.tensor(data).data is not data  # tensor() copies
+    assert pyrt.from_numpy(data).data is data  # from_numpy shares
+    assert pyrt.zeros(2, 3).shape == (2, 3) and pyrt.ones((4,)).data.sum() == 4
+    assert "requires_grad=True" in repr(pyrt.zeros(2, requires_grad=True))
+
+
+def test_manual_seed_makes_randn_repeatable():
+    pyrt.manual_seed(7)
+    a = pyrt.randn(3, 4).data.copy()
+    pyrt.manual_seed(7)
+    np.testing.assert_array_equal(a, pyrt.randn(3, 4).data)
+    with pytest.raises(ValueError):
+        pyrt.manual_seed(-1)
+
+
+def test_against_torch_on_a_small_graph():
+    torch = pytest.importorskip("torch")
+    r = rng()
+    x = r.standard_normal((5, 4)).astype(np.float32)
+    w = r.standard_normal((3, 4)).astype(np.float32)
+    b = r.standard_normal(3).astype(np.float32)
+    labels = r.integers(0, 3, 5)
+    tw, tb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(torch.tanh(torch.tensor(x) @ tw.T + tb) * 2.0,
+                                           torch.tensor(labels))
+    tl.backward()
+    pw, pb = pyrt.tensor(w, requires_grad=True), pyrt.tensor(b, requires_grad=True)
+    pl = F.cross_entropy(F.linear(pyrt.tensor(x), pw, pb, "tanh") * 2.0, pyrt.tensor(labels))
+    pl.backward()
+    np.testing.assert_allclose(pl.item(), tl.item(), rtol=1e-5)
+    np.testing.assert_allclose(pw.grad.data, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(pb.grad.data, tb.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_no_grad_decorator_is_reentrant():
+    @pyrt.no_grad()
+    def recurse(n):
+        assert not pyrt.is_grad_enabled()
+        return 0 if n == 0 else recurse(n - 1)
+
+    recurse(3)
+    assert pyrt.is_grad_enabled()
