@@ -112,3 +112,149 @@ int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn
 /* The leaf size pyrt_parallel_reduce uses for grain 0 (depends on n only). Any thread. */
 int64_t pyrt_reduce_leaf_size(int64_t n);
 
+/* =========================================================================================
+ * Kernels: float32, C-contiguous (row-major) buffers, parallel through the runtime above.
+ * Any thread may call them, including loop bodies and tasks. Each returns PYRT_OK or
+ * PYRT_EINVAL (a negative size, an unknown op code, a NULL where data is needed). Sizes of 0
+ * are valid and do nothing. Outputs may alias inputs only where a kernel says so. Every
+ * reduction sums in a fixed order, so results are bitwise identical at any thread count.
+ * ========================================================================================= */
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+
+#define PYRT_ADD 0
+#define PYRT_SUB 1
+#define PYRT_MUL 2
+#define PYRT_DIV 3
+
+/* How `b` is laid against an [rows, cols] `a`. */
+#define PYRT_BCAST_NONE 0   /* b is [rows, cols] too */
+#define PYRT_BCAST_SCALAR 1 /* b[0] everywhere */
+#define PYRT_BCAST_ROW 2    /* b is [cols]: b[j] for every row */
+#define PYRT_BCAST_COL 3    /* b is [rows]: b[i] for every column */
+
+/* out = a op b, or b op a when `swap` is nonzero. out may be a (in place) or, with
+ * PYRT_BCAST_NONE, b. */
+int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows, int64_t cols,
+                int bcast, int swap);
+
+#define PYRT_NEG 0
+#define PYRT_EXP 1
+#define PYRT_LOG 2
+#define PYRT_SQRT 3
+#define PYRT_TANH 4
+#define PYRT_SIGMOID 5
+#define PYRT_RELU 6
+#define PYRT_IDENTITY 7
+
+/* out = op(x) over n elements; out may be x. */
+int pyrt_unary(int op, const float *x, float *out, int64_t n);
+
+/* Gradient of a unary op: out = grad * op'(...) where `saved` is the op's input x for
+ * PYRT_RELU (grad where x > 0), and its output y for PYRT_SIGMOID (y(1-y)) and PYRT_TANH
+ * (1-y^2); PYRT_EXP takes y (grad*y), PYRT_LOG takes x (grad/x), PYRT_SQRT takes y
+ * (grad/(2y)), PYRT_NEG ignores saved. out may alias grad. */
+int pyrt_unary_backward(int op, const float *grad, const float *saved, float *out, int64_t n);
+
+/* out[i, j] = act(x[i, j] + bias[j]) for an [rows, cols] x, one pass over memory; act is
+ * PYRT_IDENTITY, PYRT_RELU, PYRT_SIGMOID or PYRT_TANH; bias may be NULL; out may be x. */
+int pyrt_bias_act(const float *x, const float *bias, float *out, int64_t rows, int64_t cols,
+                  int act);
+
+/* The bias gradient: out[j] = sum over i of grad[i, j] for an [rows, cols] grad. */
+int pyrt_bias_grad(const float *grad, float *out, int64_t rows, int64_t cols);
+
+/* out = c + value * a * b over n elements (PyTorch's addcmul; the a*b+c triad in one pass).
+ * out may be any of the inputs. */
+int pyrt_addcmul(const float *c, const float *a, const float *b, float value, float *out,
+                 int64_t n);
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+/* Reductions see x as [outer, len, inner] and reduce the middle axis into out[outer, inner]
+ * (a full reduction is outer = inner = 1). len must be at least 1 for max and argmax. */
+int pyrt_sum(const float *x, float *out, int64_t outer, int64_t len, int64_t inner);
+int pyrt_max(const float *x, float *out, int64_t outer, int64_t len, int64_t inner);
+/* Index of the first maximum along the axis; NaN counts as the maximum (as NumPy does). */
+int pyrt_argmax(const float *x, int64_t *out, int64_t outer, int64_t len, int64_t inner);
+
+/* ---- softmax and losses (over the last axis of an [rows, cols] x) --------------------- */
+
+/* out = softmax(x) or, with `log` nonzero, log_softmax(x); stable for large |x|; out may
+ * be x. */
+int pyrt_softmax(const float *x, float *out, int64_t rows, int64_t cols, int log);
+
+/* Mean cross-entropy of softmax(logits) against integer labels in [0, cols): *loss gets the
+ * mean over rows; if grad is not NULL it gets d(loss)/d(logits) = (softmax - onehot) / rows,
+ * in the same pass. A label out of range returns PYRT_EINVAL and writes nothing. */
+int pyrt_cross_entropy(const float *logits, const int64_t *labels, float *loss, float *grad,
+                       int64_t rows, int64_t cols);
+
+/* Mean binary cross-entropy with logits: loss = mean(max(z,0) - z*t + log(1+exp(-|z|)));
+ * grad (optional) = (sigmoid(z) - t) / n. */
+int pyrt_bce_with_logits(const float *logits, const float *targets, float *loss, float *grad,
+                         int64_t n);
+
+/* ---- GEMM ----------------------------------------------------------------------------- */
+
+/* C = alpha * op(A) op(B) + beta * C, row-major; op(A) is [m, k] (A is [k, m] when trans_a),
+ * op(B) is [k, n] (B is [n, k] when trans_b); lda, ldb, ldc are row strides in elements.
+ * beta == 0 ignores C's old contents (NaN included). C must not overlap A or B. Parallel over
+ * blocks of both m and n; each element sums over k in one fixed order. */
+int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc);
+
+/* The instruction set the GEMM micro-kernel uses on this CPU: "avx512", "avx2" or "generic". */
+const char *pyrt_sgemm_kernel(void);
+
+/* ---- convolution and pooling (NCHW) --------------------------------------------------- */
+
+/* Geometry of a 2-D convolution or pooling window: input [n, c, h, w], kernel kh x kw,
+ * stride and zero padding; the output is [n, k, oh, ow] with oh = (h + 2*pad_h - kh)/stride_h
+ * + 1 (and the same for ow). */
+typedef struct pyrt_conv_shape {
+    int64_t n, c, h, w;     /* input */
+    int64_t k;              /* output channels (convolution only) */
+    int64_t kh, kw;         /* window */
+    int64_t stride_h, stride_w, pad_h, pad_w;
+    int64_t oh, ow;         /* output, filled in by pyrt_conv_shape_init */
+} pyrt_conv_shape;
+
+/* Check the geometry and compute oh, ow. Returns PYRT_EINVAL if the window does not fit. */
+int pyrt_conv_shape_init(pyrt_conv_shape *s);
+
+/* y[n, k, oh, ow] = conv(x[n, c, h, w], weight[k, c, kh, kw]) + bias[k] (bias may be NULL). */
+int pyrt_conv2d_forward(const pyrt_conv_shape *s, const float *x, const float *weight,
+                        const float *bias, float *y);
+
+/* Gradients from dy [n, k, oh, ow]: dx [n, c, h, w] (may be NULL), dweight [k, c, kh, kw]
+ * (may be NULL), dbias [k] (may be NULL). dweight and dbias sum over the batch in a fixed
+ * order. */
+int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *weight,
+                         const float *dy, float *dx, float *dweight, float *dbias);
+
+/* Pooling over [n, c, h, w] (s->k is ignored; the output has c channels). Max pooling pads
+ * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
+ * the backward pass. Average pooling divides by kh*kw (padding counts as zeros). */
+int pyrt_max_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y,
+                            int64_t *indices);
+int pyrt_max_pool2d_backward(const pyrt_conv_shape *s, const float *dy, const int64_t *indices,
+                             float *dx);
+int pyrt_avg_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y);
+int pyrt_avg_pool2d_backward(const pyrt_conv_shape *s, const float *dy, float *dx);
+
+/* ---- optimizer updates (in place, one pass over the parameter and its state) ---------- */
+
+/* PyTorch's SGD: g = grad + weight_decay * param; with momentum, buf = momentum * buf +
+ * (1 - dampening) * g (buf = g on the first step), g = nesterov ? g + momentum * buf : buf;
+ * then param -= lr * g. momentum_buf may be NULL when momentum == 0. */
+int pyrt_sgd_step(float *param, const float *grad, float *momentum_buf, int64_t n, double lr,
+                  double momentum, double dampening, double weight_decay, int nesterov,
+                  int first_step);
+
+/* PyTorch's Adam (L2 weight decay): step counts from 1; m and v start at zero.
+ * Hyper-parameters are double, as Python holds them: the per-step scalars (1 - beta,
+ * beta^step, lr / bias correction) are computed in double and rounded once. */
+int pyrt_adam_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr,
+                   double beta1, double beta2, double eps, double weight_decay, int64_t step);

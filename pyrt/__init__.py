@@ -12,7 +12,7 @@ from pyrt.runtime import (  # noqa: E402
     set_num_threads,
 )
 
-from pyrt import functional  # noqa: E402
+from pyrt import functional, nn, optim  # noqa: E402
 from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from pyrt.tensor import (  # noqa: E402
     Tensor,
@@ -32,6 +32,8 @@ __all__ = [
     "enable_grad",
     "from_numpy",
     "functional",
+    "nn",
+    "optim",
     "is_grad_enabled",
     "manual_seed",
     "no_grad",

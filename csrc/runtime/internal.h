@@ -58,6 +58,7 @@ typedef struct worker {
 
     /* sleep: written by the owner and by a waker under pool->lock */
     _Alignas(PYRT_CACHE_LINE) _Atomic uint32_t asleep; /* futex word: 1 while on the idle stack */
+    _Atomic int waker_cpu; /* CPU of the thread that started or woke this one, or -1 */
 } worker;
 
 /* ---- pool ----------------------------------------------------------------------------- */
@@ -104,6 +105,7 @@ void task_run_stolen(worker *w, pyrt_task_impl *t);
 /* sleep.c */
 void sleep_until_work(worker *w);    /* idle worker: park on the idle stack until woken */
 void wake_one(pool *p);              /* wake one sleeping worker, if any */
+void leave_waker_cpu(worker *w);     /* step off the CPU of whoever started or woke w */
 bool pool_has_work(pool *p);
 int futex_wait(_Atomic uint32_t *addr, uint32_t expected, long timeout_ns);
 void futex_wake(_Atomic uint32_t *addr, int n);

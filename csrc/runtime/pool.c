@@ -114,6 +114,7 @@ static worker *worker_new(pool *p, int slot, int index)
     w->index = index;
     w->rng = 0x9E3779B97F4A7C15ull * (uint64_t)(slot + 1);
     atomic_init(&w->asleep, 0);
+    atomic_init(&w->waker_cpu, -1);
     return w;
 }
 
@@ -161,6 +162,7 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     tls_worker = w;
+    leave_waker_cpu(w);
     worker_loop(w);
     tls_worker = NULL;
     return NULL;
@@ -190,6 +192,7 @@ static int start_workers(pool *p, int want)
         }
         /* the new worker counts as searching from birth; sleep.c keeps the count exact */
         atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
+        atomic_store_explicit(&w->waker_cpu, sched_getcpu(), memory_order_relaxed);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
             rc = PYRT_EAGAIN;
@@ -207,9 +210,12 @@ static int start_workers(pool *p, int want)
 static int pool_resize(pool *p, int active)
 {
     pthread_mutex_lock(&p->lock);
+    int before = atomic_load_explicit(&p->active, memory_order_relaxed);
     int rc = start_workers(p, active);
     if (rc != PYRT_OK)
         active = p->started < active ? p->started : active;
+    for (int i = before; i < active; i++) /* parked workers about to run: see steal.c park() */
+        atomic_store_explicit(&p->workers[i]->waker_cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store_explicit(&p->active, active, memory_order_release);
     atomic_store_explicit(&p->running, 1, memory_order_release);
     for (int i = 0; i < p->nidle;) {

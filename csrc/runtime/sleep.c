@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +71,29 @@ static bool should_get_up(pool *p, worker *w)
         || pool_has_work(p);
 }
 
+/* A new or woken thread is often placed on the CPU of the thread that created or woke it (the
+ * scheduler's wake-affine heuristic; seen on 2-CPU virtual machines): that thread keeps running
+ * there, the worker shares its CPU, and an idle CPU stays idle until the load balancer
+ * notices, which can take longer than a short parallel call (10 ms seen). So a woken worker that finds itself on the
+ * waker's CPU steps off it: it narrows its affinity to exclude that CPU, which migrates it at
+ * once, then restores the mask, which does not move it back. It costs two system calls on a
+ * path that has just paid for a futex wake. */
+void leave_waker_cpu(worker *w)
+{
+    int waker = atomic_exchange_explicit(&w->waker_cpu, -1, memory_order_relaxed);
+    if (waker < 0 || sched_getcpu() != waker)
+        return;
+    cpu_set_t mask, narrowed;
+    if (pthread_getaffinity_np(pthread_self(), sizeof mask, &mask) != 0)
+        return;
+    narrowed = mask;
+    CPU_CLR(waker, &narrowed);
+    if (CPU_COUNT(&narrowed) == 0)
+        return;
+    if (pthread_setaffinity_np(pthread_self(), sizeof narrowed, &narrowed) == 0)
+        pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);
+}
+
 /* Called by a searching worker; returns with it searching again (counted in p->searching). */
 void sleep_until_work(worker *w)
 {
@@ -92,8 +116,10 @@ void sleep_until_work(worker *w)
         }
         futex_wait(&w->asleep, 1, SLEEP_TIMEOUT_NS);
         /* acquire: pairs with the release in wake_one; the waker counted us as searching */
-        if (!atomic_load_explicit(&w->asleep, memory_order_acquire))
+        if (!atomic_load_explicit(&w->asleep, memory_order_acquire)) {
+            leave_waker_cpu(w);
             return;
+        }
     }
 }
 
@@ -107,7 +133,8 @@ void wake_one(pool *p)
     worker *w = atomic_load_explicit(&p->slots[p->idle[--p->nidle]], memory_order_relaxed);
     atomic_fetch_sub_explicit(&p->sleeping, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
-    /* release: the woken worker sees the counters as we left them */
+    atomic_store_explicit(&w->waker_cpu, sched_getcpu(), memory_order_relaxed);
+    /* release: the woken worker sees the counters (and waker_cpu) as we left them */
     atomic_store_explicit(&w->asleep, 0, memory_order_release);
     pthread_mutex_unlock(&p->lock);
     futex_wake(&w->asleep, 1);

@@ -75,6 +75,7 @@ static void park(worker *w)
         futex_wait(&p->park_seq, seq, 0);
     }
     atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
+    leave_waker_cpu(w);
 }
 
 /* A worker thread: searching from birth (pool.c counted it). */

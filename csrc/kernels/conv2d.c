@@ -1,0 +1,559 @@
+/*
+ * conv2d.c - 2-D convolution of NCHW batches, forward and backward (pyrt.h).
+ *
+ * Method. A stride-1 convolution with few taps per output (c*kh*kw, or k*kh*kw for the input
+ * gradient, at most DIRECT_MAX_TAPS) runs the direct kernels of conv_direct.c; everything
+ * else unfolds each image with im2col and multiplies with pyrt_sgemm:
+ *     forward       y[n]  = weight[k, c*kh*kw] @ cols(x[n]) + bias
+ *     input grad    dx[n] = col2im(weight^T @ dy[n])
+ *     weight grad   dw    = sum over n of dy[n] @ cols(x[n])^T,  dbias = sum of dy over n, y, x
+ * The direct input gradient is itself a direct convolution: of dy, padded by kh-1-pad_h and
+ * kw-1-pad_w, with the filters transposed (k <-> c) and flipped in both spatial axes.
+ *
+ * Parallelism. The batch is cut into units: an image for im2col + GEMM (whose GEMM and
+ * unfolding are parallel loops themselves, so a batch of one still uses every thread), a band
+ * of output rows of one image for the direct kernels (a whole image unless the batch is too
+ * small to keep the threads busy, or, for the weight gradient, the image too large). A
+ * parallel loop runs over the units with a grain of about CHUNK_FLOPS, and each chunk
+ * allocates its own scratch buffers once.
+ *
+ * Determinism. The weight and bias gradients are sums over the batch. Consecutive units are
+ * grouped into blocks of a size computed from the shape alone (about BLOCK_FLOPS of work,
+ * never from the thread count); each block sums its units in order into its own partial
+ * buffer, in parallel with the other blocks, and the partials are then added in block order.
+ * Every kernel involved sums in a fixed order too, so the gradients are bitwise identical at
+ * any thread count. (When there are fewer blocks than threads want, the direct path also
+ * splits each block's filters into groups: different filters are different sums, so this
+ * changes no result.)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_internal.h"
+
+/* Largest number of taps per output (input channels x kh x kw) the direct kernels take; for
+ * the weight gradient also the most weight entries, whose vector partial sums (8 floats
+ * each) must stay in cache. */
+#define DIRECT_MAX_TAPS 576
+#define DIRECT_MAX_FILTERS 4096
+/* Direct path: the shifted copies of a band are kept under this size (a band is at least one
+ * row), so that the kernels read them from the L2 cache. */
+#define COPY_BYTES (256 << 10)
+/* Direct path, forward and input gradient: the loops leave each thread about
+ * UNITS_PER_THREAD chunks, cutting images into bands of output rows when the batch is too
+ * small for that, but no band below MIN_BAND_FLOPS of work. */
+#define UNITS_PER_THREAD 4
+#define MIN_BAND_FLOPS (1 << 20)
+/* Direct path, weight gradient: bands of about DW_BAND_FLOPS, from the shape alone (the band
+ * decides which lane each term is added in, so it must not depend on the thread count). */
+#define DW_BAND_FLOPS (1 << 24)
+/* Work a chunk of a parallel loop should hold (some 20 us): a chunk allocates its scratch
+ * buffers and zeroes their padding once, then reuses them for all its units. */
+#define CHUNK_FLOPS (1 << 20)
+/* Weight-gradient work summed into one partial buffer. */
+#define BLOCK_FLOPS (1 << 21)
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* A buffer of n floats (n may be 0), 64-byte aligned; NULL when out of memory. */
+static float *alloc_floats(int64_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (size_t)(n > 0 ? n : 1) * sizeof(float)))
+        return NULL;
+    return p;
+}
+
+/* a*b*c*d fits comfortably in an int64 byte count. */
+static int product_ok(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t p;
+    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p)
+           && !__builtin_mul_overflow(p, d, &p) && p <= INT64_MAX / 16;
+}
+
+int pyrt_conv_shape_init(pyrt_conv_shape *s)
+{
+    if (!s)
+        return PYRT_EINVAL;
+    const int64_t big = INT32_MAX;
+    if (s->n < 0 || s->c < 0 || s->h < 0 || s->w < 0 || s->kh < 1 || s->kw < 1
+        || s->stride_h < 1 || s->stride_w < 1 || s->pad_h < 0 || s->pad_w < 0)
+        return PYRT_EINVAL;
+    if (s->n > big || s->c > big || s->h > big || s->w > big || s->kh > big || s->kw > big
+        || s->stride_h > big || s->stride_w > big || s->pad_h > big || s->pad_w > big)
+        return PYRT_EINVAL;
+    if (s->h + 2 * s->pad_h < s->kh || s->w + 2 * s->pad_w < s->kw)
+        return PYRT_EINVAL; /* the window does not fit in the padded input */
+    s->oh = (s->h + 2 * s->pad_h - s->kh) / s->stride_h + 1;
+    s->ow = (s->w + 2 * s->pad_w - s->kw) / s->stride_w + 1;
+    if (!product_ok(s->n, s->c, s->h, s->w) || !product_ok(s->n, s->c, s->oh, s->ow))
+        return PYRT_EINVAL;
+    return PYRT_OK;
+}
+
+/* Validate a convolution's geometry into *s (a copy, so a stale oh/ow cannot mislead). */
+static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
+{
+    if (!in)
+        return PYRT_EINVAL;
+    *s = *in;
+    int rc = pyrt_conv_shape_init(s);
+    if (rc)
+        return rc;
+    if (s->k < 0 || s->k > INT32_MAX || !product_ok(s->n, s->k, s->oh, s->ow)
+        || !product_ok(s->k, s->c, s->kh, s->kw))
+        return PYRT_EINVAL;
+    return PYRT_OK;
+}
+
+/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters when it
+ * has at most DIRECT_MAX_TAPS taps per output and enough filters to share the kw shifted
+ * copies of the input (at least cin / 8); otherwise im2col + GEMM is faster. */
+static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout)
+{
+    return s->stride_h == 1 && s->stride_w == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS
+           && 8 * cout >= cin;
+}
+
+/* What the loop bodies share. */
+typedef struct conv_job {
+    pyrt_conv_shape s;
+    const float *x, *weight, *bias, *dy;
+    float *y, *dx;
+    const float *packed;     /* direct: filters laid out by conv_direct_pack */
+    conv_direct g;           /* direct: geometry of a full band */
+    int64_t band, bands;     /* direct: output rows per unit, units per image */
+    int direct;              /* the weight gradient uses the direct kernels */
+    float *dweight, *dbias;  /* which parameter gradients are wanted */
+    int64_t units, units_per_block;
+    int64_t groups, group_size; /* direct: filter groups per block, filters per group */
+    float *partials;         /* [blocks][k*c*kh*kw + k]: weight, then bias gradient */
+} conv_job;
+
+/* Cut each image's `rows` output rows into bands of `band` rows for the direct path. */
+static void set_bands(conv_job *j, int64_t rows, int64_t band)
+{
+    j->band = clamp(band, 1, rows > 0 ? rows : 1);
+    j->bands = ceil_div(rows, j->band);
+}
+
+/* The most output rows whose shifted copies (kw copies of cin planes, kh-1 rows more than
+ * the band) fit in COPY_BYTES. */
+static int64_t cache_band(const pyrt_conv_shape *s, int64_t cin, int64_t ow)
+{
+    return COPY_BYTES / (int64_t)sizeof(float) / (s->kw * cin * ow + 1) - (s->kh - 1);
+}
+
+/* Bands for the forward pass or the input gradient (whose results do not depend on how the
+ * work is cut): whole images when the batch gives each thread UNITS_PER_THREAD of them,
+ * thinner bands when it does not, and none thicker than cache_rows. Returns the loop grain:
+ * about CHUNK_FLOPS of work, but small enough to leave UNITS_PER_THREAD chunks per thread. */
+static int64_t plan_bands(conv_job *j, int64_t rows, int64_t row_flops, int64_t cache_rows)
+{
+    const int64_t threads = pyrt_get_num_threads();
+    row_flops = row_flops > 0 ? row_flops : 1;
+    int64_t want = ceil_div(UNITS_PER_THREAD * threads, j->s.n);
+    int64_t band = ceil_div(rows, want), least = ceil_div(MIN_BAND_FLOPS, row_flops);
+    band = band > least ? band : least;
+    set_bands(j, rows, band < cache_rows ? band : cache_rows);
+    const int64_t units = j->s.n * j->bands;
+    int64_t grain = CHUNK_FLOPS / (row_flops * j->band);
+    if (grain > units / (UNITS_PER_THREAD * threads))
+        grain = units / (UNITS_PER_THREAD * threads);
+    return grain > 1 ? grain : 1;
+}
+
+/* The direct-path geometry of a full band of `band` output rows of width ow. */
+static conv_direct direct_geometry(const pyrt_conv_shape *s, int64_t cin, int64_t cout,
+                                   int64_t band, int64_t ow, int64_t out_plane)
+{
+    return (conv_direct){.cin = cin, .cout = cout, .kh = s->kh, .kw = s->kw, .rows = band,
+                         .ow = ow, .in_plane = conv_direct_plane(band, s->kh, ow),
+                         .out_plane = out_plane};
+}
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+/* Unit u of the direct path: its image *n, first output row *y0, and the geometry of its band
+ * (the last band of an image may be shorter) out of `rows` rows per image. */
+static conv_direct unit_band(const conv_job *j, int64_t u, int64_t rows, int64_t *n,
+                             int64_t *y0)
+{
+    conv_direct g = j->g;
+    *n = u / j->bands;
+    *y0 = u % j->bands * j->band;
+    g.rows = rows - *y0 < j->band ? rows - *y0 : j->band;
+    return g;
+}
+
+/* The shifted copies of a full band, allocated for a chunk of units. */
+static float *alloc_copies(const conv_direct *g)
+{
+    return alloc_floats(g->kw * g->cin * g->in_plane);
+}
+
+static int forward_direct(void *arg, int64_t u0, int64_t u1)
+{
+    const conv_job *j = arg;
+    const pyrt_conv_shape *s = &j->s;
+    float *in = alloc_copies(&j->g);
+    if (!in)
+        return PYRT_ENOMEM;
+    int64_t zeros_for = -1; /* the band whose zeros `in` holds */
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t n, y0;
+        conv_direct g = unit_band(j, u, s->oh, &n, &y0);
+        /* output row y0 + r reads input rows y0 + r - pad_h .. + kh */
+        conv_direct_shift(&g, j->x + n * s->c * s->h * s->w, s->h, s->w, s->pad_h - y0,
+                          s->pad_w, zeros_for == y0, in);
+        zeros_for = y0;
+        conv_direct_forward(&g, in, j->packed, j->bias, j->y + (n * s->k * s->oh + y0) * s->ow);
+    }
+    free(in);
+    return 0;
+}
+
+static int forward_gemm(void *arg, int64_t n0, int64_t n1)
+{
+    const conv_job *j = arg;
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    float *cols = alloc_floats(taps * npix);
+    if (!cols)
+        return PYRT_ENOMEM;
+    int rc = 0;
+    for (int64_t n = n0; n < n1 && !rc; n++) {
+        float *y = j->y + n * s->k * npix;
+        conv_im2col(s, j->x + n * s->c * s->h * s->w, cols);
+        if (j->bias)
+            for (int64_t o = 0; o < s->k; o++)
+                for (int64_t p = 0; p < npix; p++)
+                    y[o * npix + p] = j->bias[o];
+        rc = pyrt_sgemm(0, 0, s->k, npix, taps, 1.0f, j->weight, taps, cols, npix,
+                        j->bias ? 1.0f : 0.0f, y, npix);
+    }
+    free(cols);
+    return rc;
+}
+
+int pyrt_conv2d_forward(const pyrt_conv_shape *shape, const float *x, const float *weight,
+                        const float *bias, float *y)
+{
+    conv_job j = {0};
+    int rc = conv_shape(shape, &j.s);
+    if (rc)
+        return rc;
+    const pyrt_conv_shape *s = &j.s;
+    const int64_t npix = s->oh * s->ow, taps = s->c * s->kh * s->kw;
+    if (s->n == 0 || s->k == 0)
+        return PYRT_OK;
+    if (!y || (!x && s->c * s->h * s->w > 0) || (!weight && taps > 0))
+        return PYRT_EINVAL;
+    j.x = x;
+    j.weight = weight;
+    j.bias = bias;
+    j.y = y;
+    if (taps == 0) { /* no input channels: the bias alone */
+        for (int64_t i = 0; i < s->n * s->k; i++)
+            for (int64_t p = 0; p < npix; p++)
+                y[i * npix + p] = bias ? bias[i % s->k] : 0.0f;
+        return PYRT_OK;
+    }
+    if (!use_direct(s, s->c, s->k)) {
+        int64_t grain = clamp(CHUNK_FLOPS / (2 * s->k * taps * npix), 1, s->n);
+        return pyrt_parallel_for(s->n, grain, forward_gemm, &j);
+    }
+    int64_t grain = plan_bands(&j, s->oh, 2 * s->k * taps * s->ow, cache_band(s, s->c, s->ow));
+    j.g = direct_geometry(s, s->c, s->k, j.band, s->ow, npix);
+    float *packed = alloc_floats(s->k * taps);
+    if (!packed)
+        return PYRT_ENOMEM;
+    conv_direct_pack(&j.g, weight, 0, packed);
+    j.packed = packed;
+    rc = pyrt_parallel_for(s->n * j.bands, grain, forward_direct, &j);
+    free(packed);
+    return rc;
+}
+
+/* ---- input gradient ------------------------------------------------------------------- */
+
+static int input_grad_direct(void *arg, int64_t u0, int64_t u1)
+{
+    const conv_job *j = arg;
+    const pyrt_conv_shape *s = &j->s;
+    float *in = alloc_copies(&j->g);
+    if (!in)
+        return PYRT_ENOMEM;
+    int64_t zeros_for = -1; /* the band whose zeros `in` holds */
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t n, y0;
+        conv_direct g = unit_band(j, u, s->h, &n, &y0);
+        /* dy padded by kh-1-pad_h rows and kw-1-pad_w columns (a crop where negative) */
+        conv_direct_shift(&g, j->dy + n * s->k * s->oh * s->ow, s->oh, s->ow,
+                          s->kh - 1 - s->pad_h - y0, s->kw - 1 - s->pad_w, zeros_for == y0,
+                          in);
+        zeros_for = y0;
+        conv_direct_forward(&g, in, j->packed, NULL, j->dx + (n * s->c * s->h + y0) * s->w);
+    }
+    free(in);
+    return 0;
+}
+
+static int input_grad_gemm(void *arg, int64_t n0, int64_t n1)
+{
+    const conv_job *j = arg;
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    float *cols = alloc_floats(taps * npix);
+    if (!cols)
+        return PYRT_ENOMEM;
+    int rc = 0;
+    for (int64_t n = n0; n < n1 && !rc; n++) {
+        rc = pyrt_sgemm(1, 0, taps, npix, s->k, 1.0f, j->weight, taps,
+                        j->dy + n * s->k * npix, npix, 0.0f, cols, npix);
+        if (!rc)
+            conv_col2im(s, cols, j->dx + n * s->c * s->h * s->w);
+    }
+    free(cols);
+    return rc;
+}
+
+static int input_grad(conv_job *j)
+{
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t image = s->c * s->h * s->w;
+    if (s->n == 0 || image == 0)
+        return PYRT_OK;
+    if (s->k == 0) {
+        memset(j->dx, 0, (size_t)(s->n * image) * sizeof(float));
+        return PYRT_OK;
+    }
+    const int64_t taps_t = s->k * s->kh * s->kw; /* taps of the transposed convolution */
+    if (!use_direct(s, s->k, s->c)) {
+        int64_t grain = clamp(CHUNK_FLOPS / (2 * taps_t * s->c * s->oh * s->ow), 1, s->n);
+        return pyrt_parallel_for(s->n, grain, input_grad_gemm, j);
+    }
+    int64_t grain = plan_bands(j, s->h, 2 * s->c * taps_t * s->w, cache_band(s, s->k, s->w));
+    j->g = direct_geometry(s, s->k, s->c, j->band, s->w, s->h * s->w);
+    float *packed = alloc_floats(s->c * taps_t);
+    if (!packed)
+        return PYRT_ENOMEM;
+    conv_direct_pack(&j->g, j->weight, 1, packed);
+    j->packed = packed;
+    int rc = pyrt_parallel_for(s->n * j->bands, grain, input_grad_direct, j);
+    free(packed);
+    return rc;
+}
+
+/* ---- weight and bias gradients -------------------------------------------------------- */
+
+/* Filters [o0, o1) of block blk of the direct path: the block's shifted copies go to slots of
+ * `copies` (each of `copy_size` floats; zeros_for[slot] is the band whose zeros a slot
+ * holds), the filters' weight gradient to `lanes` in one pass over all the block's units,
+ * folded into their entries of `part`, and their bias sums after it. */
+static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64_t o1,
+                               float *part, float *copies, int64_t copy_size,
+                               int64_t *zeros_for, float *lanes)
+{
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    const int64_t u0 = blk * j->units_per_block;
+    const int64_t count = j->units - u0 < j->units_per_block ? j->units - u0
+                                                              : j->units_per_block;
+    conv_band bands[CONV_MAX_BANDS];
+    for (int64_t slot = 0; slot < count; slot++) {
+        int64_t n, y0;
+        conv_direct g = unit_band(j, u0 + slot, s->oh, &n, &y0);
+        /* the band's rows of dy, from plane o0 on */
+        const float *dy = j->dy + ((n * s->k + o0) * s->oh + y0) * s->ow;
+        float *in = copies + slot * copy_size;
+        if (j->dweight) {
+            conv_direct_shift(&g, j->x + n * s->c * s->h * s->w, s->h, s->w, s->pad_h - y0,
+                              s->pad_w, zeros_for[slot] == y0, in);
+            zeros_for[slot] = y0;
+        }
+        bands[slot] = (conv_band){in, dy, g.rows};
+    }
+    memset(part + o0 * taps, 0, (size_t)((o1 - o0) * taps) * sizeof(float));
+    memset(part + s->k * taps + o0, 0, (size_t)(o1 - o0) * sizeof(float));
+    if (j->dweight) {
+        conv_direct g = j->g;
+        g.cout = o1 - o0;
+        conv_direct_dweight(&g, bands, count, lanes);
+        conv_direct_fold_lanes(lanes, (o1 - o0) * taps, part + o0 * taps);
+    }
+    if (j->dbias) /* after the weight gradient, which has brought dy into the cache */
+        for (int64_t slot = 0; slot < count; slot++)
+            conv_plane_sums(bands[slot].dout, o1 - o0, npix, bands[slot].rows * s->ow,
+                            part + s->k * taps + o0);
+}
+
+/* Block blk of the im2col + GEMM path, one image after the other. */
+static int param_block_gemm(const conv_job *j, int64_t blk, float *part, float *cols)
+{
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    const int64_t u0 = blk * j->units_per_block, u1 = u0 + j->units_per_block;
+    for (int64_t n = u0; n < u1 && n < j->units; n++) {
+        const float *dy = j->dy + n * s->k * npix;
+        if (j->dweight && taps > 0) {
+            conv_im2col(s, j->x + n * s->c * s->h * s->w, cols);
+            int rc = pyrt_sgemm(0, 1, s->k, taps, npix, 1.0f, dy, npix, cols, npix, 1.0f, part,
+                                taps);
+            if (rc)
+                return rc;
+        }
+        if (j->dbias)
+            conv_plane_sums(dy, s->k, npix, npix, part + s->k * taps);
+    }
+    return 0;
+}
+
+/* Task t of the parameter-gradient loop: block t / groups, and for the direct path filter
+ * group t % groups (groups of j->group_size filters, a multiple of the kernels' 4). */
+static int param_tasks(void *arg, int64_t t0, int64_t t1)
+{
+    const conv_job *j = arg;
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, stride = s->k * taps + s->k;
+    const int64_t copy_size = j->g.kw * j->g.cin * j->g.in_plane;
+    int64_t zeros_for[CONV_MAX_BANDS];
+    float *a, *lanes = NULL;
+    if (j->direct) {
+        for (int slot = 0; slot < CONV_MAX_BANDS; slot++)
+            zeros_for[slot] = -1;
+        a = alloc_floats(j->dweight ? j->units_per_block * copy_size : 0);
+        lanes = alloc_floats(j->group_size * taps * CONV_VEC);
+    } else {
+        a = alloc_floats(j->dweight ? taps * s->oh * s->ow : 0);
+    }
+    int rc = a && (!j->direct || lanes) ? 0 : PYRT_ENOMEM;
+    for (int64_t t = t0; t < t1 && !rc; t++) {
+        const int64_t blk = t / j->groups, o0 = t % j->groups * j->group_size;
+        float *part = j->partials + blk * stride;
+        if (j->direct) {
+            const int64_t o1 = s->k - o0 < j->group_size ? s->k : o0 + j->group_size;
+            param_block_direct(j, blk, o0, o1, part, a, copy_size, zeros_for, lanes);
+        } else {
+            memset(part, 0, (size_t)stride * sizeof(float));
+            rc = param_block_gemm(j, blk, part, a);
+        }
+    }
+    free(a);
+    free(lanes);
+    return rc;
+}
+
+typedef struct sum_job {
+    const float *partials;
+    int64_t blocks, stride, filters;
+    float *dweight, *dbias;
+} sum_job;
+
+/* dst[e - e0] = the sum over blocks, in block order, of partial entry e, for e0 <= e < e1. */
+static void add_blocks(const sum_job *sj, int64_t e0, int64_t e1, float *dst)
+{
+    memcpy(dst, sj->partials + e0, (size_t)(e1 - e0) * sizeof(float));
+    for (int64_t blk = 1; blk < sj->blocks; blk++) {
+        const float *p = sj->partials + blk * sj->stride;
+        for (int64_t e = e0; e < e1; e++)
+            dst[e - e0] += p[e];
+    }
+}
+
+static int sum_partials(void *arg, int64_t e0, int64_t e1)
+{
+    const sum_job *sj = arg;
+    /* a partial holds the weight gradient's entries, then the bias gradient's */
+    const int64_t mid = clamp(sj->filters, e0, e1);
+    if (sj->dweight && e0 < mid)
+        add_blocks(sj, e0, mid, sj->dweight + e0);
+    if (sj->dbias && mid < e1)
+        add_blocks(sj, mid, e1, sj->dbias + (mid - sj->filters));
+    return 0;
+}
+
+static int param_grads(conv_job *j)
+{
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t taps = s->c * s->kh * s->kw, filters = s->k * taps, stride = filters + s->k;
+    if (s->k == 0)
+        return PYRT_OK;
+    if (s->n == 0) { /* an empty sum */
+        if (j->dweight)
+            memset(j->dweight, 0, (size_t)filters * sizeof(float));
+        if (j->dbias)
+            memset(j->dbias, 0, (size_t)s->k * sizeof(float));
+        return PYRT_OK;
+    }
+    int64_t unit_flops;
+    j->direct = use_direct(s, s->c, s->k) && filters <= DIRECT_MAX_FILTERS;
+    if (j->direct) {
+        const int64_t row_flops = 2 * s->k * taps * s->ow + 1;
+        const int64_t band = DW_BAND_FLOPS / row_flops, cache_rows = cache_band(s, s->c, s->ow);
+        set_bands(j, s->oh, band < cache_rows ? band : cache_rows);
+        j->g = direct_geometry(s, s->c, s->k, j->band, s->ow, s->oh * s->ow);
+        j->units = s->n * j->bands;
+        unit_flops = 2 * s->k * taps * s->ow * j->band;
+    } else {
+        j->units = s->n;
+        unit_flops = 2 * s->k * taps * s->oh * s->ow;
+    }
+    unit_flops += s->k * s->oh * s->ow; /* the bias sums */
+    j->units_per_block = clamp(BLOCK_FLOPS / unit_flops, 1,
+                               j->direct ? CONV_MAX_BANDS : j->units);
+    const int64_t blocks = ceil_div(j->units, j->units_per_block);
+    /* Filters are independent sums, so splitting them into groups (of whole 4-filter tiles)
+     * changes no result: the direct path does it when the blocks alone would leave threads
+     * idle. */
+    const int64_t threads = pyrt_get_num_threads(), kblocks = ceil_div(s->k, 4);
+    j->groups = 1;
+    if (j->direct && blocks < UNITS_PER_THREAD * threads)
+        j->groups = clamp(ceil_div(UNITS_PER_THREAD * threads, blocks), 1, kblocks);
+    j->group_size = 4 * ceil_div(kblocks, j->groups);
+    j->groups = ceil_div(s->k, j->group_size);
+    j->partials = alloc_floats(blocks * stride);
+    if (!j->partials)
+        return PYRT_ENOMEM;
+    int rc = pyrt_parallel_for(blocks * j->groups, 1, param_tasks, j);
+    if (!rc) {
+        sum_job sj = {j->partials, blocks, stride, filters, j->dweight, j->dbias};
+        rc = pyrt_parallel_for(stride, clamp(8192 / blocks, 1, stride), sum_partials, &sj);
+    }
+    free(j->partials);
+    return rc;
+}
+
+int pyrt_conv2d_backward(const pyrt_conv_shape *shape, const float *x, const float *weight,
+                         const float *dy, float *dx, float *dweight, float *dbias)
+{
+    conv_job j = {0};
+    int rc = conv_shape(shape, &j.s);
+    if (rc)
+        return rc;
+    const pyrt_conv_shape *s = &j.s;
+    const int64_t out_count = s->n * s->k * s->oh * s->ow;
+    if ((!dy && out_count > 0) || (dx && !weight && s->k * s->c > 0)
+        || (dweight && !x && s->n * s->c * s->h * s->w > 0))
+        return PYRT_EINVAL;
+    j.x = x;
+    j.weight = weight;
+    j.dy = dy;
+    j.dx = dx;
+    j.dweight = dweight;
+    j.dbias = dbias;
+    if (dx && (rc = input_grad(&j)))
+        return rc;
+    if (dweight || dbias)
+        rc = param_grads(&j);
+    return rc;
+}

@@ -1,0 +1,144 @@
+/*
+ * gemm_internal.h - what the pieces of the single-precision GEMM share: the description of a
+ * micro-kernel (its register tile and the functions built for its instruction set), the
+ * packing routines, the small-matrix and dot-product paths, the workspace and the task
+ * runner. gemm.c is the driver that uses them; all of them may be called from any thread.
+ *
+ *   gemm.c            pyrt_sgemm: path choice, blocking, packing and compute phases
+ *   dot.c             A B^T by dot products of rows read in place
+ *   small.c           small products without packing or threads
+ *   pack.c            packing A and B into micro-panels
+ *   kernel_avx2.c     6 x 16 tile (assembly k loop) and the 3 x 4 dot kernel
+ *   kernel_avx512.c   14 x 32 tile
+ *   kernel_generic.c  4 x 8 tile in plain C
+ *   dispatch.c        the kernel for this CPU, PYRT_SGEMM_KERNEL
+ *   workspace.c       per-thread packing buffers
+ *   tasks.c           a phase's tasks on the pool
+ *   tests/            a check of the AVX-512 tile that runs on any CPU
+ */
+#ifndef PYRT_GEMM_INTERNAL_H
+#define PYRT_GEMM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pyrt.h"
+
+/* Packed buffers start on a cache line, so that the rows of a packed B micro-panel (NR floats,
+ * a multiple of 8) are aligned for vector loads. */
+#define GEMM_ALIGN 64
+
+/* The largest register tile, mr * nr, of any kernel (AVX-512: 14 x 32). */
+#define GEMM_TILE_MAX (14 * 32)
+
+/* The register tile: C[0:mr, 0:nr] (row stride ldc) =
+ *     acc                  if beta == 0 (C is not read, so NaN in it does not matter),
+ *     beta * C + acc       otherwise (one rounding: a fused multiply-add where the kernel has
+ *                          one; beta == 1 is then exactly C + acc),
+ * where acc[i][j] = sum over p = 0, 1, ..., kc-1 of A(i, p) * B(p, j), summed in that order,
+ * starting from zero, with A(i, p) = a[i*rsa + p*csa] and B(p, j) = b[p*rsb + j]. kc >= 1.
+ * Either rsa == 1 (a packed micro-panel: csa == mr; or the rows of a transposed A read in
+ * place: csa == lda) or csa == 1 (the rows of A read in place: rsa == lda). B's rows are
+ * contiguous: a packed micro-panel (rsb == nr, aligned to GEMM_ALIGN) or a row-major B read
+ * in place (rsb == ldb). The sums do not depend on which layout the values came from. */
+typedef void (*gemm_tile_fn)(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                             const float *b, int64_t rsb, float *c, int64_t ldc, float beta);
+
+/* The same for the first `rows` rows only (1 <= rows < mr), at the bottom edge of C: A's other
+ * rows are not read and C's other rows not touched, and each element is computed with the
+ * same instructions as in a full tile. */
+typedef void (*gemm_tile_rows_fn)(int rows, int64_t kc, const float *a, int64_t rsa,
+                                  int64_t csa, const float *b, int64_t rsb, float *c, int64_t ldc,
+                                  float beta);
+
+/* Pack rows [i0, i0 + rows) and columns [p0, p0 + kc) of op(A), times alpha, into
+ * ceil(rows / mr) consecutive micro-panels of mr * kc floats, each kc groups of mr values
+ * (dst[p*mr + i]); the rows of the last panel past `rows` are zero. */
+typedef void (*gemm_pack_a_fn)(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                               int64_t p0, int64_t kc, float alpha, int mr, float *dst);
+
+/* Pack rows [p0, p0 + kc) and columns [j0, j0 + cols) of op(B) into ceil(cols / nr)
+ * consecutive micro-panels of kc * nr floats, each kc groups of nr values (dst[p*nr + j]);
+ * the columns of the last panel past `cols` are zero. */
+typedef void (*gemm_pack_b_fn)(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                               int64_t j0, int64_t cols, int nr, float *dst);
+
+/* The whole GEMM without packing or threads, for matrices too small for either to pay
+ * (pyrt_sgemm's arguments, already checked; alpha != 0, k >= 1, n <= GEMM_SMALL_MAX_N,
+ * k * n <= GEMM_SMALL_MAX_KN). */
+#define GEMM_SMALL_MAX_N 64
+#define GEMM_SMALL_MAX_KN 4096
+typedef void (*gemm_small_fn)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                              float alpha, const float *a, int64_t lda, const float *b,
+                              int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* Dot products for C = A B^T with both operands read in place along k (dot.c):
+ * out[i*GEMM_DOT_NB + j] = sum over p < kc of a[i][p] * b[j][p] for GEMM_DOT_MA rows of A and
+ * GEMM_DOT_NB rows of B, each row contiguous over p. The order of the sum is fixed by kc
+ * alone (and is not the order of gemm_tile_fn's). */
+#define GEMM_DOT_MA 3
+#define GEMM_DOT_NB 4
+typedef void (*gemm_dot_fn)(int64_t kc, const float *const a[GEMM_DOT_MA],
+                            const float *const b[GEMM_DOT_NB], float *out);
+
+typedef struct gemm_kernel {
+    const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
+    int mr, nr;       /* register tile */
+    gemm_tile_fn tile;
+    gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
+    gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
+    gemm_pack_a_fn pack_a;
+    gemm_pack_b_fn pack_b;
+    gemm_small_fn small;
+} gemm_kernel;
+
+/* A B^T by dot products (dot.c): whether it suits the product, and the product itself
+ * (pyrt_sgemm's arguments, already checked; alpha != 0, k >= 1). Returns PYRT_OK or
+ * PYRT_ENOMEM. */
+int gemm_dot_suits(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int64_t n,
+                   int64_t k);
+int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha,
+             const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+             int64_t ldc);
+
+/* A workspace of n floats aligned to GEMM_ALIGN for one call (workspace.c): the calling
+ * thread's cached buffer, or a fresh one if that is in use; *owned tells gemm_ws_release
+ * which. NULL when out of memory. */
+float *gemm_ws_acquire(size_t n, int *owned);
+void gemm_ws_release(float *buf, int owned);
+
+/* Call fn on ranges covering [0, n) (single indices when several threads run) on the pool,
+ * splitting eagerly (tasks.c). fn's return value is ignored. */
+void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx);
+
+/* The kernel GEMM uses in this process (chosen at first use; dispatch.c). Any thread. */
+const gemm_kernel *gemm_kernel_get(void);
+
+/* Each returns its kernel, or NULL when this CPU lacks the instructions it needs. */
+const gemm_kernel *gemm_kernel_generic(void);
+const gemm_kernel *gemm_kernel_avx2(void);
+const gemm_kernel *gemm_kernel_avx512(void);
+
+/* Packing (pack.c): portable loops for any tile, and versions that use AVX2 for the tile of
+ * the AVX2 kernel (6 x 16) and fall back to the portable loops for other tiles. */
+void gemm_pack_a_generic(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                         int64_t p0, int64_t kc, float alpha, int mr, float *dst);
+void gemm_pack_b_generic(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                         int64_t j0, int64_t cols, int nr, float *dst);
+void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                      int64_t p0, int64_t kc, float alpha, int mr, float *dst);
+void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                      int64_t j0, int64_t cols, int nr, float *dst);
+
+/* The small path (small.c), built once per instruction set. */
+void gemm_small_generic(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                        float *c, int64_t ldc);
+void gemm_small_avx2(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                     float *c, int64_t ldc);
+void gemm_small_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * pack.c - copying panels of A and B into the order the micro-kernel reads them.
+ *
+ * A micro-panel holds mr rows of op(A) over kc columns, column after column (dst[p*mr + i]):
+ * the kernel broadcasts its mr values of one column at each step of k. A B micro-panel holds
+ * nr columns of op(B) over kc rows, row after row (dst[p*nr + j]): the kernel loads one row
+ * as whole vectors. Rows or columns past the edge of the matrix are packed as zeros, so the
+ * kernel always computes a full tile (the driver writes back only the part inside C). alpha is
+ * folded into A here, where it costs one multiplication per packed value instead of one per
+ * element of C per block of k; alpha == 1 multiplies exactly.
+ *
+ * Of the four (operand, transposed) cases, two copy contiguous runs (A transposed: a column of
+ * op(A) is a row of A; B not transposed) and two transpose (A not transposed, B transposed):
+ * the AVX2 versions do those with 8 x 8 register transposes.
+ */
+#include <immintrin.h>
+
+#include "gemm_internal.h"
+
+/* ---- portable ------------------------------------------------------------------------- */
+
+/* always_inline: the AVX2 versions inline these for the cases they have no special code for,
+ * so that the loops are compiled (and vectorised) for AVX2 there too. */
+
+/* One micro-panel of op(A): rows [i0, i0+rows) (rows <= mr), columns [p0, p0+kc). */
+static inline __attribute__((always_inline)) void pack_a_panel(const float *a, int64_t lda,
+                                                               int trans, int64_t i0,
+                                                               int64_t rows, int64_t p0,
+                                                               int64_t kc, float alpha, int mr,
+                                                               float *dst)
+{
+    if (!trans) {
+        /* op(A)[i, p] = a[i*lda + p]: read each row along k, write with stride mr */
+        for (int64_t i = 0; i < rows; i++) {
+            const float *src = a + (i0 + i) * lda + p0;
+            for (int64_t p = 0; p < kc; p++)
+                dst[p * mr + i] = alpha * src[p];
+        }
+        for (int64_t i = rows; i < mr; i++)
+            for (int64_t p = 0; p < kc; p++)
+                dst[p * mr + i] = 0.0f;
+    } else {
+        /* op(A)[i, p] = a[p*lda + i]: a column of op(A) is a contiguous run of a row of A */
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = a + (p0 + p) * lda + i0;
+            float *d = dst + p * mr;
+            for (int64_t i = 0; i < rows; i++)
+                d[i] = alpha * src[i];
+            for (int64_t i = rows; i < mr; i++)
+                d[i] = 0.0f;
+        }
+    }
+}
+
+/* One micro-panel of op(B): rows [p0, p0+kc), columns [j0, j0+cols) (cols <= nr). */
+static inline __attribute__((always_inline)) void pack_b_panel(const float *b, int64_t ldb,
+                                                               int trans, int64_t p0,
+                                                               int64_t kc, int64_t j0,
+                                                               int64_t cols, int nr, float *dst)
+{
+    if (!trans) {
+        /* op(B)[p, j] = b[p*ldb + j]: each packed row is a contiguous run of a row of B */
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = b + (p0 + p) * ldb + j0;
+            float *d = dst + p * nr;
+            for (int64_t j = 0; j < cols; j++)
+                d[j] = src[j];
+            for (int64_t j = cols; j < nr; j++)
+                d[j] = 0.0f;
+        }
+    } else {
+        /* op(B)[p, j] = b[j*ldb + p]: read each row of B along k, write with stride nr */
+        for (int64_t j = 0; j < cols; j++) {
+            const float *src = b + (j0 + j) * ldb + p0;
+            for (int64_t p = 0; p < kc; p++)
+                dst[p * nr + j] = src[p];
+        }
+        for (int64_t j = cols; j < nr; j++)
+            for (int64_t p = 0; p < kc; p++)
+                dst[p * nr + j] = 0.0f;
+    }
+}
+
+void gemm_pack_a_generic(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                         int64_t p0, int64_t kc, float alpha, int mr, float *dst)
+{
+    for (int64_t r = 0; r < rows; r += mr, dst += mr * kc)
+        pack_a_panel(a, lda, trans, i0 + r, rows - r < mr ? rows - r : mr, p0, kc, alpha, mr,
+                     dst);
+}
+
+void gemm_pack_b_generic(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                         int64_t j0, int64_t cols, int nr, float *dst)
+{
+    for (int64_t c = 0; c < cols; c += nr, dst += nr * kc)
+        pack_b_panel(b, ldb, trans, p0, kc, j0 + c, cols - c < nr ? cols - c : nr, nr, dst);
+}
+
+/* ---- AVX2 ----------------------------------------------------------------------------- */
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* Rows ahead that the row-copying packers prefetch. */
+#define PACK_AHEAD 8
+
+/* Transpose the 8 x 8 block held in r[0..7] (r[i] is row i) in place. */
+static inline __attribute__((always_inline)) AVX2 void transpose8(__m256 r[8])
+{
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* A not transposed, a full panel of 6 rows: load 8 values of k from each row (two zero rows
+ * make it 8 x 8), transpose, and store each column's 6 values. A full 8-float store at
+ * dst + 6p spills 2 values into column p+1's slot, which the next store overwrites; only the
+ * panel's last column is stored as 4 + 2 so nothing is written past the panel. */
+static AVX2 void pack_a_rows6(const float *a, int64_t lda, int64_t i0, int64_t p0, int64_t kc,
+                              float alpha, float *dst)
+{
+    const __m256 va = _mm256_set1_ps(alpha);
+    const float *src = a + i0 * lda + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 6; i++)
+            r[i] = _mm256_mul_ps(va, _mm256_loadu_ps(src + i * lda + p));
+        r[6] = r[7] = _mm256_setzero_ps();
+        transpose8(r);
+        float *d = dst + p * 6;
+        for (int q = 0; q < 7; q++)
+            _mm256_storeu_ps(d + q * 6, r[q]);
+        if (p + 8 < kc) {
+            _mm256_storeu_ps(d + 42, r[7]);
+        } else {
+            _mm_storeu_ps(d + 42, _mm256_castps256_ps128(r[7]));
+            _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(r[7], 1));
+        }
+    }
+    for (; p < kc; p++)
+        for (int i = 0; i < 6; i++)
+            dst[p * 6 + i] = alpha * src[i * lda + p];
+}
+
+/* A transposed, full panels of 6: each row of A (one value of k) holds 6 values for each
+ * panel in turn, copied as 4 + 2 so that nothing past the last panel is read. Going along the
+ * rows of A across all the panels reads whole cache lines. */
+static AVX2 void pack_a_trans6(const float *a, int64_t lda, int64_t i0, int64_t panels,
+                               int64_t p0, int64_t kc, float alpha, float *dst)
+{
+    const __m128 va = _mm_set1_ps(alpha);
+    for (int64_t p = 0; p < kc; p++) {
+        const float *src = a + (p0 + p) * lda + i0;
+        float *d = dst + p * 6;
+        for (int64_t x = 0; x < panels * 6; x += 16)
+            _mm_prefetch((const char *)(src + PACK_AHEAD * lda + x), _MM_HINT_T0);
+        for (int64_t t = 0; t < panels; t++, src += 6, d += 6 * kc) {
+            _mm_storeu_ps(d, _mm_mul_ps(va, _mm_loadu_ps(src)));
+            const __m128 hi = _mm_castpd_ps(_mm_load_sd((const double *)(src + 4)));
+            _mm_store_sd((double *)(d + 4), _mm_castps_pd(_mm_mul_ps(va, hi)));
+        }
+    }
+}
+
+/* B not transposed, full panels of 16: each row of B holds 16 values for each panel in turn. */
+static AVX2 void pack_b_rows16(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                               int64_t panels, float *dst)
+{
+    for (int64_t p = 0; p < kc; p++) {
+        const float *src = b + (p0 + p) * ldb + j0;
+        float *d = dst + p * 16;
+        /* rows of B are usually on different pages, where hardware prefetchers stop: fetch
+         * the row PACK_AHEAD rows down now */
+        for (int64_t t = 0; t < panels; t++)
+            _mm_prefetch((const char *)(src + PACK_AHEAD * ldb + 16 * t), _MM_HINT_T0);
+        for (int64_t t = 0; t < panels; t++, src += 16, d += 16 * kc) {
+            _mm256_store_ps(d, _mm256_loadu_ps(src));
+            _mm256_store_ps(d + 8, _mm256_loadu_ps(src + 8));
+        }
+    }
+}
+
+/* B transposed, a full panel of 16 columns: 16 rows of B, 8 values of k at a time, two 8 x 8
+ * transposes give 8 packed rows of 16. */
+static AVX2 void pack_b_cols16(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
+                               float *dst)
+{
+    const float *src = b + j0 * ldb + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 lo[8], hi[8];
+        for (int j = 0; j < 8; j++) {
+            lo[j] = _mm256_loadu_ps(src + j * ldb + p);
+            hi[j] = _mm256_loadu_ps(src + (j + 8) * ldb + p);
+        }
+        transpose8(lo);
+        transpose8(hi);
+        float *d = dst + p * 16;
+        for (int q = 0; q < 8; q++) {
+            _mm256_store_ps(d + q * 16, lo[q]);
+            _mm256_store_ps(d + q * 16 + 8, hi[q]);
+        }
+    }
+    for (; p < kc; p++)
+        for (int j = 0; j < 16; j++)
+            dst[p * 16 + j] = src[j * ldb + p];
+}
+
+AVX2 void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                           int64_t p0, int64_t kc, float alpha, int mr, float *dst)
+{
+    if (mr != 6) {
+        for (int64_t r = 0; r < rows; r += mr, dst += mr * kc)
+            pack_a_panel(a, lda, trans, i0 + r, rows - r < mr ? rows - r : mr, p0, kc, alpha,
+                         mr, dst);
+        return;
+    }
+    const int64_t full = rows / 6;
+    if (trans) {
+        pack_a_trans6(a, lda, i0, full, p0, kc, alpha, dst);
+    } else {
+        for (int64_t t = 0; t < full; t++)
+            pack_a_rows6(a, lda, i0 + t * 6, p0, kc, alpha, dst + t * 6 * kc);
+    }
+    if (rows > full * 6)
+        pack_a_panel(a, lda, trans, i0 + full * 6, rows - full * 6, p0, kc, alpha, 6,
+                     dst + full * 6 * kc);
+}
+
+AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                           int64_t j0, int64_t cols, int nr, float *dst)
+{
+    if (nr != 16) {
+        for (int64_t c = 0; c < cols; c += nr, dst += nr * kc)
+            pack_b_panel(b, ldb, trans, p0, kc, j0 + c, cols - c < nr ? cols - c : nr, nr, dst);
+        return;
+    }
+    const int64_t full = cols / 16;
+    if (trans) {
+        for (int64_t t = 0; t < full; t++)
+            pack_b_cols16(b, ldb, p0, kc, j0 + t * 16, dst + t * 16 * kc);
+    } else {
+        pack_b_rows16(b, ldb, p0, kc, j0, full, dst);
+    }
+    if (cols > full * 16)
+        pack_b_panel(b, ldb, trans, p0, kc, j0 + full * 16, cols - full * 16, 16,
+                     dst + full * 16 * kc);
+}

@@ -1,0 +1,126 @@
+/*
+ * avx512_logic.c - checks the AVX-512 micro-kernel on any CPU.
+ *
+ * kernel_avx512.c is written with GCC's generic vectors, so with GEMM_AVX512_TARGET defined
+ * empty it compiles for the baseline instruction set and computes the same sums (each
+ * multiply-add rounded twice instead of once). This program includes it that way and compares
+ * its tile, in every layout pyrt_sgemm passes to it (A packed, a transposed A in place, rows of
+ * A in place; B packed or in place; beta 0 with NaN in C, 1 and -0.5), with a double-precision
+ * reference. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
+ *
+ *     gcc -O2 -std=gnu11 -DGEMM_AVX512_TARGET= -Icsrc avx512_logic.c -lm && ./a.out
+ *
+ * It is not part of the library build (the builder skips tests/ folders); the Python tests
+ * compile and run it.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../kernel_avx512.c"
+
+/* The kernel table of kernel_avx512.c names these; the check never calls them. */
+void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
+                      int64_t p0, int64_t kc, float alpha, int mr, float *dst)
+{
+    (void)a, (void)lda, (void)trans, (void)i0, (void)rows, (void)p0, (void)kc, (void)alpha;
+    (void)mr, (void)dst;
+    abort();
+}
+
+void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                      int64_t j0, int64_t cols, int nr, float *dst)
+{
+    (void)b, (void)ldb, (void)trans, (void)p0, (void)kc, (void)j0, (void)cols, (void)nr;
+    (void)dst;
+    abort();
+}
+
+void gemm_small_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc)
+{
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+    abort();
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static float uniform(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static int check(int64_t kc, int a_layout, int b_in_place, float beta)
+{
+    /* a_layout 0: packed (rsa 1, csa MR); 1: transposed A in place (rsa 1, csa lda);
+     * 2: rows of A in place (rsa lda, csa 1) */
+    const int64_t lda = a_layout == 2 ? kc + 5 : MR + 3, ldb = b_in_place ? NR + 9 : NR;
+    const int64_t ldc = NR + 7;
+    const int64_t rsa = a_layout == 2 ? lda : 1, csa = a_layout == 0 ? MR : a_layout == 1 ? lda : 1;
+    const size_t a_len = a_layout == 2 ? (size_t)(MR * lda) : (size_t)(kc * csa + MR);
+    float *a = malloc(sizeof(float) * a_len), *b = malloc(sizeof(float) * (size_t)(kc * ldb));
+    float *c = malloc(sizeof(float) * (size_t)(MR * ldc));
+    float *c0 = malloc(sizeof(float) * (size_t)(MR * ldc));
+    for (size_t i = 0; i < a_len; i++)
+        a[i] = uniform();
+    for (int64_t i = 0; i < kc * ldb; i++)
+        b[i] = uniform();
+    for (int64_t i = 0; i < MR * ldc; i++)
+        c[i] = c0[i] = beta == 0.0f ? NAN : uniform();
+    tile_14x32(kc, a, rsa, csa, b, ldb, c, ldc, beta);
+    int ok = 1;
+    for (int64_t i = 0; i < MR && ok; i++) {
+        for (int64_t j = 0; j < NR && ok; j++) {
+            double sum = 0.0, bound = 0.0;
+            for (int64_t p = 0; p < kc; p++) {
+                const double t = (double)a[i * rsa + p * csa] * (double)b[p * ldb + j];
+                sum += t;
+                bound += fabs(t);
+            }
+            if (beta != 0.0f) {
+                sum += (double)beta * c0[i * ldc + j];
+                bound += fabs((double)beta * c0[i * ldc + j]);
+            }
+            const double err = fabs((double)c[i * ldc + j] - sum);
+            if (!(err <= 2.0 * (double)(kc + 2) * 1.2e-7 * bound + 1e-30)) {
+                printf("mismatch: kc=%ld a_layout=%d b_in_place=%d beta=%g at (%ld, %ld): %g vs "
+                       "%g\n", (long)kc, a_layout, b_in_place, beta, (long)i, (long)j,
+                       c[i * ldc + j], sum);
+                ok = 0;
+            }
+        }
+    }
+    /* the columns past the tile are untouched */
+    for (int64_t i = 0; i < MR && ok; i++)
+        for (int64_t j = NR; j < ldc && ok; j++)
+            if (!(c[i * ldc + j] == c0[i * ldc + j] || (isnan(c[i * ldc + j]) && beta == 0.0f))) {
+                printf("wrote outside the tile at (%ld, %ld)\n", (long)i, (long)j);
+                ok = 0;
+            }
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    return ok;
+}
+
+int main(void)
+{
+    const int64_t kcs[] = {1, 2, 7, 64, 301};
+    const float betas[] = {0.0f, 1.0f, -0.5f};
+    for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++)
+        for (int a_layout = 0; a_layout < 3; a_layout++)
+            for (int b_in_place = 0; b_in_place < 2; b_in_place++)
+                for (size_t s = 0; s < sizeof betas / sizeof betas[0]; s++)
+                    if (!check(kcs[q], a_layout, b_in_place, betas[s]))
+                        return 1;
+    printf("ok\n");
+    return 0;
+}

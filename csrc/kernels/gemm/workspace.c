@@ -1,0 +1,71 @@
+/*
+ * workspace.c - the buffers GEMM packs its operands into.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "gemm_internal.h"
+
+/* Each calling thread keeps its packing buffer between calls (a training loop calls GEMM with
+ * the same shapes over and over; a fresh multi-megabyte malloc would be mmap'ed and faulted
+ * in every time). A GEMM that starts on a thread whose buffer is in use (a task stolen while
+ * that thread waits inside another GEMM) allocates its own. */
+typedef struct workspace {
+    float *buf;
+    size_t cap; /* floats */
+    int busy;
+} workspace;
+
+static __thread workspace tls_ws;
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+
+static void ws_free(void *p)
+{
+    workspace *ws = p;
+    free(ws->buf);
+    ws->buf = NULL;
+    ws->cap = 0;
+}
+
+static void ws_key_init(void)
+{
+    /* the destructor frees a thread's buffer when the thread exits */
+    (void)pthread_key_create(&ws_key, ws_free);
+}
+
+static float *alloc_floats(size_t n)
+{
+    size_t bytes = (n * sizeof(float) + GEMM_ALIGN - 1) / GEMM_ALIGN * GEMM_ALIGN;
+    return aligned_alloc(GEMM_ALIGN, bytes ? bytes : GEMM_ALIGN);
+}
+
+float *gemm_ws_acquire(size_t n, int *owned)
+{
+    workspace *ws = &tls_ws;
+    *owned = 0;
+    if (ws->busy) {
+        *owned = 1;
+        return alloc_floats(n);
+    }
+    if (ws->cap < n) {
+        pthread_once(&ws_once, ws_key_init);
+        free(ws->buf);
+        ws->cap = 0;
+        ws->buf = alloc_floats(n);
+        if (!ws->buf)
+            return NULL;
+        ws->cap = n;
+        (void)pthread_setspecific(ws_key, ws);
+    }
+    ws->busy = 1;
+    return ws->buf;
+}
+
+void gemm_ws_release(float *buf, int owned)
+{
+    if (owned)
+        free(buf);
+    else
+        tls_ws.busy = 0;
+}

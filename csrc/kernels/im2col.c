@@ -1,0 +1,123 @@
+/*
+ * im2col.c - unfold an image into the matrix whose product with the filters is the
+ * convolution, and fold such a matrix back (conv_internal.h).
+ *
+ * Row (c, i, j) of cols holds, for every output pixel (y, x), the input pixel the filter tap
+ * (i, j) of channel c lies on: x[c, y*stride_h - pad_h + i, x*stride_w - pad_w + j], or 0 in
+ * the padding. Along a row of output pixels the input column moves by stride_w, so each
+ * stretch of cols is a zero run, a (strided) copy of one input row and another zero run; the
+ * bounds of the copy are computed once per stretch rather than tested per pixel.
+ *
+ * Both directions are parallel loops: im2col over rows of cols (each written by one task),
+ * col2im over input channels (each channel's taps are summed by the one task that owns that
+ * channel of dx, so there are no races and the order of the sums is fixed).
+ */
+#include <string.h>
+
+#include "conv_internal.h"
+
+/* Elements a chunk of either loop should move: a few microseconds of memory traffic. */
+#define CHUNK_ELEMS 8192
+
+/* The output columns x with 0 <= x*stride - pad + j < w: [*lo, *hi). */
+static void valid_span(int64_t ow, int64_t w, int64_t stride, int64_t pad, int64_t j,
+                       int64_t *lo, int64_t *hi)
+{
+    int64_t first = pad - j; /* x*stride must reach this */
+    int64_t a = first > 0 ? (first + stride - 1) / stride : 0;
+    int64_t end = w + pad - j; /* x*stride must stay below this */
+    int64_t b = end > 0 ? (end + stride - 1) / stride : 0;
+    if (b > ow)
+        b = ow;
+    if (a > b)
+        a = b;
+    *lo = a;
+    *hi = b;
+}
+
+typedef struct unfold_ctx {
+    const pyrt_conv_shape *s;
+    const float *x;
+    float *cols;
+} unfold_ctx;
+
+static int im2col_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const unfold_ctx *u = arg;
+    const pyrt_conv_shape *s = u->s;
+    const int64_t ow = s->ow, npix = s->oh * s->ow;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t c = r / (s->kh * s->kw), i = r / s->kw % s->kh, j = r % s->kw;
+        const float *plane = u->x + c * s->h * s->w;
+        float *out = u->cols + r * npix;
+        int64_t lo, hi;
+        valid_span(ow, s->w, s->stride_w, s->pad_w, j, &lo, &hi);
+        for (int64_t y = 0; y < s->oh; y++, out += ow) {
+            const int64_t iy = y * s->stride_h - s->pad_h + i;
+            if (iy < 0 || iy >= s->h) {
+                memset(out, 0, (size_t)ow * sizeof(float));
+                continue;
+            }
+            /* output column x reads input column x*stride_w + shift */
+            const float *src = plane + iy * s->w;
+            const int64_t shift = j - s->pad_w;
+            memset(out, 0, (size_t)lo * sizeof(float));
+            if (s->stride_w == 1)
+                memcpy(out + lo, src + lo + shift, (size_t)(hi - lo) * sizeof(float));
+            else
+                for (int64_t x = lo; x < hi; x++)
+                    out[x] = src[x * s->stride_w + shift];
+            memset(out + hi, 0, (size_t)(ow - hi) * sizeof(float));
+        }
+    }
+    return 0;
+}
+
+void conv_im2col(const pyrt_conv_shape *s, const float *x, float *cols)
+{
+    const int64_t npix = s->oh * s->ow, nrows = s->c * s->kh * s->kw;
+    unfold_ctx u = {s, x, cols};
+    int64_t grain = npix > 0 ? (CHUNK_ELEMS + npix - 1) / npix : nrows;
+    pyrt_parallel_for(nrows, grain, im2col_rows, &u);
+}
+
+typedef struct fold_ctx {
+    const pyrt_conv_shape *s;
+    const float *cols;
+    float *dx;
+} fold_ctx;
+
+static int col2im_channels(void *arg, int64_t c0, int64_t c1)
+{
+    const fold_ctx *f = arg;
+    const pyrt_conv_shape *s = f->s;
+    const int64_t ow = s->ow, npix = s->oh * s->ow;
+    for (int64_t c = c0; c < c1; c++) {
+        float *plane = f->dx + c * s->h * s->w;
+        memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
+        for (int64_t i = 0; i < s->kh; i++)
+            for (int64_t j = 0; j < s->kw; j++) {
+                const float *in = f->cols + ((c * s->kh + i) * s->kw + j) * npix;
+                int64_t lo, hi;
+                valid_span(ow, s->w, s->stride_w, s->pad_w, j, &lo, &hi);
+                for (int64_t y = 0; y < s->oh; y++, in += ow) {
+                    const int64_t iy = y * s->stride_h - s->pad_h + i;
+                    if (iy < 0 || iy >= s->h)
+                        continue;
+                    float *dst = plane + iy * s->w;
+                    const int64_t shift = j - s->pad_w;
+                    for (int64_t x = lo; x < hi; x++)
+                        dst[x * s->stride_w + shift] += in[x];
+                }
+            }
+    }
+    return 0;
+}
+
+void conv_col2im(const pyrt_conv_shape *s, const float *cols, float *dx)
+{
+    const int64_t per_channel = s->kh * s->kw * s->oh * s->ow + s->h * s->w;
+    fold_ctx f = {s, cols, dx};
+    int64_t grain = per_channel > 0 ? (CHUNK_ELEMS + per_channel - 1) / per_channel : s->c;
+    pyrt_parallel_for(s->c, grain, col2im_channels, &f);
+}

@@ -1,0 +1,41 @@
+"""pyrt's command line: ``python -m pyrt train xor`` and ``python -m pyrt train mnist``.
+
+Each command module adds its parser with ``add_parser(subparsers)`` and sets ``run``, which
+returns the exit status. Problems the user can fix raise CLIError: its message is printed
+without a traceback and the process exits with its code (2 unless said otherwise).
+"""
+
+import argparse
+import sys
+
+import pyrt
+from pyrt.cli import train_mnist, train_xor
+from pyrt.cli.options import CLIError
+
+__all__ = ["CLIError", "build_parser", "main"]
+
+TRAIN_COMMANDS = (train_xor, train_mnist)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m pyrt",
+        description="pyrt: a work-stealing parallel runtime with tensor kernels and a small "
+                    "neural-network layer.")
+    parser.add_argument("--version", action="version", version=f"pyrt {pyrt.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    train = commands.add_parser("train", help="train a network and report accuracy and speed",
+                                description="Train a network and report accuracy and speed.")
+    tasks = train.add_subparsers(dest="task", metavar="TASK", required=True)
+    for command in TRAIN_COMMANDS:
+        command.add_parser(tasks)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CLIError as exc:
+        print(f"pyrt: {exc}", file=sys.stderr, flush=True)
+        return exc.code

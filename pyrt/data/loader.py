@@ -1,0 +1,105 @@
+"""Mini-batches over in-memory arrays.
+
+The shuffle order of an epoch is a function of ``(seed, epoch)`` alone, drawn with NumPy on the
+calling thread: it does not depend on the number of threads, on earlier epochs having run, or
+on the machine. A run resumed from a checkpoint at epoch e therefore sees exactly the batches
+an uninterrupted run would have seen.
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = ["DataLoader"]
+
+
+def _as_batchable(array, position):
+    """Floats become float32 and integers int64 (the dtypes pyrt's tensors hold), C-contiguous
+    so that a slice of rows is a contiguous block."""
+    array = np.asarray(array)
+    if array.ndim == 0:
+        raise ValueError(f"dataset[{position}] must have a first (sample) axis, got a scalar")
+    if array.dtype.kind in "iub":
+        dtype = np.int64
+    elif array.dtype.kind == "f":
+        dtype = np.float32
+    else:
+        raise TypeError(f"dataset[{position}] must hold numbers, got dtype {array.dtype}")
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class DataLoader:
+    """Iterate over ``dataset`` (a tuple of arrays with the same first dimension, such as
+    ``(images, labels)``) in batches of ``batch_size`` rows, yielding a tuple of Tensors.
+
+    ``shuffle=True`` visits the rows in a new random order each epoch; the order of epoch e
+    is fixed by ``(seed, e)``. Each ``iter(loader)`` runs the next epoch; ``set_epoch(e)``
+    picks the epoch the next iteration runs (to resume). ``drop_last=True`` skips a final
+    batch smaller than ``batch_size``. With ``seed=None`` the seed is drawn from pyrt's
+    generator, so ``pyrt.manual_seed`` fixes it.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
+        if isinstance(dataset, np.ndarray) or not isinstance(dataset, (tuple, list)) \
+                or not dataset:
+            raise TypeError("dataset must be a non-empty tuple of arrays, such as "
+                            "(images, labels)")
+        self.arrays = tuple(_as_batchable(a, i) for i, a in enumerate(dataset))
+        n = len(self.arrays[0])
+        for i, a in enumerate(self.arrays[1:], start=1):
+            if len(a) != n:
+                raise ValueError(f"dataset arrays differ in length: dataset[0] has {n} rows, "
+                                 f"dataset[{i}] has {len(a)}")
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        if seed is None:
+            from pyrt.tensor import generator
+
+            seed = int(generator().integers(0, 2**63 - 1))
+        elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+        self.seed = int(seed)
+        self.epoch = 0
+
+    @property
+    def num_samples(self):
+        return len(self.arrays[0])
+
+    def __len__(self):
+        """The number of batches in an epoch."""
+        if self.drop_last:
+            return self.num_samples // self.batch_size
+        return (self.num_samples + self.batch_size - 1) // self.batch_size
+
+    def set_epoch(self, epoch):
+        """Make the next iteration run epoch `epoch` (its shuffle order included)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, numbers.Integral) or epoch < 0:
+            raise ValueError(f"epoch must be a non-negative integer, got {epoch!r}")
+        self.epoch = int(epoch)
+
+    def order(self, epoch):
+        """The row order of `epoch`: a permutation when shuffling, else ``None`` (in order)."""
+        if not self.shuffle:
+            return None
+        return np.random.default_rng((self.seed, epoch)).permutation(self.num_samples)
+
+    def __iter__(self):
+        from pyrt.tensor import Tensor
+
+        order = self.order(self.epoch)
+        self.epoch += 1
+        bs = self.batch_size
+        for b in range(len(self)):
+            lo, hi = b * bs, min((b + 1) * bs, self.num_samples)
+            if order is None:
+                yield tuple(Tensor(a[lo:hi]) for a in self.arrays)  # views: no copy
+            else:
+                rows = order[lo:hi]
+                yield tuple(Tensor(a.take(rows, axis=0)) for a in self.arrays)

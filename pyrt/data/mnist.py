@@ -1,0 +1,237 @@
+"""MNIST and Fashion-MNIST: find the IDX files, fetch MNIST when none are found, load them.
+
+Both data sets ship as four IDX files with the same names, gzipped or not::
+
+    train-images-idx3-ubyte   train-labels-idx1-ubyte   (60000 images)
+    t10k-images-idx3-ubyte    t10k-labels-idx1-ubyte    (10000 images)
+
+Where pyrt looks, in order (the first directory holding all four files wins):
+
+1. the directory passed as ``root`` (the CLI's ``--data DIR``); when given it must hold the
+   data, nothing else is searched;
+2. ``$PYRT_DATA``;
+3. ``~/.cache/pyrt`` (where a download goes);
+4. ``/usr/share/datasets/fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package).
+
+Each of those directories is tried as it is and in torchvision's layout (``DIR/MNIST/raw``,
+then ``DIR/FashionMNIST/raw``). When nothing is found, MNIST is downloaded from its public
+mirrors into ``~/.cache/pyrt/MNIST/raw``, each file checked against its published MD5; with no
+network the error says how to get the data instead.
+"""
+
+import hashlib
+import http.client
+import os
+import shutil
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from pyrt.data.idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
+
+__all__ = ["MNIST", "DatasetNotFoundError", "download_mnist", "find_mnist", "load_mnist",
+           "search_dirs"]
+
+SYSTEM_DIR = Path("/usr/share/datasets/fashion-mnist")
+TORCHVISION_SUBDIRS = ("MNIST/raw", "FashionMNIST/raw")
+
+FILES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
+
+# MNIST's public mirrors and the MD5 of each gzipped file (as published with torchvision)
+MIRRORS = (
+    "https://ossci-datasets.s3.amazonaws.com/mnist/",
+    "https://storage.googleapis.com/cvdf-datasets/mnist/",
+    "http://yann.lecun.com/exdb/mnist/",
+)
+MD5 = {
+    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+}
+DOWNLOAD_TIMEOUT_S = 10
+
+HOW_TO_GET_DATA = (
+    "Get the data in one of these ways:\n"
+    "  - Fashion-MNIST from Debian/Ubuntu: sudo apt-get install dataset-fashion-mnist\n"
+    "    (installs it in /usr/share/datasets/fashion-mnist, which pyrt finds by itself)\n"
+    "  - put train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz,\n"
+    "    t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz (MNIST or Fashion-MNIST)\n"
+    "    in a directory and pass --data DIR (or set PYRT_DATA=DIR)\n"
+    "  - run once with network access: MNIST is then downloaded to ~/.cache/pyrt"
+)
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """No MNIST-format data set was found and none could be downloaded."""
+
+
+class MNIST(NamedTuple):
+    """A loaded data set: images float32 [N, 1, 28, 28] scaled to [0, 1] (pixel / 255, not
+    mean/std normalised), labels int64 [N], the directory the files came from and the data
+    set's name as far as the directory tells ("Fashion-MNIST", "MNIST" or "MNIST-format")."""
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    root: Path
+    name: str
+
+
+def cache_dir():
+    return Path.home() / ".cache" / "pyrt"
+
+
+def search_dirs(root=None):
+    """The directories searched, in order (see the module's docstring)."""
+    if root is not None:
+        bases = [Path(root)]
+    else:
+        bases = [Path(os.environ["PYRT_DATA"])] if os.environ.get("PYRT_DATA") else []
+        bases += [cache_dir(), SYSTEM_DIR]
+    dirs = []
+    for base in bases:
+        dirs.append(base)
+        dirs.extend(base / sub for sub in TORCHVISION_SUBDIRS)
+    return dirs
+
+
+def _find_file(directory, stem):
+    """The file for `stem` in `directory`: uncompressed first (faster to read), then gzipped;
+    also the ``train-images.idx3-ubyte`` spelling some archives use."""
+    dotted = stem.replace("-idx", ".idx")
+    for name in (stem, dotted, stem + ".gz", dotted + ".gz"):
+        path = directory / name
+        if path.is_file():
+            return path
+    return None
+
+
+def _files_in(directory):
+    """The four files if `directory` holds all of them, else None."""
+    found = {key: _find_file(directory, stem) for key, stem in FILES.items()}
+    return found if all(found.values()) else None
+
+
+def find_mnist(root=None):
+    """The directory holding the four IDX files, or None. See ``search_dirs`` for the order."""
+    for directory in search_dirs(root):
+        if _files_in(directory):
+            return directory
+    return None
+
+
+def _md5(path):
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fetch(name, dest, mirrors, timeout):
+    """Download `name` from the first mirror that serves it with the right checksum; the file
+    appears in `dest` only once verified. Returns the list of failures if none did."""
+    failures = []
+    for mirror in mirrors:
+        url = mirror + name
+        fd, tmp = tempfile.mkstemp(dir=dest, prefix=name + ".", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as r:
+                shutil.copyfileobj(r, out)
+            digest = _md5(tmp)
+            if digest != MD5[name]:
+                failures.append(f"{url}: MD5 {digest}, expected {MD5[name]}")
+                continue
+            os.replace(tmp, dest / name)
+            return []
+        except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError
+            failures.append(f"{url}: {getattr(exc, 'reason', exc)}")
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return failures
+
+
+def download_mnist(dest=None, *, mirrors=None, timeout=DOWNLOAD_TIMEOUT_S):
+    """Download MNIST's four files into `dest` (default ``~/.cache/pyrt/MNIST/raw``) from the
+    first of `mirrors` (default ``MIRRORS``, URL prefixes) that serves each, verifying each
+    against its MD5. Returns `dest`; raises DatasetNotFoundError when a file cannot be fetched
+    from any mirror."""
+    dest = Path(dest) if dest is not None else cache_dir() / "MNIST" / "raw"
+    mirrors = MIRRORS if mirrors is None else tuple(mirrors)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatasetNotFoundError(f"No MNIST-format data set found, and {dest} cannot be "
+                                   f"created to download MNIST into ({exc}).\n"
+                                   + HOW_TO_GET_DATA) from None
+    for name in MD5:
+        if (dest / name).is_file():
+            continue
+        failures = _fetch(name, dest, mirrors, timeout)
+        if failures:
+            raise DatasetNotFoundError(
+                "No MNIST-format data set found and downloading MNIST failed:\n  "
+                + "\n  ".join(failures) + "\nLooked in:\n  "
+                + "\n  ".join(str(d) for d in search_dirs()) + "\n" + HOW_TO_GET_DATA)
+    return dest
+
+
+def _load_split(files, images_key, labels_key):
+    images = read_idx(files[images_key], magic=IMAGES_MAGIC)
+    labels = read_idx(files[labels_key], magic=LABELS_MAGIC)
+    if images.shape[1:] != (28, 28):
+        raise ValueError(f"{files[images_key]}: images are {images.shape[1]}x{images.shape[2]}, "
+                         "expected 28x28")
+    if len(images) != len(labels):
+        raise ValueError(f"{files[images_key]} holds {len(images)} images but "
+                         f"{files[labels_key]} holds {len(labels)} labels")
+    if labels.size and labels.max() > 9:
+        raise ValueError(f"{files[labels_key]}: label {labels.max()} is out of range 0-9")
+    x = images.reshape(len(images), 1, 28, 28).astype(np.float32)
+    x *= np.float32(1.0 / 255.0)
+    return x, labels.astype(np.int64)
+
+
+def load_mnist(root=None, *, download=True):
+    """Load MNIST or Fashion-MNIST (whichever is found first; see the module's docstring).
+
+    With `root` given, only that directory (and its torchvision layout) is used. Raises
+    DatasetNotFoundError with instructions when no data set is found (and, with `download`,
+    none can be fetched); ValueError naming the file when a file is truncated or corrupt.
+    """
+    directory = find_mnist(root)
+    if directory is None:
+        if root is not None:
+            raise DatasetNotFoundError(
+                f"No MNIST-format data set in {root}: looked for "
+                + ", ".join(f"{stem}[.gz]" for stem in FILES.values()) + " in:\n  "
+                + "\n  ".join(str(d) for d in search_dirs(root)) + "\n" + HOW_TO_GET_DATA)
+        if not download:
+            raise DatasetNotFoundError(
+                "No MNIST-format data set found. Looked in:\n  "
+                + "\n  ".join(str(d) for d in search_dirs()) + "\n" + HOW_TO_GET_DATA)
+        directory = download_mnist()
+    files = _files_in(directory)
+    train_x, train_y = _load_split(files, "train_images", "train_labels")
+    test_x, test_y = _load_split(files, "test_images", "test_labels")
+    return MNIST(train_x, train_y, test_x, test_y, directory, _name(directory))
+
+
+def _name(directory):
+    path = str(directory).lower()
+    if "fashion" in path:
+        return "Fashion-MNIST"
+    if directory.name == "raw" and directory.parent.name == "MNIST":
+        return "MNIST"
+    return "MNIST-format"

@@ -1,0 +1,116 @@
+"""Parameter initialisation in place, with PyTorch's names and formulas (torch/nn/init.py).
+
+Random values come from pyrt's generator, so ``pyrt.manual_seed(s)`` makes every model built
+afterwards the same. They are drawn in float64 and rounded to float32.
+"""
+
+import math
+
+from pyrt.tensor import generator
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
+           "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The gain PyTorch recommends for an activation: the factor by which to scale the
+    standard deviation of the weights so the activations keep their size."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    """fan_in and fan_out of a weight [out, in, *kernel]: in and out times the kernel size."""
+    if tensor.ndim < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    receptive_field = 1
+    for n in tensor.shape[2:]:
+        receptive_field *= n
+    return tensor.shape[1] * receptive_field, tensor.shape[0] * receptive_field
+
+
+def _fan(tensor, mode):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _fill(tensor, values):
+    tensor.data[...] = values
+    return tensor
+
+
+def uniform_(tensor, a=0.0, b=1.0):
+    """Fill `tensor` with values drawn from U(a, b)."""
+    if not a <= b:
+        raise ValueError(f"uniform_ expects a <= b, got a={a}, b={b}")
+    return _fill(tensor, generator().uniform(a, b, tensor.shape))
+
+
+def normal_(tensor, mean=0.0, std=1.0):
+    """Fill `tensor` with values drawn from N(mean, std^2)."""
+    if std < 0:
+        raise ValueError(f"normal_ expects std >= 0, got std={std}")
+    return _fill(tensor, generator().normal(mean, std, tensor.shape))
+
+
+def constant_(tensor, val):
+    return _fill(tensor, val)
+
+
+def zeros_(tensor):
+    return _fill(tensor, 0.0)
+
+
+def ones_(tensor):
+    return _fill(tensor, 1.0)
+
+
+def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu"):
+    """He initialisation: U(-bound, bound) with bound = gain * sqrt(3 / fan). PyTorch's Linear
+    and Conv2d use a=sqrt(5), which gives bound = 1 / sqrt(fan_in)."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu"):
+    """He initialisation: N(0, std^2) with std = gain / sqrt(fan)."""
+    if 0 in tensor.shape:
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std)
+
+
+def xavier_uniform_(tensor, gain=1.0):
+    """Glorot initialisation: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor, gain=1.0):
+    """Glorot initialisation: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))

@@ -1,0 +1,264 @@
+"""Layers: Linear, Conv2d, pooling, Flatten, activations and Sequential, as in torch.nn.
+
+Weights are initialised as PyTorch does (``reset_parameters``), from pyrt's seeded generator.
+"""
+
+import math
+import numbers
+from collections import OrderedDict
+
+import numpy as np
+
+from pyrt import functional as F
+from pyrt.nn import init
+from pyrt.nn.module import Module
+from pyrt.nn.parameter import Parameter
+
+__all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
+           "Sequential"]
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _pair(value, name, minimum):
+    """An int or a pair of ints, each at least `minimum`, as a tuple (a, b)."""
+    pair = (value, value) if isinstance(value, numbers.Integral) else value
+    try:
+        a, b = pair
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}") from None
+    for v in (a, b):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+            raise ValueError(f"{name} must be integers >= {minimum}, got {value!r}")
+    return int(a), int(b)
+
+
+def _init_weight_and_bias(weight, bias):
+    """PyTorch's default for Linear and Conv: kaiming_uniform_(a=sqrt(5)), which is
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), for the weight and the same bound for the bias."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in = init._calculate_fan_in_and_fan_out(weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
+# ---- weighted layers ---------------------------------------------------------------------
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, with weight [out_features, in_features] and bias
+    [out_features]; x is [*, in_features]."""
+
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features = _positive_int(in_features, "in_features")
+        self.out_features = _positive_int(out_features, "out_features")
+        self.weight = Parameter(np.empty((out_features, in_features), np.float32))
+        if bias:
+            self.bias = Parameter(np.empty((out_features,), np.float32))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _init_weight_and_bias(self.weight, self.bias)
+
+    def forward(self, x, act=None):
+        """`act` ("relu", "sigmoid" or "tanh") fuses an activation into the bias pass."""
+        params = self._parameters  # read directly: attribute access through __getattr__ is slow
+        if x.ndim == 2:
+            return F.linear(x, params["weight"], params["bias"], act)
+        lead = x.shape[:-1]  # flatten leading dimensions into one batch dimension
+        y = F.linear(F.reshape(x, (-1, x.shape[-1])), params["weight"], params["bias"], act)
+        return F.reshape(y, lead + (self.out_features,))
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Conv2d(Module):
+    """2-D cross-correlation of x [n, in_channels, h, w] with weight [out_channels,
+    in_channels, kh, kw], plus bias [out_channels]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, *,
+                 bias=True):
+        super().__init__()
+        self.in_channels = _positive_int(in_channels, "in_channels")
+        self.out_channels = _positive_int(out_channels, "out_channels")
+        self.kernel_size = _pair(kernel_size, "kernel_size", 1)
+        self.stride = _pair(stride, "stride", 1)
+        self.padding = _pair(padding, "padding", 0)
+        self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size,
+                                         np.float32))
+        if bias:
+            self.bias = Parameter(np.empty((out_channels,), np.float32))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _init_weight_and_bias(self.weight, self.bias)
+
+    def forward(self, x):
+        params = self._parameters
+        return F.conv2d(x, params["weight"], params["bias"], stride=self.stride,
+                        padding=self.padding)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+# ---- pooling and reshaping ---------------------------------------------------------------
+
+
+class _Pool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        _pair(kernel_size, "kernel_size", 1)
+        if stride is not None:
+            _pair(stride, "stride", 1)
+        _pair(padding, "padding", 0)
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
+    """Maximum over kernel_size windows of x [n, c, h, w]; stride defaults to kernel_size."""
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(_Pool2d):
+    """Mean over kernel_size windows of x [n, c, h, w], zero padding counted in the mean."""
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class Flatten(Module):
+    """Merge dimensions start_dim..end_dim into one: [n, c, h, w] -> [n, c*h*w] by default."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, x):
+        ndim = max(x.ndim, 1)
+        start, end = self.start_dim % ndim, self.end_dim % ndim
+        if start > end:
+            raise ValueError(f"flatten: start_dim {self.start_dim} comes after end_dim "
+                             f"{self.end_dim} for a {x.ndim}-D input")
+        shape = x.shape[:start] + (-1,) + x.shape[end + 1:]
+        return F.reshape(x, shape)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+# ---- activations -------------------------------------------------------------------------
+
+
+class ReLU(Module):
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Sigmoid(Module):
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    def forward(self, x):
+        return F.tanh(x)
+
+
+# the activation a Linear can fuse into its bias pass (F.linear's `act`)
+_FUSABLE = {ReLU: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
+
+
+# ---- containers --------------------------------------------------------------------------
+
+
+class Sequential(Module):
+    """Modules applied one after another, named "0", "1", ... (or by an OrderedDict)."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, module in modules[0].items():
+                self.add_module(name, module)
+        else:
+            for i, module in enumerate(modules):
+                self.add_module(str(i), module)
+
+    def forward(self, x):
+        modules = list(self._modules.values())
+        i, n = 0, len(modules)
+        while i < n:
+            module = modules[i]
+            # Linear then ReLU/Sigmoid/Tanh: one GEMM and one fused bias+activation pass,
+            # the same numbers as the two modules in turn with one pass less over the output
+            if (type(module) is Linear and i + 1 < n
+                    and type(modules[i + 1]) in _FUSABLE):
+                x = module.forward(x, act=_FUSABLE[type(modules[i + 1])])
+                i += 2
+            else:
+                x = module(x)
+                i += 1
+        return x
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def _key(self, index):
+        n = len(self._modules)
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"Sequential indices must be integers or slices, got "
+                            f"{type(index).__name__}")
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of range for a Sequential of length {n}")
+        return list(self._modules)[index % n]
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[index]))
+        return self._modules[self._key(index)]
+
+    def __setitem__(self, index, module):
+        self.add_module(self._key(index), module)
+
+    def __delitem__(self, index):
+        keys = list(self._modules)
+        for key in (keys[index] if isinstance(index, slice) else [self._key(index)]):
+            del self._modules[key]
+        # renumber, as PyTorch does, so that names stay "0", "1", ...
+        items = list(self._modules.values())
+        self._modules.clear()
+        for i, module in enumerate(items):
+            self._modules[str(i)] = module
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self

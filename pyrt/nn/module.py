@@ -1,0 +1,293 @@
+"""Module: the base class of layers and models, with PyTorch's interface.
+
+A Module keeps its Parameters and sub-Modules in two ordered dicts, filled by attribute
+assignment (``self.weight = Parameter(...)``, ``self.fc = Linear(...)``), so parameters come
+out in registration order and carry dotted names such as ``"fc.weight"`` or ``"0.bias"``.
+"""
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from pyrt.nn.parameter import Parameter
+from pyrt.tensor import Tensor, _check_device
+
+__all__ = ["Module"]
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _addindent(text, spaces):
+    """Indent every line of `text` but the first by `spaces` spaces."""
+    first, *rest = text.split("\n")
+    if not rest:
+        return text
+    pad = " " * spaces
+    return first + "\n" + "\n".join(pad + line for line in rest)
+
+
+class Module:
+    """Base class for all neural-network modules; subclasses define ``forward``."""
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- registration ------------------------------------------------------------------------
+
+    def register_parameter(self, name, param):
+        """Add `param` (a Parameter, or None for an absent one such as ``bias=False``) under
+        `name`."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign {type(param).__name__!r} object to parameter "
+                            f"{name!r} (pyrt.nn.Parameter or None required)")
+        self._forget(name, keep=self._parameters)
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        """Add `module` (or None) as a child under `name`."""
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        self._check_name(name, "module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._forget(name, keep=self._modules)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_name(self, name, kind):
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if not name or "." in name:
+            raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
+        if hasattr(type(self), name):
+            raise KeyError(f"attribute {name!r} already exists")
+
+    def _forget(self, name, keep):
+        """Remove `name` from every place but `keep`, where a new value replaces the old one
+        in its position."""
+        self.__dict__.pop(name, None)
+        for container in (self._parameters, self._modules):
+            if container is not keep:
+                container.pop(name, None)
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        modules = self.__dict__.get("_modules")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name, keep=params)
+            params[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__!r} as parameter {name!r} "
+                                "(pyrt.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name, keep=modules)
+            modules[name] = value
+        elif modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__!r} as child module "
+                                f"{name!r} (pyrt.nn.Module or None expected)")
+            modules[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        # only called when normal lookup fails: parameters and children live in their dicts
+        d = self.__dict__
+        if "_parameters" in d and name in d["_parameters"]:
+            return d["_parameters"][name]
+        if "_modules" in d and name in d["_modules"]:
+            return d["_modules"][name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __delattr__(self, name):
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    # ---- traversal ---------------------------------------------------------------------------
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """(name, module) for this module and every descendant, depth first, each module once
+        (unless remove_duplicate=False); this module's name is `prefix`."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            child_prefix = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, child_prefix, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, parameter) in registration order, depth first; a parameter shared by several
+        modules comes once (unless remove_duplicate=False)."""
+        if recurse:
+            owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            owners = [(prefix, self)]
+        seen = set()
+        for owner_name, owner in owners:
+            for name, param in owner._parameters.items():
+                if param is None:
+                    continue
+                if remove_duplicate:
+                    if id(param) in seen:
+                        continue
+                    seen.add(id(param))
+                yield owner_name + ("." if owner_name else "") + name, param
+
+    def parameters(self, recurse=True):
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def apply(self, fn):
+        """Call fn(module) on every child (recursively), then on self; returns self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ---- modes and gradients -----------------------------------------------------------------
+
+    def train(self, mode=True):
+        """Set training mode (True) or evaluation mode (False) here and in every descendant."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with
+        zeros."""
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad.zero_()
+
+    def to(self, device):
+        """Move the parameters to `device`; only "cpu" is available."""
+        _check_device(device)
+        return self
+
+    def cpu(self):
+        return self
+
+    # ---- saving and loading ------------------------------------------------------------------
+
+    def state_dict(self):
+        """An OrderedDict from each parameter's dotted name to a copy of its values (a float32
+        NumPy array); a parameter shared by several modules appears under each name."""
+        return OrderedDict((name, param.data.copy()) for name, param in
+                           self.named_parameters(remove_duplicate=False))
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy the arrays of `state_dict` (name -> array or Tensor) into the parameters of
+        the same names, in place. With strict=True, missing and unexpected names are errors;
+        a shape mismatch always is. Nothing is copied if there is an error. Returns
+        ``(missing_keys, unexpected_keys)``."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        own = OrderedDict(self.named_parameters(remove_duplicate=False))
+        missing = [name for name in own if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in own]
+        errors, copies = [], []
+        for name, param in own.items():
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            array = value.data if isinstance(value, Tensor) else np.asarray(value)
+            if array.dtype.kind not in "fiu":
+                errors.append(f'While copying the parameter named "{name}", expected an array '
+                              f"of numbers from checkpoint but received {type(value)}")
+            elif array.shape != param.shape:
+                errors.append(f"size mismatch for {name}: copying a param with shape "
+                              f"{array.shape} from checkpoint, the shape in current model is "
+                              f"{param.shape}.")
+            else:
+                copies.append((param, array))
+        if strict:
+            if unexpected:
+                keys = ", ".join(f'"{k}"' for k in unexpected)
+                errors.insert(0, f"Unexpected key(s) in state_dict: {keys}. ")
+            if missing:
+                keys = ", ".join(f'"{k}"' for k in missing)
+                errors.insert(0, f"Missing key(s) in state_dict: {keys}. ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        for param, array in copies:
+            param.data[...] = array
+        return IncompatibleKeys(missing, unexpected)
+
+    # ---- printing ----------------------------------------------------------------------------
+
+    def extra_repr(self):
+        """The module's own settings, shown inside its repr; subclasses override this."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _addindent(repr(module), 2)
+                       for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if len(extra_lines) == 1 and not child_lines:
+            body = extra_lines[0]
+        elif lines:
+            body = "\n  " + "\n  ".join(lines) + "\n"
+        return f"{type(self).__name__}({body})"

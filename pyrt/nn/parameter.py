@@ -1,0 +1,28 @@
+"""Parameter: a tensor that a Module registers as one of its learnable weights."""
+
+import numpy as np
+
+from pyrt.tensor import Tensor
+
+__all__ = ["Parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor that requires grad by default. Assigned as an attribute of a Module, it
+    appears in ``parameters()`` and ``state_dict()``.
+
+    `data` is a Tensor or anything NumPy turns into an array; the parameter shares a Tensor's
+    or a float32 C-contiguous array's memory and otherwise holds a float32 copy.
+    """
+
+    def __init__(self, data=None, requires_grad=True):
+        if data is None:
+            data = np.empty((0,), np.float32)
+        elif isinstance(data, Tensor):
+            data = data.data
+        array = np.ascontiguousarray(data, dtype=np.float32)
+        super().__init__(array, requires_grad=bool(requires_grad))
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+

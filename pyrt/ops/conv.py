@@ -1,0 +1,153 @@
+"""2-D convolution of NCHW float32 batches and its gradients (PyTorch's conv2d).
+
+``x`` is ``[n, c, h, w]``, ``weight`` is ``[k, c, kh, kw]``, the result ``[n, k, oh, ow]`` with
+``oh = (h + 2 * padding_h - kh) // stride_h + 1`` (and likewise ``ow``). ``stride`` and
+``padding`` are an int or a pair ``(h, w)``. The kernels (csrc/kernels/conv2d.c) compute
+stride-1 layers with few input channels directly and the others as im2col + GEMM, in
+parallel over the batch; the weight and bias gradients sum the batch in a fixed order, so they
+are bitwise identical at any thread count.
+"""
+
+import operator
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import as_f32, check_rc, fptr, out_f32
+
+__all__ = ["conv2d", "conv2d_backward"]
+
+
+def _pair(value, name, minimum):
+    """An int or a pair of ints, each at least `minimum`, as a tuple (a, b)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+        a, b = value
+    else:
+        a = b = value
+    try:
+        if isinstance(a, bool) or isinstance(b, bool):
+            raise TypeError
+        a, b = operator.index(a), operator.index(b)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a pair of ints, got {value!r}") from None
+    if a < minimum or b < minimum:
+        what = "positive" if minimum == 1 else f"at least {minimum}"
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return a, b
+
+
+def _check_4d(x, name, layout):
+    if x.ndim != 4:
+        raise ValueError(f"{name} must be 4-D {layout}, got shape {x.shape}")
+
+
+def _geometry(x_shape, window, stride, padding, window_name, k=0):
+    """The pyrt_conv_shape of a window sliding over an [n, c, h, w] input, with the output
+    height and width. ValueError naming `window_name` if the window does not fit."""
+    n, c, h, w = x_shape
+    kh, kw = window
+    sh, sw = stride
+    ph, pw = padding
+    if h + 2 * ph < kh or w + 2 * pw < kw:
+        raise ValueError(
+            f"{window_name} {kh}x{kw} is larger than the padded input "
+            f"{h + 2 * ph}x{w + 2 * pw} (input {h}x{w}, padding ({ph}, {pw}))"
+        )
+    oh = (h + 2 * ph - kh) // sh + 1
+    ow = (w + 2 * pw - kw) // sw + 1
+    shape = ffi.new("pyrt_conv_shape *", [n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow])
+    return shape, oh, ow
+
+
+# Checked geometries of recent calls, under their arguments: a training loop repeats the same
+# few shapes, and checking and building one costs more than the rest of a small call. Only
+# plain ints (and None) key it, since a bool or a float would compare equal to an int. The C
+# kernels only read the structs, so threads may share them.
+_CACHE = {}
+_CACHE_SIZE = 256
+
+
+def _cache_key(*args):
+    """The cache key for these arguments (shapes and ints), or None for an uncacheable one."""
+    for v in args[2:]:
+        if v is not None and type(v) is not int:
+            return None
+    return args
+
+
+def _remember(key, value):
+    if key is not None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = value
+    return value
+
+
+def _conv_args(x, weight, stride, padding):
+    """Checked x, weight and geometry shared by the forward and backward passes."""
+    x = as_f32(x, "x")
+    weight = as_f32(weight, "weight")
+    key = _cache_key(x.shape, weight.shape, stride, padding)
+    hit = _CACHE.get(key) if key is not None else None
+    if hit is not None:
+        return (x, weight, *hit)
+    _check_4d(x, "x", "[n, c, h, w]")
+    _check_4d(weight, "weight", "[out_channels, in_channels, kh, kw]")
+    if weight.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"weight has {weight.shape[1]} input channels (shape {weight.shape}) but x has "
+            f"{x.shape[1]} (shape {x.shape})"
+        )
+    geometry = _geometry(x.shape, weight.shape[2:], _pair(stride, "stride", 1),
+                         _pair(padding, "padding", 0), "weight's kernel", k=weight.shape[0])
+    return (x, weight, *_remember(key, geometry))
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
+    """Cross-correlation of x [n, c, h, w] with weight [k, c, kh, kw], plus bias [k]:
+    the [n, k, oh, ow] result of torch.nn.functional.conv2d. `out` must not overlap x,
+    weight or bias."""
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
+    k = weight.shape[0]
+    if bias is not None:
+        bias = as_f32(bias, "bias")
+        if bias.shape != (k,):
+            raise ValueError(f"bias must have shape ({k},), got {bias.shape}")
+    res = out_f32(out, (x.shape[0], k, oh, ow))
+    if out is not None:
+        # every input element is read for several outputs: no overlap at all is safe
+        for arr, name in ((x, "x"), (weight, "weight"), (bias, "bias")):
+            if arr is not None and np.may_share_memory(res, arr):
+                raise ValueError(f"out overlaps {name}")
+    rc = lib.pyrt_conv2d_forward(shape, fptr(x), fptr(weight),
+                                 ffi.NULL if bias is None else fptr(bias), fptr(res))
+    check_rc(rc, "conv2d")
+    return res
+
+
+def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_grad=True,
+                    needs_weight_grad=True, needs_bias_grad=True):
+    """Gradients of conv2d with respect to x, weight and bias, given grad_output
+    [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested.
+    grad_weight and grad_bias sum over the batch in a fixed order."""
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
+    grad_output = as_f32(grad_output, "grad_output")
+    n, k = x.shape[0], weight.shape[0]
+    if grad_output.shape != (n, k, oh, ow):
+        raise ValueError(f"grad_output must have shape {(n, k, oh, ow)}, "
+                         f"got {grad_output.shape}")
+    gx = np.empty(x.shape, np.float32) if needs_input_grad else None
+    gw = np.empty(weight.shape, np.float32) if needs_weight_grad else None
+    gb = np.empty((k,), np.float32) if needs_bias_grad else None
+    if gx is None and gw is None and gb is None:
+        return None, None, None
+    rc = lib.pyrt_conv2d_backward(
+        shape, fptr(x), fptr(weight), fptr(grad_output),
+        ffi.NULL if gx is None else fptr(gx),
+        ffi.NULL if gw is None else fptr(gw),
+        ffi.NULL if gb is None else fptr(gb),
+    )
+    check_rc(rc, "conv2d_backward")
+    return gx, gw, gb

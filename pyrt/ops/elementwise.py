@@ -1,0 +1,312 @@
+"""Elementwise ops on float32 arrays (PyTorch's names): arithmetic with broadcasting, unary
+functions and their gradients, fused bias + activation, the bias gradient and addcmul.
+
+The kernels (csrc/kernels/elementwise.c) make one pass over memory and split large arrays
+across pyrt's threads; results do not depend on the thread count.
+
+Binary ops take two float32 arrays, or one array and a real scalar on either side (the
+scalar is rounded to float32). Broadcasting follows NumPy. These layouts run without a copy:
+equal shapes; a scalar or a one-element array; the smaller operand of shape ``x.shape[-1:]``
+(a row repeated over all leading axes, leading 1s allowed); the smaller operand of shape
+``x.shape[:-1] + (1,)`` (a column repeated along the last axis), with the smaller operand on
+either side. Any other broadcastable pair is first expanded into contiguous arrays.
+"""
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import as_f32, check_no_partial_overlap, check_rc, fptr, out_f32
+
+__all__ = [
+    "add", "addcmul", "bias_act", "bias_grad", "div", "exp", "exp_backward", "log",
+    "log_backward", "mul", "neg", "relu", "relu_backward", "sigmoid", "sigmoid_backward",
+    "sqrt", "sqrt_backward", "sub", "tanh", "tanh_backward",
+]
+
+_SCALARS = (int, float, np.integer, np.floating)
+_NONE, _SCALAR = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
+_ROW, _COL = lib.PYRT_BCAST_ROW, lib.PYRT_BCAST_COL
+
+
+def _check_out(res, *inputs):
+    """A given `out` may be an input, or share exactly its memory: the kernels work element
+    for element. Any other overlap (out = a with b a row of a, say) is a ValueError, since
+    the result would depend on the order of the writes."""
+    shared = [(arr, name) for arr, name in inputs
+              if arr is not res and np.may_share_memory(res, arr)]
+    if shared:
+        check_no_partial_overlap(res, "out", *shared)
+
+
+# ---- binary ops ------------------------------------------------------------------------------
+
+
+def _bcast_mode(big, small):
+    """How an operand of shape `small` lies against one of shape `big` without a copy (a
+    PYRT_BCAST_* code: _SCALAR, _ROW or _COL), or None."""
+    nd = len(big)
+    if len(small) > nd:
+        return None
+    padded = (1,) * (nd - len(small)) + small
+    ones = (1,) * (nd - 1)
+    if padded[:-1] == ones:
+        if padded[-1] == 1:
+            return _SCALAR
+        if padded[-1] == big[-1]:
+            return _ROW
+    if padded[-1] == 1 and padded[:-1] == big[:-1]:
+        return _COL
+    return None
+
+
+def _binary(op, a, b, out, what):
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return _binary_arrays(op, as_f32(a, "a"), as_f32(b, "b"), out, what)
+    for x, name in ((a, "a"), (b, "b")):
+        if not isinstance(x, (np.ndarray,) + _SCALARS):
+            raise TypeError(f"{name} must be a float32 numpy.ndarray or a real number, "
+                            f"got {type(x).__name__}")
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
+        raise TypeError(f"{what}: at least one of a and b must be a float32 numpy.ndarray")
+    # array op scalar, or scalar op array (swap); the scalar is rounded to float32
+    if isinstance(a, np.ndarray):
+        big, scalar, swap, name = as_f32(a, "a"), b, 0, "a"
+    else:
+        big, scalar, swap, name = as_f32(b, "b"), a, 1, "b"
+    res = out_f32(out, big.shape)
+    if out is not None:
+        _check_out(res, (big, name))
+    rc = lib.pyrt_binary(op, fptr(big), ffi.new("float[1]", [float(scalar)]), fptr(res), 1,
+                         big.size, _SCALAR, swap)
+    if rc:
+        check_rc(rc, what)
+    return res
+
+
+def _binary_arrays(op, a, b, out, what):
+    sa, sb = a.shape, b.shape
+    big, small, swap = a, b, 0
+    if sa == sb:
+        mode, shape = _NONE, sa
+    else:
+        mode, shape = _bcast_mode(sa, sb), sa
+        if mode is None:
+            mode, shape = _bcast_mode(sb, sa), sb
+            if mode is not None:
+                big, small, swap = b, a, 1
+        if mode is None:
+            big, small, mode, shape = _expand(a, b, what)
+    res = out_f32(out, shape)
+    if out is not None:
+        _check_out(res, (a, "a"), (b, "b"))
+    cols = shape[-1] if shape else 1
+    rows = big.size // cols if cols else 0
+    rc = lib.pyrt_binary(op, fptr(big), fptr(small), fptr(res), rows, cols, mode, swap)
+    if rc:
+        check_rc(rc, what)
+    return res
+
+
+def _expand(a, b, what):
+    """General NumPy broadcasting: expand a into the result shape, then b unless it is now a
+    row, column or scalar against it."""
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"{what}: operands could not be broadcast together with shapes "
+                         f"{a.shape} and {b.shape}") from None
+    if a.shape != shape:
+        a = np.ascontiguousarray(np.broadcast_to(a, shape))
+    mode = _NONE if b.shape == shape else _bcast_mode(shape, b.shape)
+    if mode is None:
+        b = np.ascontiguousarray(np.broadcast_to(b, shape))
+        mode = _NONE
+    return a, b, mode, shape
+
+
+def add(a, b, *, out=None):
+    """a + b with broadcasting; a or b may be a real scalar. `out` may be a or b."""
+    return _binary(lib.PYRT_ADD, a, b, out, "add")
+
+
+def sub(a, b, *, out=None):
+    """a - b with broadcasting; a or b may be a real scalar. `out` may be a or b."""
+    return _binary(lib.PYRT_SUB, a, b, out, "sub")
+
+
+def mul(a, b, *, out=None):
+    """a * b with broadcasting; a or b may be a real scalar. `out` may be a or b."""
+    return _binary(lib.PYRT_MUL, a, b, out, "mul")
+
+
+def div(a, b, *, out=None):
+    """a / b (IEEE division: x / 0 is +-inf or nan) with broadcasting; a or b may be a real
+    scalar. `out` may be a or b."""
+    return _binary(lib.PYRT_DIV, a, b, out, "div")
+
+
+# ---- unary ops ---------------------------------------------------------------------------
+
+def _unary(op, x, out, what):
+    x = as_f32(x, "x")
+    res = out_f32(out, x.shape)
+    if out is not None:
+        _check_out(res, (x, "x"))
+    check_rc(lib.pyrt_unary(op, fptr(x), fptr(res), x.size), what)
+    return res
+
+
+def neg(x, *, out=None):
+    """-x. `out` may be x."""
+    return _unary(lib.PYRT_NEG, x, out, "neg")
+
+
+def exp(x, *, out=None):
+    """e**x, within 1 ULP; +inf above 88.72, subnormal below -87.34 and 0 below -103.97.
+    `out` may be x."""
+    return _unary(lib.PYRT_EXP, x, out, "exp")
+
+
+def log(x, *, out=None):
+    """Natural logarithm, within 1 ULP; log(0) = -inf, log(x < 0) = nan. `out` may be x."""
+    return _unary(lib.PYRT_LOG, x, out, "log")
+
+
+def sqrt(x, *, out=None):
+    """Square root (correctly rounded); nan below 0. `out` may be x."""
+    return _unary(lib.PYRT_SQRT, x, out, "sqrt")
+
+
+def tanh(x, *, out=None):
+    """Hyperbolic tangent, within 2 ULP; saturates to +-1 without nan. `out` may be x."""
+    return _unary(lib.PYRT_TANH, x, out, "tanh")
+
+
+def sigmoid(x, *, out=None):
+    """1 / (1 + exp(-x)), within 3 ULP, computed from exp(-|x|) so that neither tail
+    overflows: exactly 0 and 1 far out, subnormal results kept. `out` may be x."""
+    return _unary(lib.PYRT_SIGMOID, x, out, "sigmoid")
+
+
+def relu(x, *, out=None):
+    """max(x, 0); nan stays nan, as in NumPy and PyTorch. `out` may be x."""
+    return _unary(lib.PYRT_RELU, x, out, "relu")
+
+
+# ---- gradients of the unary ops ------------------------------------------------------------
+
+def _backward(op, grad, saved, saved_name, out, what):
+    grad = as_f32(grad, "grad")
+    saved = as_f32(saved, saved_name)
+    if saved.shape != grad.shape:
+        raise ValueError(f"{what}: {saved_name} has shape {saved.shape}, expected the shape "
+                         f"of grad {grad.shape}")
+    res = out_f32(out, grad.shape)
+    if out is not None:
+        _check_out(res, (grad, "grad"), (saved, saved_name))
+    check_rc(lib.pyrt_unary_backward(op, fptr(grad), fptr(saved), fptr(res), grad.size), what)
+    return res
+
+
+def relu_backward(grad, x, *, out=None):
+    """grad where x > 0, else 0 (relu's input x; nan in x passes grad, as in PyTorch).
+    `out` may be grad or x."""
+    return _backward(lib.PYRT_RELU, grad, x, "x", out, "relu_backward")
+
+
+def sigmoid_backward(grad, y, *, out=None):
+    """grad * (1 - y) * y, from sigmoid's output y. `out` may be grad or y."""
+    return _backward(lib.PYRT_SIGMOID, grad, y, "y", out, "sigmoid_backward")
+
+
+def tanh_backward(grad, y, *, out=None):
+    """grad * (1 - y**2), from tanh's output y (1 - y**2 rounded once). `out` may be grad
+    or y."""
+    return _backward(lib.PYRT_TANH, grad, y, "y", out, "tanh_backward")
+
+
+def exp_backward(grad, y, *, out=None):
+    """grad * y, from exp's output y. `out` may be grad or y."""
+    return _backward(lib.PYRT_EXP, grad, y, "y", out, "exp_backward")
+
+
+def log_backward(grad, x, *, out=None):
+    """grad / x, from log's input x. `out` may be grad or x."""
+    return _backward(lib.PYRT_LOG, grad, x, "x", out, "log_backward")
+
+
+def sqrt_backward(grad, y, *, out=None):
+    """grad / (2 y), from sqrt's output y. `out` may be grad or y."""
+    return _backward(lib.PYRT_SQRT, grad, y, "y", out, "sqrt_backward")
+
+
+# ---- fused bias + activation, bias gradient, addcmul -------------------------------------
+
+_ACTS = {None: lib.PYRT_IDENTITY, "relu": lib.PYRT_RELU, "sigmoid": lib.PYRT_SIGMOID,
+         "tanh": lib.PYRT_TANH}
+
+
+def bias_act(x, bias=None, act=None, *, out=None):
+    """act(x + bias) in one pass: x is [..., cols], bias is [cols] or None, act is None,
+    "relu", "sigmoid" or "tanh". `out` may be x."""
+    try:
+        code = _ACTS[act]
+    except (KeyError, TypeError):
+        raise ValueError(f"act must be None, 'relu', 'sigmoid' or 'tanh', got {act!r}") from None
+    x = as_f32(x, "x")
+    res = out_f32(out, x.shape)
+    if bias is None:
+        if out is not None:
+            _check_out(res, (x, "x"))
+        check_rc(lib.pyrt_bias_act(fptr(x), ffi.NULL, fptr(res), 1, x.size, code), "bias_act")
+        return res
+    bias = as_f32(bias, "bias")
+    if x.ndim == 0:
+        raise ValueError("x must have at least one dimension when a bias is given")
+    if bias.shape != x.shape[-1:]:
+        raise ValueError(f"bias must have shape {x.shape[-1:]} (the last axis of x), got "
+                         f"{bias.shape}")
+    if out is not None:
+        _check_out(res, (x, "x"), (bias, "bias"))
+    cols = x.shape[-1]
+    rows = x.size // cols if cols else 0
+    check_rc(lib.pyrt_bias_act(fptr(x), fptr(bias), fptr(res), rows, cols, code), "bias_act")
+    return res
+
+
+def bias_grad(grad, *, out=None):
+    """The gradient of a bias added along the last axis: grad [..., cols] summed over every
+    leading axis into [cols]. The order of the sum depends on the shape alone, so the result
+    is bitwise identical at any thread count."""
+    grad = as_f32(grad, "grad")
+    if grad.ndim == 0:
+        raise ValueError("grad must have at least one dimension, got a 0-d array")
+    cols = grad.shape[-1]
+    rows = grad.size // cols if cols else 0
+    res = out_f32(out, (cols,))
+    if out is not None:
+        _check_out(res, (grad, "grad"))
+    check_rc(lib.pyrt_bias_grad(fptr(grad), fptr(res), rows, cols), "bias_grad")
+    return res
+
+
+def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
+    """input + value * tensor1 * tensor2 (PyTorch's addcmul), arrays of one shape, in one
+    pass; value * tensor1 * tensor2 + input is rounded once (a fused multiply-add) where the
+    CPU has FMA. `out` may be any of the inputs."""
+    input = as_f32(input, "input")
+    tensor1 = as_f32(tensor1, "tensor1")
+    tensor2 = as_f32(tensor2, "tensor2")
+    for arr, name in ((tensor1, "tensor1"), (tensor2, "tensor2")):
+        if arr.shape != input.shape:
+            raise ValueError(f"addcmul: {name} has shape {arr.shape}, expected the shape of "
+                             f"input {input.shape}")
+    if not isinstance(value, _SCALARS):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    res = out_f32(out, input.shape)
+    if out is not None:
+        _check_out(res, (input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2"))
+    check_rc(lib.pyrt_addcmul(fptr(input), fptr(tensor1), fptr(tensor2), float(value),
+                              fptr(res), input.size), "addcmul")
+    return res
+

@@ -1,0 +1,117 @@
+"""Matrix products of float32 arrays: ``matmul`` over pyrt's GEMM (csrc/kernels/gemm/).
+
+The kernel reads either operand transposed in place, so a transposed operand is never copied:
+pass ``trans_a``/``trans_b``, or pass a transposed view (``x.T`` of a C-contiguous ``x``) and
+it is recognised as its contiguous base with the flag flipped. Row-strided views (a slice of
+columns, ``x[:, 2:7]``) are read in place too. Results are bitwise identical at any thread
+count: every element sums over k in an order fixed by the shapes alone.
+"""
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import F32, check_rc, out_f32
+
+__all__ = ["matmul", "sgemm_kernel"]
+
+_ITEM = F32.itemsize
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
+_sgemm = lib.pyrt_sgemm
+
+
+def _operand(x, name, trans):
+    """`x` as (array, pointer, row stride in elements, trans) for the kernel.
+
+    A C-contiguous array is used as it is. A transposed view of one (F-contiguous) becomes its
+    base with `trans` flipped, and a view whose rows are contiguous but spaced apart passes its
+    row stride; anything else is copied.
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(x).__name__}")
+    if x.dtype != F32:
+        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimensions")
+    x = np.asarray(x)
+    if x.flags.c_contiguous:
+        return x, _from_buffer(_FLOATS, x), x.shape[1] or 1, trans
+    s0, s1 = x.strides
+    rows, cols = x.shape
+    if s1 == _ITEM and s0 > 0 and s0 % _ITEM == 0 and s0 >= cols * _ITEM:
+        return x, ffi.cast("float *", x.ctypes.data), s0 // _ITEM, trans
+    if s0 == _ITEM and s1 > 0 and s1 % _ITEM == 0 and s1 >= rows * _ITEM:
+        # a transposed view: x.T has contiguous rows, each s1 bytes apart
+        return x, ffi.cast("float *", x.ctypes.data), s1 // _ITEM, not trans
+    x = np.ascontiguousarray(x)
+    return x, _from_buffer(_FLOATS, x), x.shape[1] or 1, trans
+
+
+def _failed(rc, a, b, out, args):
+    """Turn an error code into an exception; the kernel also refuses an `out` whose address
+    range meets a or b's. Views that interleave without sharing memory are recomputed from
+    copies of the operands (the only case where the range test is too strict)."""
+    if rc == lib.PYRT_EINVAL and out is not None:
+        for x, name in ((a, "a"), (b, "b")):
+            if np.shares_memory(out, x):
+                raise ValueError(f"out overlaps {name}: the product cannot be written over "
+                                 "its input")
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            return matmul(np.array(a), np.array(b), out=out, **args)
+    check_rc(rc, "matmul")
+
+
+def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
+    """``alpha * op(a) @ op(b)``, plus ``beta * out`` when `out` is given and beta != 0.
+
+    op(x) is x, or x.T when the matching ``trans_*`` flag is set. `a` and `b` are 2-D float32
+    arrays with op(a) of shape (m, k) and op(b) of shape (k, n); the result has shape (m, n).
+    With ``beta == 0`` the old contents of `out` are ignored (NaN included). `out` must be a
+    C-contiguous float32 array of shape (m, n) that shares no memory with `a` or `b`
+    (ValueError otherwise).
+    """
+    # the common case inline (a call on 4 x 4 matrices is mostly this wrapper's time):
+    # C-contiguous float32 matrices, used as they are
+    if type(a) is np.ndarray and a.dtype is F32 and a.ndim == 2 and a.flags.c_contiguous:
+        a_arr, pa, ta = a, _from_buffer(_FLOATS, a), trans_a
+        lda = a.shape[1] or 1
+    else:
+        a_arr, pa, lda, ta = _operand(a, "a", trans_a)
+    if type(b) is np.ndarray and b.dtype is F32 and b.ndim == 2 and b.flags.c_contiguous:
+        b_arr, pb, tb = b, _from_buffer(_FLOATS, b), trans_b
+        ldb = b.shape[1] or 1
+    else:
+        b_arr, pb, ldb, tb = _operand(b, "b", trans_b)
+    if trans_a:
+        k, m = a_arr.shape
+    else:
+        m, k = a_arr.shape
+    if trans_b:
+        n, kb = b_arr.shape
+    else:
+        kb, n = b_arr.shape
+    if k != kb:
+        raise ValueError(
+            f"matmul: a of shape {a_arr.shape} and b of shape {b_arr.shape} do not match"
+            f" (trans_a={trans_a}, trans_b={trans_b}): op(a) is ({m}, {k}) and op(b) is"
+            f" ({kb}, {n}), so the inner sizes {k} and {kb} differ"
+        )
+    if out is None:
+        res = np.empty((m, n), F32)
+        beta = 0.0
+    elif (type(out) is np.ndarray and out.dtype is F32 and out.shape == (m, n)
+          and out.flags.c_contiguous and out.flags.writeable):
+        res = out
+    else:
+        res = out_f32(out, (m, n))
+    rc = _sgemm(bool(ta), bool(tb), m, n, k, alpha, pa, lda, pb, ldb, beta,
+                _from_buffer(_FLOATS, res), n or 1)
+    if rc:
+        return _failed(rc, a_arr, b_arr, out, {"trans_a": trans_a, "trans_b": trans_b,
+                                               "alpha": alpha, "beta": beta})
+    return res
+
+
+def sgemm_kernel():
+    """The instruction set of the GEMM micro-kernel in use: "avx512", "avx2" or "generic"."""
+    return ffi.string(lib.pyrt_sgemm_kernel()).decode()

@@ -1,0 +1,126 @@
+"""Fused optimizer updates on float32 arrays: one pass over a parameter, its gradient and its
+state, following PyTorch's SGD and Adam (torch/optim/sgd.py, adam.py) to float32 rounding.
+
+The parameter and the optimizer state are updated in place, so they must be C-contiguous,
+writable float32 arrays of the parameter's shape (a ValueError otherwise: a silent copy
+would lose the update); they must not overlap one another. The gradient is only read and may
+be any float32 array of that shape. Hyper-parameters are checked as PyTorch checks them.
+"""
+
+import operator
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import F32, as_f32, check_rc, fptr
+
+__all__ = ["adam_step", "sgd_step"]
+
+
+def _in_place(x, name, shape=None):
+    """`x` as it is, or an error: an array updated in place cannot be copied."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(x).__name__}")
+    if x.dtype != F32:
+        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+    if shape is not None and x.shape != shape:
+        raise ValueError(f"{name} has shape {x.shape}, expected the shape of param {shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous: it is updated in place")
+    if not x.flags.writeable:
+        raise ValueError(f"{name} is read-only: it is updated in place")
+    return x
+
+
+def _grad(grad, shape):
+    grad = as_f32(grad, "grad")
+    if grad.shape != shape:
+        raise ValueError(f"grad has shape {grad.shape}, expected the shape of param {shape}")
+    return grad
+
+
+def _real(x, name):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                             np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+    return float(x)
+
+
+def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0,
+             weight_decay=0.0, nesterov=False, first_step=False):
+    """One step of torch.optim.SGD on one parameter, in place:
+
+        g = grad + weight_decay * param
+        with momentum: buf = g on the first step, else buf = momentum * buf + (1 - dampening) * g
+                       g = g + momentum * buf if nesterov else buf
+        param -= lr * g
+
+    momentum_buffer (param's shape) is required when momentum != 0; first_step=True
+    initialises it from g, as PyTorch does when its buffer is still None.
+    """
+    lr = _real(lr, "lr")
+    momentum = _real(momentum, "momentum")
+    dampening = _real(dampening, "dampening")
+    weight_decay = _real(weight_decay, "weight_decay")
+    if lr < 0.0:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if momentum < 0.0:
+        raise ValueError(f"Invalid momentum value: {momentum}")
+    if weight_decay < 0.0:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if nesterov and (momentum <= 0 or dampening != 0):
+        raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    if momentum != 0.0:
+        if momentum_buffer is None:
+            raise ValueError("momentum_buffer is required when momentum != 0")
+        buf = fptr(_in_place(momentum_buffer, "momentum_buffer", param.shape))
+    else:
+        buf = ffi.NULL
+    check_rc(lib.pyrt_sgd_step(fptr(param), fptr(grad), buf, param.size, lr, momentum,
+                               dampening, weight_decay, bool(nesterov), bool(first_step)),
+             "sgd_step")
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.999),
+              eps=1e-8, weight_decay=0.0):
+    """One step of torch.optim.Adam (amsgrad=False, L2 weight decay) on one parameter, in
+    place; `step` counts from 1 and exp_avg, exp_avg_sq start at zero:
+
+        g = grad + weight_decay * param
+        exp_avg = lerp(exp_avg, g, 1 - beta1);  exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) g^2
+        param -= lr / (1 - beta1**step) * exp_avg / (sqrt(exp_avg_sq / (1 - beta2**step)) + eps)
+    """
+    lr = _real(lr, "lr")
+    eps = _real(eps, "eps")
+    weight_decay = _real(weight_decay, "weight_decay")
+    try:
+        beta1, beta2 = betas
+    except (TypeError, ValueError):
+        raise TypeError(f"betas must be a pair of real numbers, got {betas!r}") from None
+    beta1 = _real(beta1, "betas[0]")
+    beta2 = _real(beta2, "betas[1]")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= beta1 < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {beta1}")
+    if not 0.0 <= beta2 < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {beta2}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
+    if step < 1:
+        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    m = _in_place(exp_avg, "exp_avg", param.shape)
+    v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+    check_rc(lib.pyrt_adam_step(fptr(param), fptr(grad), fptr(m), fptr(v), param.size, lr,
+                                beta1, beta2, eps, weight_decay, step), "adam_step")
+

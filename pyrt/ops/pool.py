@@ -1,0 +1,104 @@
+"""Max and average pooling of NCHW float32 batches and their gradients (PyTorch's names).
+
+``kernel_size``, ``stride`` and ``padding`` are an int or a pair ``(h, w)``; ``stride``
+defaults to ``kernel_size``, and ``padding`` may be at most half the kernel size, as in
+PyTorch. Max pooling pads with -inf and can return the flat ``h * w`` index of each maximum
+within its plane (``return_indices=True``), which its backward pass takes; average pooling
+pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``). The kernels
+(csrc/kernels/pool2d.c) run in parallel over the n*c planes.
+"""
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, fptr, iptr
+from pyrt.ops.conv import _CACHE, _cache_key, _check_4d, _geometry, _pair, _remember
+
+__all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
+
+
+def _pool_geometry(x_shape, kernel_size, stride, padding):
+    """pyrt_conv_shape, oh, ow for pooling an [n, c, h, w] input (shapes from the cache of
+    pyrt.ops.conv, under a key of their own)."""
+    key = _cache_key("pool", x_shape, kernel_size, stride, padding)
+    hit = _CACHE.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    kernel = _pair(kernel_size, "kernel_size", 1)
+    steps = kernel if stride is None else _pair(stride, "stride", 1)
+    pad = _pair(padding, "padding", 0)
+    if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
+        raise ValueError(f"padding should be at most half of kernel_size, got padding {pad} "
+                         f"for kernel_size {kernel}")
+    return _remember(key, _geometry(x_shape, kernel, steps, pad, "kernel_size"))
+
+
+def _input_shape(input_shape):
+    try:
+        shape = tuple(int(d) for d in input_shape)
+    except TypeError:
+        raise TypeError(f"input_shape must be a sequence of 4 ints, got {input_shape!r}") from None
+    if len(shape) != 4 or min(shape) < 0:
+        raise ValueError(f"input_shape must be 4 non-negative ints [n, c, h, w], got {shape}")
+    return shape
+
+
+def _grad_output(grad_output, expected):
+    grad_output = as_f32(grad_output, "grad_output")
+    if grad_output.shape != expected:
+        raise ValueError(f"grad_output must have shape {expected}, got {grad_output.shape}")
+    return grad_output
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
+    """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
+    int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward."""
+    x = as_f32(x, "x")
+    _check_4d(x, "x", "[n, c, h, w]")
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    n, c = x.shape[:2]
+    y = np.empty((n, c, oh, ow), np.float32)
+    indices = np.empty((n, c, oh, ow), I64) if return_indices else None
+    rc = lib.pyrt_max_pool2d_forward(shape, fptr(x), fptr(y),
+                                     iptr(indices) if return_indices else ffi.NULL)
+    check_rc(rc, "max_pool2d")
+    return (y, indices) if return_indices else y
+
+
+def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
+                        padding=0):
+    """Gradient of max_pool2d with respect to its input: each grad_output entry goes to the
+    input pixel its index names. Returns an array of input_shape."""
+    input_shape = _input_shape(input_shape)
+    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
+    expected = (*input_shape[:2], oh, ow)
+    grad_output = _grad_output(grad_output, expected)
+    indices = as_i64(indices, "indices")
+    if indices.shape != expected:
+        raise ValueError(f"indices must have shape {expected}, got {indices.shape}")
+    dx = np.empty(input_shape, np.float32)
+    rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
+    check_rc(rc, "max_pool2d_backward")
+    return dx
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0):
+    """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros."""
+    x = as_f32(x, "x")
+    _check_4d(x, "x", "[n, c, h, w]")
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    y = np.empty((*x.shape[:2], oh, ow), np.float32)
+    rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
+    check_rc(rc, "avg_pool2d")
+    return y
+
+
+def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0):
+    """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
+    input_shape = _input_shape(input_shape)
+    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
+    grad_output = _grad_output(grad_output, (*input_shape[:2], oh, ow))
+    dx = np.empty(input_shape, np.float32)
+    rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
+    check_rc(rc, "avg_pool2d_backward")
+    return dx

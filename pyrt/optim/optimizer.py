@@ -1,0 +1,156 @@
+"""Optimizer: the base class of SGD and Adam, with torch.optim's interface.
+
+Parameters are organised in ``param_groups``: a list of dicts, each holding ``"params"`` (a
+list of tensors) and that group's hyper-parameters (defaults fill in what a group leaves out).
+``state`` maps a parameter to its own dict (momentum buffers, step counts), created on its
+first update.
+"""
+
+import copy
+from collections import defaultdict
+
+import numpy as np
+
+from pyrt.autograd import enable_grad
+from pyrt.tensor import Tensor
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    """Base class: subclasses pass their `defaults` and implement ``step()``."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {type(params).__name__}")
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        """Add a group of parameters (a dict with "params" and optional hyper-parameters),
+        for example layers that should train with their own learning rate."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(param).__name__}")
+            if not param.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+            if param.data.dtype != np.float32:
+                raise TypeError(f"optimizer can only optimize float32 tensors, got "
+                                f"{param.data.dtype}")
+        if len({id(p) for p in params}) != len(params):
+            raise ValueError("optimizer contains a parameter group with duplicate parameters")
+        taken = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in taken for p in params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        group = {**self.defaults, **param_group, "params": params}
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with
+        zeros."""
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                if set_to_none:
+                    param.grad = None
+                else:
+                    param.grad.zero_()
+
+    def _closure_loss(self, closure):
+        """The loss from `closure` (which recomputes it and calls backward), if given."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def step(self, closure=None):
+        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+
+    # ---- saving and loading ------------------------------------------------------------------
+
+    def state_dict(self):
+        """The optimizer's state as plain Python and NumPy objects (copies):
+        ``{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}``,
+        parameters numbered in the order of param_groups."""
+        index, groups = {}, []
+        for group in self.param_groups:
+            saved = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
+            saved["params"] = []
+            for param in group["params"]:
+                index.setdefault(id(param), len(index))
+                saved["params"].append(index[id(param)])
+            groups.append(saved)
+        state = {}
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param in self.state:
+                    state[index[id(param)]] = {
+                        k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v)
+                        for k, v in self.state[param].items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore a state saved by ``state_dict()`` from an optimizer over parameters of the
+        same shapes in the same groups; hyper-parameters are taken from the saved groups."""
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params_of = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            if len(group["params"]) != len(saved["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't "
+                                 "match the size of optimizer's group")
+            params_of.update(zip(saved["params"], group["params"]))
+        new_state = defaultdict(dict)
+        for key, values in state_dict["state"].items():
+            if key not in params_of:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, which "
+                                 "is in none of its param_groups")
+            param = params_of[key]
+            restored = {}
+            for name, value in values.items():
+                if isinstance(value, (np.ndarray, Tensor)):
+                    array = value.data if isinstance(value, Tensor) else value
+                    if array.shape != param.shape:
+                        raise ValueError(f"loaded state {name!r} of parameter {key} has shape "
+                                         f"{array.shape}, expected {param.shape}")
+                    value = np.array(array, dtype=np.float32, order="C")  # always a copy
+                else:
+                    value = copy.deepcopy(value)
+                restored[name] = value
+            new_state[param] = restored
+        self.state = new_state
+        for group, saved in zip(self.param_groups, saved_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = copy.deepcopy(v)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {group[k]}" for k in sorted(group) if k != "params"]
+        lines.append(")")
+        return "\n".join(lines)

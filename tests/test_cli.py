@@ -1,0 +1,284 @@
+"""The command line: python -m pyrt train xor|mnist, end to end on a tiny data set."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pyrt
+from pyrt.cli import main
+from pyrt.cli.checkpoint import load_checkpoint, save_checkpoint
+from pyrt.data import mnist as mnist_module
+from pyrt.data import write_idx
+
+ROOT = Path(__file__).resolve().parents[1]
+REQUIRED_KEYS = {"epochs", "train_seconds", "images_per_s", "test_accuracy", "final_loss",
+                 "threads", "device", "model", "seed", "batch_size", "lr", "optimizer"}
+
+
+def _learnable(n, rng):
+    """Images whose label is the row of a bright bar: a model can learn it in an epoch."""
+    labels = rng.integers(0, 10, n).astype(np.uint8)
+    images = rng.integers(0, 60, (n, 28, 28)).astype(np.uint8)
+    for image, label in zip(images, labels):
+        image[2 + 2 * label: 5 + 2 * label, 4:24] = 255
+    return images, labels
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("mnist")
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 320), ("t10k", 100)):
+        images, labels = _learnable(n, rng)
+        write_idx(directory / f"{split}-images-idx3-ubyte.gz", images)
+        write_idx(directory / f"{split}-labels-idx1-ubyte", labels)
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def keep_thread_count():
+    before = pyrt.get_num_threads()
+    yield
+    pyrt.set_num_threads(before)
+
+
+def run_cli(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "pyrt", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run_json(capsys, *args):
+    code = main(list(args))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out
+    return json.loads(lines[0])
+
+
+# ---- MNIST -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_mnist_json_subprocess(data_dir, model):
+    proc = run_cli("train", "mnist", "--data", str(data_dir), "--model", model, "--epochs", "1",
+                   "--json", "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)  # stdout is exactly one JSON object
+    assert REQUIRED_KEYS <= set(result)
+    assert result["model"] == model and result["epochs"] == 1 and result["threads"] == 2
+    assert result["device"] == "cpu" and result["batch_size"] == 64
+    assert result["optimizer"] == "sgd" and result["lr"] == 0.1
+    assert result["train_seconds"] > 0 and result["images_per_s"] > 0
+    assert 0.0 <= result["test_accuracy"] <= 1.0 and np.isfinite(result["final_loss"])
+    assert result["steps"] == 5  # 320 images in batches of 64
+
+
+def test_mnist_learns_and_prints_a_report(data_dir, capsys):
+    assert main(["train", "mnist", "--data", str(data_dir), "--epochs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1/2" in out and "epoch 2/2" in out and "test accuracy" in out
+    result = run_json(capsys, "train", "mnist", "--data", str(data_dir), "--epochs", "2",
+                      "--batch-size", "32", "--json")
+    assert result["test_accuracy"] > 0.9
+
+
+def test_mnist_adam_and_limit_steps(data_dir, capsys):
+    result = run_json(capsys, "train", "mnist", "--data", str(data_dir), "--optimizer", "adam",
+                      "--limit-steps", "3", "--json", "--threads", "1")
+    assert result["optimizer"] == "adam" and result["lr"] == 1e-3
+    assert result["steps"] == 3 and result["epochs"] == 0.6 and result["threads"] == 1
+
+
+def _weights(path):
+    return load_checkpoint(path)["model"]
+
+
+def test_checkpoint_resume_equals_straight_run(data_dir, tmp_path, capsys):
+    common = ["train", "mnist", "--data", str(data_dir), "--json"]
+    run_json(capsys, *common, "--epochs", "1", "--save", str(tmp_path / "one.npz"))
+    resumed = run_json(capsys, *common, "--epochs", "2", "--resume", str(tmp_path / "one.npz"),
+                       "--save", str(tmp_path / "resumed.npz"))
+    straight = run_json(capsys, *common, "--epochs", "2", "--save", str(tmp_path / "two.npz"))
+    a, b = _weights(tmp_path / "resumed.npz"), _weights(tmp_path / "two.npz")
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+    assert resumed["steps"] == 5 and resumed["epochs"] == 2
+    assert resumed["test_accuracy"] == straight["test_accuracy"]
+
+    # stopped in the middle of an epoch, resumed: still the same weights
+    run_json(capsys, *common, "--epochs", "2", "--limit-steps", "7",
+             "--save", str(tmp_path / "mid.npz"))
+    assert load_checkpoint(tmp_path / "mid.npz")["step"] == 2
+    run_json(capsys, *common, "--epochs", "2", "--resume", str(tmp_path / "mid.npz"),
+             "--save", str(tmp_path / "mid-resumed.npz"))
+    c = _weights(tmp_path / "mid-resumed.npz")
+    for name in a:
+        np.testing.assert_array_equal(c[name], b[name])
+
+
+def test_resume_refuses_contradicting_settings(data_dir, tmp_path, capsys):
+    path = tmp_path / "ck.npz"
+    run_json(capsys, "train", "mnist", "--data", str(data_dir), "--limit-steps", "1", "--json",
+             "--save", str(path))
+    code = main(["train", "mnist", "--data", str(data_dir), "--resume", str(path),
+                 "--model", "cnn"])
+    assert code == 2
+    assert "--model cnn contradicts the checkpoint" in capsys.readouterr().err
+
+
+def test_resume_bad_checkpoint(data_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a checkpoint")
+    assert main(["train", "mnist", "--data", str(data_dir), "--resume", str(bad)]) == 2
+    assert "not a pyrt checkpoint" in capsys.readouterr().err
+    assert main(["train", "mnist", "--data", str(data_dir), "--resume",
+                 str(tmp_path / "missing.npz")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyrt", "train", "mnist", "--data", str(data_dir),
+         "--epochs", "100000"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("training mlp")  # the handler is in place
+        assert proc.stdout.readline().startswith("epoch 1/")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "checkpoint saved to pyrt-checkpoint.npz" in err and "--resume" in err
+    state = load_checkpoint(tmp_path / "pyrt-checkpoint.npz")
+    assert state["epoch"] >= 1 and state["settings"]["model"] == "mlp"
+
+
+def test_no_data_exits_2_with_instructions(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PYRT_DATA", raising=False)
+    monkeypatch.setattr(mnist_module, "SYSTEM_DIR", tmp_path / "none")
+    monkeypatch.setattr(mnist_module, "MIRRORS", ("http://127.0.0.1:1/",))
+    assert main(["train", "mnist", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "apt-get install dataset-fashion-mnist" in captured.err
+    assert "--data DIR" in captured.err
+
+
+def test_missing_data_dir_subprocess(tmp_path):
+    proc = run_cli("train", "mnist", "--data", str(tmp_path / "nowhere"), "--json")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "No MNIST-format data set in" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _cuda_usable():
+    try:
+        pyrt.zeros(1, device="cuda")
+    except Exception:  # noqa: BLE001 (any failure means no usable GPU)
+        return False
+    return True
+
+
+@pytest.mark.skipif(_cuda_usable(), reason="a CUDA device is usable here")
+def test_device_cuda_without_gpu(data_dir):
+    proc = run_cli("train", "mnist", "--data", str(data_dir), "--device", "cuda", "--json")
+    assert proc.returncode == 2
+    assert "--device cuda is not usable" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_bad_arguments_exit_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["train", "mnist", "--epochs", "0"])
+    assert info.value.code == 2
+    assert "expected a positive integer" in capsys.readouterr().err
+
+
+# ---- XOR -------------------------------------------------------------------------------------
+
+
+def test_xor_reaches_full_accuracy(capsys):
+    result = run_json(capsys, "train", "xor", "--json")
+    assert result["solved"] and result["accuracy"] == 1.0 and result["test_accuracy"] == 1.0
+    assert REQUIRED_KEYS <= set(result)
+    assert result["batch_size"] == 32 and result["lr"] == 0.01 and result["model"] == "xor-2-3-1"
+    assert result["steps"] == 100 * result["epochs"]
+
+
+def test_xor_step_budget_and_report(capsys):
+    assert main(["train", "xor", "--limit-steps", "150", "--restart-after", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "after 150 steps" in out and "us/step" in out
+
+
+# ---- checkpoint files ------------------------------------------------------------------------
+
+
+def test_checkpoint_file_round_trip(tmp_path):
+    state = {
+        "model": {"0.weight": np.arange(6, dtype=np.float32).reshape(2, 3)},
+        "optimizer": {"state": {0: {"momentum_buffer": np.ones(3, np.float32), "step": 4}},
+                      "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0]}]},
+        "scalar": np.float32(2.5), "tensor": pyrt.tensor([1.0, 2.0]), "none": None,
+        "epoch": 3, "name": "mlp",
+    }
+    path = save_checkpoint(tmp_path / "ck", state)
+    assert path == tmp_path / "ck" and list(tmp_path.iterdir()) == [path]  # no suffix added
+    back = load_checkpoint(path)
+    assert back["format"] == "pyrt-checkpoint" and back["version"] == 1
+    np.testing.assert_array_equal(back["model"]["0.weight"], state["model"]["0.weight"])
+    assert list(back["optimizer"]["state"]) == [0]  # integer keys stay integers
+    assert back["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert back["scalar"] == np.float32(2.5) and isinstance(back["scalar"], np.float32)
+    assert isinstance(back["tensor"], pyrt.Tensor)
+    np.testing.assert_array_equal(back["tensor"].numpy(), [1.0, 2.0])
+    assert back["none"] is None and back["epoch"] == 3 and back["name"] == "mlp"
+
+
+def test_checkpoint_from_a_newer_version(tmp_path, monkeypatch):
+    from pyrt.cli import checkpoint
+
+    monkeypatch.setattr(checkpoint, "VERSION", 99)
+    save_checkpoint(tmp_path / "new.npz", {})
+    monkeypatch.setattr(checkpoint, "VERSION", 1)
+    with pytest.raises(ValueError, match="version 99 is newer"):
+        load_checkpoint(tmp_path / "new.npz")
+
+
+# ---- progress bar ----------------------------------------------------------------------------
+
+
+def test_progress_bar(capsys):
+    from pyrt.cli.progress import ProgressBar
+
+    assert not ProgressBar.wanted(json_output=True)
+    assert not ProgressBar.wanted(json_output=False)  # stderr is captured: not a terminal
+    quiet = ProgressBar(100, "epoch 1/1", enabled=False)
+    quiet.update(10, pyrt.tensor(0.5))
+    quiet.close()
+    assert capsys.readouterr().err == ""
+    bar = ProgressBar(100, "epoch 1/1", enabled=True)
+    for _ in range(10):
+        bar.update(10, pyrt.tensor(0.5))
+    bar.close()
+    err = capsys.readouterr().err
+    assert "epoch 1/1" in err and "img" in err
+
+
+def test_resume_checkpoint_of_something_else(data_dir, tmp_path, capsys):
+    save_checkpoint(tmp_path / "other.npz", {"weights": np.zeros(3)})
+    assert main(["train", "mnist", "--data", str(data_dir), "--resume",
+                 str(tmp_path / "other.npz")]) == 2
+    assert "not a checkpoint of 'pyrt train mnist'" in capsys.readouterr().err

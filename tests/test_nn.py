@@ -1,0 +1,826 @@
+"""pyrt.nn: Module bookkeeping (registration order, names, state_dict, train/eval, repr,
+zero_grad), every layer and loss against NumPy and, where PyTorch is installed, against
+torch.nn with the same weights (outputs and gradients), PyTorch's initialisation bounds, and
+whole models (MLP, CNN) trained side by side with torch."""
+
+import copy
+import math
+import pickle
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyrt
+import pyrt.functional as F
+from pyrt import nn, optim
+
+F32 = np.float32
+THREADS = [1, 2, 4]
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def assert_close(got, ref, rtol=1e-5, what=""):
+    """Equal to `rtol` relative to the largest magnitude of the reference: float32 sums of
+    hundreds of terms in a different order differ by a few units in the last place of the
+    terms, not of a result that happens to be near zero."""
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    assert got.shape == ref.shape, what
+    scale = max(float(np.max(np.abs(ref), initial=0.0)), 1e-30)
+    err = float(np.max(np.abs(got - ref), initial=0.0))
+    assert err <= rtol * scale, f"{what}: max error {err:.3g} > {rtol} * {scale:.3g}"
+
+
+def to_torch(array, requires_grad=False):
+    torch = pytest.importorskip("torch")
+    return torch.tensor(np.asarray(array), requires_grad=requires_grad)
+
+
+def copy_to_torch(module, torch_module):
+    """Load `module`'s weights into a torch module with the same structure and names."""
+    torch = pytest.importorskip("torch")
+    torch_module.load_state_dict({k: torch.from_numpy(v)
+                                  for k, v in module.state_dict().items()})
+
+
+# ---- Parameter -------------------------------------------------------------------------------
+
+
+def test_parameter_is_a_leaf_tensor_that_requires_grad():
+    p = nn.Parameter(np.arange(6, dtype=np.float64).reshape(2, 3))
+    assert isinstance(p, pyrt.Tensor)
+    assert p.requires_grad and p.is_leaf
+    assert p.dtype == F32 and p.data.flags.c_contiguous
+    assert not nn.Parameter(pyrt.zeros(2), requires_grad=False).requires_grad
+    assert repr(nn.Parameter([1.0])).startswith("Parameter containing:\ntensor(")
+    shared = np.zeros(3, F32)
+    assert nn.Parameter(shared).data is shared
+    assert type(p * 2.0) is pyrt.Tensor  # results of ops are plain tensors
+
+
+# ---- Module bookkeeping ----------------------------------------------------------------------
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(np.ones(4, F32))
+        self.fc = nn.Linear(4, 3)
+        self.act = nn.Tanh()
+        self.offset = nn.Parameter(np.zeros(3, F32))
+
+    def forward(self, x):
+        return self.act(self.fc(x * self.scale)) + self.offset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+        self.head = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
+        self.temperature = nn.Parameter(np.ones(1, F32))
+
+    def forward(self, x):
+        return self.head(self.block(x)) * self.temperature
+
+
+NET_NAMES = ["block.scale", "block.offset", "block.fc.weight", "block.fc.bias",
+             "head.0.weight", "head.0.bias", "head.2.weight", "head.2.bias", "temperature"]
+
+
+def test_parameters_come_in_registration_order_with_dotted_names():
+    net = Net()
+    # a module's own parameters first, then its children's (PyTorch's order)
+    names = [name for name, _ in net.named_parameters()]
+    assert names == ["temperature"] + NET_NAMES[:-1]
+    params = list(net.parameters())
+    assert [id(p) for p in params] == [id(p) for _, p in net.named_parameters()]
+    assert params[0] is net.temperature and params[3] is net.block.fc.weight
+    assert [n for n, _ in net.named_parameters(recurse=False)] == ["temperature"]
+    assert [n for n, _ in nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+            .named_parameters()] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+
+
+def test_parameters_order_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    class TorchBlock(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(4))
+            self.fc = torch.nn.Linear(4, 3)
+            self.act = torch.nn.Tanh()
+            self.offset = torch.nn.Parameter(torch.zeros(3))
+
+    class TorchNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = TorchBlock()
+            self.head = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(),
+                                            torch.nn.Linear(5, 2))
+            self.temperature = torch.nn.Parameter(torch.ones(1))
+
+    ours, theirs = Net(), TorchNet()
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]
+
+
+def test_children_and_modules():
+    net = Net()
+    assert [name for name, _ in net.named_children()] == ["block", "head"]
+    assert list(net.children()) == [net.block, net.head]
+    names = [name for name, _ in net.named_modules()]
+    assert names == ["", "block", "block.fc", "block.act", "head", "head.0", "head.1",
+                     "head.2"]
+    assert next(net.modules()) is net
+    visited = []
+    assert net.apply(lambda m: visited.append(type(m).__name__)) is net
+    assert visited[-1] == "Net" and visited.count("Linear") == 3
+
+
+def test_shared_parameters_and_modules_come_once():
+    shared = nn.Linear(3, 3)
+    model = nn.Sequential(shared, nn.ReLU(), shared)
+    assert len(list(model.parameters())) == 2
+    assert len(list(model.modules())) == 3  # the Sequential, the Linear once, the ReLU
+    assert list(model.state_dict()) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    model.load_state_dict(model.state_dict())
+
+
+def test_setattr_registers_replaces_and_deletes():
+    m = nn.Module()
+    m.w = nn.Parameter(np.zeros(2, F32))
+    m.child = nn.Linear(2, 2)
+    m.plain = 3
+    assert list(m._parameters) == ["w"] and list(m._modules) == ["child"]
+    assert "w" not in m.__dict__ and m.plain == 3
+    m.w = nn.Parameter(np.ones(2, F32))  # replacing keeps the position
+    assert np.all(m.w.data == 1)
+    with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'w'"):
+        m.w = pyrt.ones(2)
+    m.w = None
+    assert m.w is None and next(m.parameters()) is m.child.weight
+    with pytest.raises(TypeError, match="as child module 'child'"):
+        m.child = 5
+    del m.child
+    assert not hasattr(m, "child")
+    with pytest.raises(AttributeError, match="'Module' object has no attribute 'nothing'"):
+        _ = m.nothing
+
+
+def test_assigning_before_init_is_an_error():
+    class Early(nn.Module):
+        def __init__(self):
+            self.w = nn.Parameter(np.zeros(1, F32))
+
+    with pytest.raises(AttributeError, match=re.escape("before Module.__init__() call")):
+        Early()
+
+
+def test_register_parameter_and_add_module_check_arguments():
+    m = nn.Module()
+    with pytest.raises(TypeError, match="parameter 'x'"):
+        m.register_parameter("x", np.zeros(2, F32))
+    with pytest.raises(KeyError, match="empty or contain"):
+        m.register_parameter("a.b", None)
+    with pytest.raises(KeyError, match="already exists"):
+        m.add_module("forward", nn.ReLU())
+    with pytest.raises(TypeError, match="is not a Module subclass"):
+        m.add_module("x", 3)
+
+
+def test_forward_must_be_defined():
+    with pytest.raises(NotImplementedError, match=r'Module \[Module\] is missing the '
+                                                  r'required "forward" function'):
+        nn.Module()(pyrt.zeros(1))
+
+
+def test_train_and_eval_reach_every_module():
+    net = Net()
+    assert net.training and all(m.training for m in net.modules())
+    assert net.eval() is net
+    assert not any(m.training for m in net.modules())
+    net.block.train()
+    assert net.block.fc.training and not net.head.training
+    assert net.train(True) is net and all(m.training for m in net.modules())
+    with pytest.raises(ValueError, match="training mode is expected to be boolean"):
+        net.train("no")
+
+
+def test_zero_grad():
+    net = Net()
+    x = pyrt.tensor(rng(0).standard_normal((5, 4)))
+    net(x).sum().backward()
+    assert all(p.grad is not None for p in net.parameters())
+    net.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.data.any() for p in net.parameters())
+    net.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+    net.zero_grad()  # no gradients: nothing to do
+
+
+def test_to_device():
+    net = Net()
+    assert net.to("cpu") is net and net.cpu() is net
+    with pytest.raises(RuntimeError, match="'cuda' is not available"):
+        net.to("cuda")
+    with pytest.raises(ValueError, match="device must be 'cpu' or 'cuda'"):
+        net.to("tpu")
+
+
+# ---- state_dict ------------------------------------------------------------------------------
+
+
+def test_state_dict_holds_copies_and_round_trips():
+    pyrt.manual_seed(1)
+    net = Net()
+    state = net.state_dict()
+    assert list(state) == ["temperature"] + NET_NAMES[:-1]
+    assert all(type(v) is np.ndarray and v.dtype == F32 for v in state.values())
+    net.block.fc.weight.data += 1  # the saved arrays do not follow the model
+    assert np.array_equal(state["block.fc.weight"] + 1, net.block.fc.weight.data)
+
+    other = Net()
+    weight = other.block.fc.weight
+    result = other.load_state_dict(pickle.loads(pickle.dumps(state)))
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert other.block.fc.weight is weight  # loaded in place: optimizers keep their params
+    for (name, a), b in zip(other.state_dict().items(), state.values()):
+        assert np.array_equal(a, b), name
+    x = pyrt.tensor(rng(2).standard_normal((3, 4)))
+    net.load_state_dict(state)
+    assert np.array_equal(net(x).data, other(x).data)
+
+
+def test_modules_copy_and_pickle():
+    net = Net()
+    for other in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
+        assert repr(other) == repr(net)
+        for (name, a), (_, b) in zip(other.named_parameters(), net.named_parameters()):
+            assert type(a) is nn.Parameter and a.data is not b.data, name
+            assert np.array_equal(a.data, b.data), name
+
+
+def test_load_state_dict_accepts_tensors_and_other_dtypes():
+    lin = nn.Linear(2, 2)
+    lin.load_state_dict({"weight": pyrt.tensor([[1.0, 2.0], [3.0, 4.0]]),
+                         "bias": np.array([5, 6], np.int64)})
+    assert lin.weight.data.tolist() == [[1, 2], [3, 4]] and lin.bias.data.tolist() == [5, 6]
+    assert lin.bias.dtype == F32
+
+
+def test_load_state_dict_errors_like_torch():
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    before = net.state_dict()
+    bad = dict(before)
+    del bad["2.bias"]
+    bad["3.weight"] = np.zeros(2, F32)
+    bad["0.weight"] = np.zeros((3, 5), F32)
+    bad["0.bias"] = np.ones(3, F32)  # valid, but nothing is copied when there is an error
+    expected = ('Error(s) in loading state_dict for Sequential:\n\t'
+                'Missing key(s) in state_dict: "2.bias". \n\t'
+                'Unexpected key(s) in state_dict: "3.weight". \n\t'
+                'size mismatch for 0.weight: copying a param with shape (3, 5) from '
+                'checkpoint, the shape in current model is (3, 4).')
+    with pytest.raises(RuntimeError) as info:
+        net.load_state_dict(bad)
+    assert str(info.value) == expected
+    assert all(np.array_equal(a, b) for a, b in zip(net.state_dict().values(),
+                                                     before.values()))
+
+    del bad["0.weight"]
+    result = net.load_state_dict(bad, strict=False)
+    assert result.missing_keys == ["0.weight", "2.bias"]
+    assert result.unexpected_keys == ["3.weight"]
+    assert np.all(net[0].bias.data == 1)
+
+    with pytest.raises(RuntimeError, match="size mismatch for 0.bias"):
+        net.load_state_dict({"0.bias": np.zeros(4, F32)}, strict=False)
+    with pytest.raises(RuntimeError, match='parameter named "0.bias"'):
+        net.load_state_dict({"0.bias": np.array(["a", "b", "c"])}, strict=False)
+    with pytest.raises(TypeError, match="dict-like"):
+        net.load_state_dict([1, 2])
+
+
+def test_load_state_dict_messages_match_torch():
+    torch = pytest.importorskip("torch")
+    bad = {"0.weight": np.zeros((3, 5), F32), "0.bias": np.zeros(3, F32),
+           "9.bias": np.zeros(1, F32)}
+    with pytest.raises(RuntimeError) as ours:
+        nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)).load_state_dict(bad)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(),
+                            torch.nn.Linear(3, 2)).load_state_dict(
+            {k: torch.from_numpy(v) for k, v in bad.items()})
+    # the same text but for how a shape prints: (3, 5) here, torch.Size([3, 5]) there
+    theirs = re.sub(r"torch\.Size\(\[([^\]]*)\]\)", r"(\1)", str(theirs.value))
+    assert str(ours.value) == theirs
+
+
+def test_load_torch_state_dict():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    theirs = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Sigmoid())
+    ours = nn.Sequential(nn.Linear(5, 4), nn.Sigmoid())
+    ours.load_state_dict(theirs.state_dict())
+    x = rng(3).standard_normal((2, 5)).astype(F32)
+    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+
+
+# ---- repr ------------------------------------------------------------------------------------
+
+CNN_REPR = """\
+Sequential(
+  (0): Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+  (1): ReLU()
+  (2): MaxPool2d(kernel_size=2, stride=2, padding=0)
+  (3): Conv2d(8, 16, kernel_size=(3, 3), stride=(2, 2), bias=False)
+  (4): Sequential(
+    (0): Flatten(start_dim=1, end_dim=-1)
+    (1): Linear(in_features=64, out_features=10, bias=True)
+  )
+)"""
+
+
+def test_repr_is_nested_like_torch():
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 16, 3, stride=2, bias=False),
+                          nn.Sequential(nn.Flatten(), nn.Linear(64, 10)))
+    assert repr(model) == CNN_REPR
+    assert repr(nn.Linear(3, 2, bias=False)) == "Linear(in_features=3, out_features=2, bias=False)"
+    assert repr(nn.AvgPool2d(3, 1, 1)) == "AvgPool2d(kernel_size=3, stride=1, padding=1)"
+    assert repr(nn.Tanh()) == "Tanh()" and repr(nn.MSELoss()) == "MSELoss()"
+
+    class Custom(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+        def extra_repr(self):
+            return "first\nsecond"
+
+    assert repr(Custom()) == ("Custom(\n  first\n  second\n"
+                              "  (fc): Linear(in_features=2, out_features=2, bias=True)\n)")
+
+
+def test_repr_matches_torch():
+    torch = pytest.importorskip("torch")
+    tnn = torch.nn
+    ours = nn.Sequential(nn.Conv2d(3, 4, (3, 5), padding=(1, 2)), nn.ReLU(), nn.Flatten(),
+                         nn.Sequential(nn.Linear(10, 5), nn.Sigmoid()), nn.Tanh(),
+                         nn.Linear(5, 1, bias=False), nn.CrossEntropyLoss())
+    theirs = tnn.Sequential(tnn.Conv2d(3, 4, (3, 5), padding=(1, 2)), tnn.ReLU(), tnn.Flatten(),
+                            tnn.Sequential(tnn.Linear(10, 5), tnn.Sigmoid()), tnn.Tanh(),
+                            tnn.Linear(5, 1, bias=False), tnn.CrossEntropyLoss())
+    assert repr(ours) == repr(theirs)
+
+
+# ---- Sequential ------------------------------------------------------------------------------
+
+
+def test_sequential_container():
+    a, b, c = nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1)
+    seq = nn.Sequential(a, b, c)
+    assert len(seq) == 3 and list(seq) == [a, b, c]
+    assert seq[0] is a and seq[-1] is c
+    head = seq[1:]
+    assert isinstance(head, nn.Sequential) and list(head) == [b, c]
+    assert [n for n, _ in head.named_children()] == ["1", "2"]
+    d = nn.Tanh()
+    seq[1] = d
+    assert list(seq) == [a, d, c] and list(seq._modules) == ["0", "1", "2"]
+    del seq[0]
+    assert list(seq) == [d, c] and list(seq._modules) == ["0", "1"]
+    assert seq.append(nn.Sigmoid()) is seq and len(seq) == 3
+    with pytest.raises(IndexError, match="out of range"):
+        seq[3]
+    with pytest.raises(TypeError, match="integers or slices"):
+        seq["0"]
+    from collections import OrderedDict
+    named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("act", nn.ReLU())]))
+    assert [n for n, _ in named.named_parameters()] == ["fc.weight", "fc.bias"]
+    assert named.fc is named[0]
+
+
+@pytest.mark.parametrize("act", [nn.ReLU, nn.Sigmoid, nn.Tanh])
+def test_sequential_fuses_linear_and_activation(act, monkeypatch):
+    pyrt.manual_seed(4)
+    model = nn.Sequential(nn.Linear(6, 5), act(), nn.Linear(5, 3), act())
+    x = pyrt.tensor(rng(4).standard_normal((7, 6)), requires_grad=True)
+    g = rng(5).standard_normal((7, 3)).astype(F32)
+
+    # unfused: each module in turn
+    y_ref = x
+    for module in model:
+        y_ref = module(y_ref)
+    y_ref.backward(g)
+    ref_grads = [p.grad.data.copy() for p in model.parameters()] + [x.grad.data.copy()]
+    model.zero_grad()
+    x.grad = None
+
+    # fused: the activation modules are never called
+    calls = []
+    name = act.__name__.lower()
+    real = getattr(F, name)
+    monkeypatch.setattr(F, name, lambda t: calls.append(1) or real(t))
+    y = model(x)
+    assert calls == []
+    assert np.array_equal(y.data, y_ref.data)
+    y.backward(g)
+    grads = [p.grad.data for p in model.parameters()] + [x.grad.data]
+    for a, b in zip(grads, ref_grads):
+        assert np.array_equal(a, b)
+
+    # a Linear not followed by an activation, or a subclass, is left alone
+    class MyLinear(nn.Linear):
+        pass
+
+    nn.Sequential(MyLinear(6, 3), act())(x)
+    assert calls == [1]
+
+
+# ---- layers against NumPy and torch ----------------------------------------------------------
+
+
+def check_module_against_torch(ours, theirs, x, seed):
+    """Forward and backward (with a random output gradient) of both modules from the same
+    weights and input: outputs, input gradient and parameter gradients agree to 1e-5."""
+    torch = pytest.importorskip("torch")
+    copy_to_torch(ours, theirs)
+    xt = to_torch(x, requires_grad=True)
+    yt = theirs(xt)
+    g = rng(seed).standard_normal(tuple(yt.shape)).astype(F32)
+    yt.backward(torch.from_numpy(g))
+    xp = pyrt.tensor(x, requires_grad=True)
+    y = ours(xp)
+    y.backward(g)
+    assert_close(y.data, yt.detach().numpy(), what="output")
+    assert_close(xp.grad.data, xt.grad.numpy(), what="input grad")
+    for (name, p), (tname, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert name == tname
+        assert_close(p.grad.data, tp.grad.numpy(), what=f"{name} grad")
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 9), fin=st.integers(1, 40), fout=st.integers(1, 40),
+       bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_linear_against_numpy(n, fin, fout, bias, seed):
+    r = rng(seed)
+    lin = nn.Linear(fin, fout, bias=bias)
+    x = r.standard_normal((n, fin)).astype(F32)
+    g = r.standard_normal((n, fout)).astype(F32)
+    w = lin.weight.data.astype(np.float64)
+    b = lin.bias.data.astype(np.float64) if bias else 0.0
+    xp = pyrt.tensor(x, requires_grad=True)
+    y = lin(xp)
+    y.backward(g)
+    assert_close(y.data, x @ w.T + b)
+    assert_close(xp.grad.data, g.astype(np.float64) @ w)
+    assert_close(lin.weight.grad.data, g.T.astype(np.float64) @ x)
+    if bias:
+        assert_close(lin.bias.grad.data, g.sum(0, dtype=np.float64))
+
+
+@pytest.mark.parametrize("shape,fin,fout,bias", [((8, 20), 20, 7, True), ((3, 5, 6), 6, 4, True),
+                                                 ((6,), 6, 3, False), ((64, 784), 784, 128,
+                                                                       True)])
+def test_linear_against_torch(shape, fin, fout, bias):
+    torch = pytest.importorskip("torch")
+    x = rng(6).standard_normal(shape).astype(F32)
+    check_module_against_torch(nn.Linear(fin, fout, bias=bias),
+                               torch.nn.Linear(fin, fout, bias=bias), x, 7)
+
+
+def conv2d_reference(x, w, b, stride, padding):
+    """Cross-correlation in float64 by sliding windows."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    kh, kw = w.shape[2:]
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))
+    win = win[:, :, ::stride[0], ::stride[1]]  # [n, c, oh, ow, kh, kw]
+    y = np.einsum("ncijhw,kchw->nkij", win, w.astype(np.float64))
+    return y if b is None else y + b[None, :, None, None]
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 3), c=st.integers(1, 4), k=st.integers(1, 5), h=st.integers(3, 10),
+       w=st.integers(3, 10), kh=st.integers(1, 3), kw=st.integers(1, 3),
+       stride=st.integers(1, 2), padding=st.integers(0, 1), bias=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_conv2d_against_numpy(n, c, k, h, w, kh, kw, stride, padding, bias, seed):
+    conv = nn.Conv2d(c, k, (kh, kw), stride=stride, padding=padding, bias=bias)
+    assert conv.weight.shape == (k, c, kh, kw)
+    assert conv.kernel_size == (kh, kw) and conv.stride == (stride, stride)
+    x = rng(seed).standard_normal((n, c, h, w)).astype(F32)
+    ref = conv2d_reference(x, conv.weight.data, conv.bias.data if bias else None,
+                           conv.stride, conv.padding)
+    assert_close(conv(pyrt.tensor(x)).data, ref)
+
+
+@pytest.mark.parametrize("c,k,ks,stride,padding,bias", [
+    (1, 8, 3, 1, 1, True), (8, 16, 3, 1, 1, True), (3, 4, (2, 3), 2, (1, 0), False),
+    (2, 5, 1, 1, 0, True)])
+def test_conv2d_against_torch(c, k, ks, stride, padding, bias):
+    torch = pytest.importorskip("torch")
+    x = rng(8).standard_normal((4, c, 11, 9)).astype(F32)
+    check_module_against_torch(nn.Conv2d(c, k, ks, stride, padding, bias=bias),
+                               torch.nn.Conv2d(c, k, ks, stride, padding, bias=bias), x, 9)
+
+
+def pool_reference(x, k, reduce):
+    n, c, h, w = x.shape
+    x = x[:, :, :h // k * k, :w // k * k].reshape(n, c, h // k, k, w // k, k)
+    return reduce(x, axis=(3, 5))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_pooling_against_numpy(k):
+    x = rng(10).standard_normal((2, 3, 8, 7)).astype(F32)
+    assert_close(nn.MaxPool2d(k)(pyrt.tensor(x)).data, pool_reference(x, k, np.max))
+    assert_close(nn.AvgPool2d(k)(pyrt.tensor(x)).data, pool_reference(x, k, np.mean))
+    assert nn.MaxPool2d(k).stride == k and nn.MaxPool2d(3, 1).stride == 1
+
+
+@pytest.mark.parametrize("args", [(2,), (3, 2), (3, 1, 1), ((2, 3), (1, 2), (1, 0))])
+def test_pooling_against_torch(args):
+    torch = pytest.importorskip("torch")
+    x = rng(11).standard_normal((2, 3, 9, 8)).astype(F32)
+    check_module_against_torch(nn.MaxPool2d(*args), torch.nn.MaxPool2d(*args), x, 12)
+    check_module_against_torch(nn.AvgPool2d(*args), torch.nn.AvgPool2d(*args), x, 13)
+
+
+def test_pooling_checks_arguments():
+    with pytest.raises(ValueError, match="kernel_size"):
+        nn.MaxPool2d(0)
+    with pytest.raises(ValueError, match="stride"):
+        nn.AvgPool2d(2, stride=-1)
+    with pytest.raises(TypeError, match="padding"):
+        nn.MaxPool2d(2, padding="same")
+
+
+@pytest.mark.parametrize("start,end", [(1, -1), (0, -1), (2, 3), (1, 2)])
+def test_flatten(start, end):
+    x = rng(14).standard_normal((2, 3, 4, 5)).astype(F32)
+    ref = x.reshape(x.shape[:start] + (-1,) + x.shape[end % 4 + 1:])
+    assert np.array_equal(nn.Flatten(start, end)(pyrt.tensor(x)).data, ref)
+    torch = pytest.importorskip("torch")
+    check_module_against_torch(nn.Flatten(start, end), torch.nn.Flatten(start, end), x, 15)
+
+
+def test_flatten_checks_dims():
+    x = rng(14).standard_normal((2, 3, 4, 5)).astype(F32)
+    assert nn.Flatten()(pyrt.tensor(x)).shape == (2, 60)
+    with pytest.raises(ValueError, match="start_dim"):
+        nn.Flatten(3, 1)(pyrt.tensor(x))
+
+
+@pytest.mark.parametrize("name", ["ReLU", "Sigmoid", "Tanh"])
+def test_activations(name):
+    x = rng(16).standard_normal((5, 7)).astype(F32)
+    ref = {"ReLU": lambda v: np.maximum(v, 0), "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
+           "Tanh": np.tanh}[name](x.astype(np.float64))
+    assert_close(getattr(nn, name)()(pyrt.tensor(x)).data, ref)
+    torch = pytest.importorskip("torch")
+    check_module_against_torch(getattr(nn, name)(), getattr(torch.nn, name)(), x, 17)
+
+
+def test_layer_arguments_are_checked():
+    with pytest.raises(ValueError, match="in_features"):
+        nn.Linear(0, 3)
+    with pytest.raises(ValueError, match="out_features"):
+        nn.Linear(3, 2.5)
+    with pytest.raises(ValueError, match="kernel_size"):
+        nn.Conv2d(1, 2, 0)
+    with pytest.raises(TypeError, match="stride"):
+        nn.Conv2d(1, 2, 3, stride=(1, 2, 3))
+    with pytest.raises(ValueError, match="padding"):
+        nn.Conv2d(1, 2, 3, padding=-1)
+
+
+# ---- losses ----------------------------------------------------------------------------------
+
+
+def test_losses_against_numpy():
+    r = rng(18)
+    z = r.standard_normal((6, 4))
+    labels = r.integers(0, 4, 6)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    loss = nn.CrossEntropyLoss()(pyrt.tensor(z), pyrt.tensor(labels))
+    assert_close(loss.data, -logp[np.arange(6), labels].mean())
+    t = r.random((6, 4))
+    ref = np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z))))
+    assert_close(nn.BCEWithLogitsLoss()(pyrt.tensor(z), pyrt.tensor(t)).data, ref)
+    assert_close(nn.MSELoss()(pyrt.tensor(z), pyrt.tensor(t)).data, np.mean((z - t) ** 2))
+
+
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+def test_losses_against_torch(name):
+    torch = pytest.importorskip("torch")
+    r = rng(19)
+    z = r.standard_normal((16, 10)).astype(F32)
+    if name == "CrossEntropyLoss":
+        target = r.integers(0, 10, 16)
+    else:
+        target = r.random((16, 10)).astype(F32)
+    zp = pyrt.tensor(z, requires_grad=True)
+    loss = getattr(nn, name)()(zp, pyrt.tensor(target))
+    (loss * 3.0).backward()
+    zt = to_torch(z, requires_grad=True)
+    tloss = getattr(torch.nn, name)()(zt, torch.from_numpy(target))
+    (tloss * 3.0).backward()
+    assert_close(loss.data, tloss.detach().numpy())
+    assert_close(zp.grad.data, zt.grad.numpy())
+
+
+@pytest.mark.parametrize("loss", [nn.CrossEntropyLoss, nn.BCEWithLogitsLoss, nn.MSELoss])
+def test_losses_support_only_mean(loss):
+    assert loss(reduction="mean").reduction == "mean"
+    for reduction in ("sum", "none", "average"):
+        with pytest.raises(ValueError, match=f"reduction='{reduction}'"):
+            loss(reduction=reduction)
+
+
+# ---- initialisation --------------------------------------------------------------------------
+
+
+def test_default_init_bounds_are_torchs():
+    """weight and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)): kaiming_uniform_(a=sqrt(5))."""
+    pyrt.manual_seed(20)
+    for layer, fan_in in [(nn.Linear(784, 128), 784), (nn.Linear(3, 500), 3),
+                          (nn.Conv2d(8, 16, 3), 72), (nn.Conv2d(1, 300, (2, 5)), 10)]:
+        bound = 1 / math.sqrt(fan_in)
+        for p in layer.parameters():
+            values = p.data.astype(np.float64)
+            assert np.all(np.abs(values) <= bound)
+            if values.size >= 300:  # uniform: reaches near both ends, std = bound / sqrt(3)
+                assert values.max() > 0.95 * bound and values.min() < -0.95 * bound
+                assert abs(values.std() - bound / math.sqrt(3)) < 0.1 * bound
+                assert abs(values.mean()) < 0.1 * bound
+
+
+def test_default_init_statistics_match_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    pyrt.manual_seed(0)
+    for ours, theirs in [(nn.Linear(784, 128), torch.nn.Linear(784, 128)),
+                         (nn.Conv2d(8, 16, 3), torch.nn.Conv2d(8, 16, 3))]:
+        for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
+            a, b = p.data.astype(np.float64), tp.detach().numpy().astype(np.float64)
+            assert a.shape == b.shape, name
+            # the same bound: both stay inside the other's range, to sampling precision
+            bound = max(np.abs(a).max(), np.abs(b).max())
+            assert np.abs(a).max() > 0.97 * bound and np.abs(b).max() > 0.97 * bound, name
+            assert abs(a.std() - b.std()) < 0.1 * b.std(), name
+
+
+def test_init_is_seeded():
+    pyrt.manual_seed(21)
+    a = nn.Conv2d(2, 3, 3).state_dict()
+    pyrt.manual_seed(21)
+    b = nn.Conv2d(2, 3, 3).state_dict()
+    c = nn.Conv2d(2, 3, 3).state_dict()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not np.array_equal(a["weight"], c["weight"])
+
+
+def test_init_functions():
+    pyrt.manual_seed(22)
+    t = pyrt.empty(200, 300)
+    assert nn.init.uniform_(t, -2.0, 3.0) is t
+    assert t.data.min() >= -2.0 and t.data.max() <= 3.0 and abs(t.data.mean() - 0.5) < 0.05
+    nn.init.normal_(t, 1.0, 2.0)
+    assert abs(t.data.mean() - 1.0) < 0.05 and abs(t.data.std() - 2.0) < 0.05
+    assert np.all(nn.init.zeros_(t).data == 0) and np.all(nn.init.ones_(t).data == 1)
+    assert np.all(nn.init.constant_(t, 0.5).data == 0.5)
+    # kaiming_uniform_: bound = gain * sqrt(3 / fan), gain = sqrt(2 / (1 + a^2)) for leaky_relu
+    w = pyrt.empty(300, 20, 3, 3)
+    for a, mode, nonlinearity, fan in [(0, "fan_in", "relu", 180), (0, "fan_out", "relu", 2700),
+                                       (math.sqrt(5), "fan_in", "leaky_relu", 180)]:
+        gain = nn.init.calculate_gain(nonlinearity, a)
+        bound = gain * math.sqrt(3 / fan)
+        nn.init.kaiming_uniform_(w, a=a, mode=mode, nonlinearity=nonlinearity)
+        assert np.abs(w.data).max() <= bound and np.abs(w.data).max() > 0.99 * bound
+    nn.init.kaiming_normal_(w, nonlinearity="relu")
+    assert abs(w.data.std() - math.sqrt(2 / 180)) < 0.01 * math.sqrt(2 / 180)
+    nn.init.xavier_uniform_(w)
+    assert np.abs(w.data).max() <= math.sqrt(6 / (180 + 2700))
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        nn.init.kaiming_uniform_(pyrt.empty(5))
+    with pytest.raises(ValueError, match="Mode fan_avg not supported"):
+        nn.init.kaiming_uniform_(w, mode="fan_avg")
+    with pytest.raises(ValueError, match="Unsupported nonlinearity"):
+        nn.init.calculate_gain("swish")
+
+
+def test_calculate_gain_matches_torch():
+    torch = pytest.importorskip("torch")
+    for args in [("linear",), ("conv2d",), ("sigmoid",), ("tanh",), ("relu",), ("leaky_relu",),
+                 ("leaky_relu", 0.2), ("selu",)]:
+        assert nn.init.calculate_gain(*args) == pytest.approx(torch.nn.init.calculate_gain(*args))
+
+
+# ---- whole models trained side by side with torch --------------------------------------------
+
+
+def mlp(lib):
+    return lib.nn.Sequential(lib.nn.Linear(784, 128), lib.nn.ReLU(), lib.nn.Linear(128, 10))
+
+
+def cnn(lib):
+    L = lib.nn
+    return L.Sequential(L.Conv2d(1, 8, 3, padding=1), L.ReLU(), L.MaxPool2d(2),
+                        L.Conv2d(8, 16, 3, padding=1), L.ReLU(), L.MaxPool2d(2), L.Flatten(),
+                        L.Linear(784, 10))
+
+
+def batches(model_name, steps, seed):
+    """Random inputs labelled by a fixed random linear teacher, so there is something to learn:
+    four batches, cycled."""
+    r = rng(seed)
+    shape = (64, 784) if model_name == "mlp" else (16, 1, 28, 28)
+    xs = r.standard_normal((4,) + shape).astype(F32)
+    teacher = r.standard_normal((784, 10))
+    ys = np.argmax(xs.reshape(4, shape[0], 784) @ teacher, axis=-1)
+    return [(xs[i % 4], ys[i % 4]) for i in range(steps)]
+
+
+def make_optimizer(lib, name, params):
+    if name == "sgd":
+        return lib.optim.SGD(params, lr=0.02, momentum=0.9)
+    return lib.optim.Adam(params, lr=1e-3)
+
+
+def train_pyrt(model, opt, data):
+    loss_fn, losses = nn.CrossEntropyLoss(), []
+    for x, y in data:
+        opt.zero_grad()
+        loss = loss_fn(model(pyrt.tensor(x)), pyrt.tensor(y))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("model_name", ["mlp", "cnn"])
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_training_matches_torch(model_name, opt_name):
+    """20 steps from the same weights on the same batches: the losses agree to 1e-5 (the two
+    sides round sums in different orders, a few float32 ulps per step, far below 1e-5)."""
+    torch = pytest.importorskip("torch")
+    build = {"mlp": mlp, "cnn": cnn}[model_name]
+    pyrt.manual_seed(23)
+    ours, theirs = build(pyrt), build(torch)
+    copy_to_torch(ours, theirs)
+    data = batches(model_name, 20, 24)
+
+    losses = train_pyrt(ours, make_optimizer(pyrt, opt_name, ours.parameters()), data)
+
+    opt = make_optimizer(torch, opt_name, theirs.parameters())
+    loss_fn, torch_losses = torch.nn.CrossEntropyLoss(), []
+    for x, y in data:
+        opt.zero_grad()
+        loss = loss_fn(theirs(torch.from_numpy(x)), torch.from_numpy(y))
+        loss.backward()
+        opt.step()
+        torch_losses.append(loss.item())
+
+    assert losses[-1] < 0.9 * losses[0]  # it learns
+    np.testing.assert_allclose(losses, torch_losses, rtol=1e-5)
+    # the weights to 1e-4 of their largest value: Adam divides by sqrt(v), so where a gradient
+    # is nearly zero its rounding noise moves a weight by up to lr; measured 1e-5, 3e-7 for SGD
+    for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
+        assert_close(p.data, tp.detach().numpy(), rtol=1e-4, what=name)
+
+
+@pytest.mark.parametrize("model_name,opt_name", [("mlp", "sgd"), ("cnn", "adam")])
+def test_training_is_bitwise_identical_at_any_thread_count(model_name, opt_name):
+    build = {"mlp": mlp, "cnn": cnn}[model_name]
+    data = batches(model_name, 3, 25)
+    results = []
+    for threads in THREADS:
+        with pyrt.num_threads(threads):
+            pyrt.manual_seed(26)
+            model = build(pyrt)
+            losses = train_pyrt(model, make_optimizer(pyrt, opt_name, model.parameters()),
+                                data)
+            results.append((losses, model.state_dict()))
+    for losses, state in results[1:]:
+        assert losses == results[0][0]
+        for name in state:
+            assert np.array_equal(state[name], results[0][1][name]), name
+
+
+def test_optimizer_sees_model_parameters_after_load_state_dict():
+    pyrt.manual_seed(27)
+    model = mlp(pyrt)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    model.load_state_dict(mlp(pyrt).state_dict())
+    before = model.state_dict()
+    train_pyrt(model, opt, batches("mlp", 1, 28))
+    assert not np.array_equal(model[0].weight.data, before["0.weight"])

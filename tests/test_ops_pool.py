@@ -1,0 +1,288 @@
+"""max_pool2d and avg_pool2d and their gradients against NumPy references and PyTorch (values,
+indices, NaN and tie rules), over many shapes and thread counts, with argument errors."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import pyrt
+from pyrt.ops.pool import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
+
+THREADS = [1, 2, 4]
+
+
+def random(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+# ---- references ---------------------------------------------------------------------------
+
+
+def windows(shape, kernel, stride, padding):
+    """For every output pixel, the flat indices (within the h*w plane) of the input pixels
+    its window covers, in row-major order; padding is left out."""
+    _, _, h, w = shape
+    stride = kernel if stride is None else stride
+    (kh, kw), (sh, sw), (ph, pw) = pair(kernel), pair(stride), pair(padding)
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    out = {}
+    for oy in range(oh):
+        for ox in range(ow):
+            out[oy, ox] = [iy * w + ix
+                           for iy in range(oy * sh - ph, oy * sh - ph + kh) if 0 <= iy < h
+                           for ix in range(ox * sw - pw, ox * sw - pw + kw) if 0 <= ix < w]
+    return oh, ow, out
+
+
+def ref_max_pool(x, kernel, stride, padding):
+    """Values and indices by PyTorch's rule: the first maximum wins, a NaN beats everything
+    (the last NaN of the window); padding is -inf and never wins."""
+    n, c = x.shape[:2]
+    oh, ow, win = windows(x.shape, kernel, stride, padding)
+    y = np.empty((n, c, oh, ow), np.float32)
+    ind = np.empty((n, c, oh, ow), np.int64)
+    planes = x.reshape(n, c, -1)
+    for (oy, ox), idx in win.items():
+        for a in range(n):
+            for b in range(c):
+                best, at = -np.inf, idx[0]
+                for i in idx:
+                    v = planes[a, b, i]
+                    if v > best or np.isnan(v):
+                        best, at = v, i
+                y[a, b, oy, ox], ind[a, b, oy, ox] = best, at
+    return y, ind
+
+
+def ref_avg_pool(x, kernel, stride, padding):
+    (kh, kw) = pair(kernel)
+    n, c = x.shape[:2]
+    oh, ow, win = windows(x.shape, kernel, stride, padding)
+    planes = x.reshape(n, c, -1).astype(np.float64)
+    y = np.empty((n, c, oh, ow))
+    for (oy, ox), idx in win.items():
+        y[:, :, oy, ox] = planes[:, :, idx].sum(axis=2) / (kh * kw)
+    return y
+
+
+def ref_avg_backward(dy, shape, kernel, stride, padding):
+    (kh, kw) = pair(kernel)
+    n, c, h, w = shape
+    _, _, win = windows(shape, kernel, stride, padding)
+    dx = np.zeros((n, c, h * w))
+    for (oy, ox), idx in win.items():
+        for i in idx:
+            dx[:, :, i] += dy[:, :, oy, ox].astype(np.float64) / (kh * kw)
+    return dx.reshape(shape)
+
+
+def ref_max_backward(dy, ind, shape):
+    n, c, h, w = shape
+    dx = np.zeros((n * c, h * w))
+    for p, (g, i) in enumerate(zip(dy.reshape(n * c, -1), ind.reshape(n * c, -1))):
+        np.add.at(dx[p], i, g.astype(np.float64))
+    return dx.reshape(shape)
+
+
+# ---- hypothesis over shapes ---------------------------------------------------------------
+
+
+@st.composite
+def pool_cases(draw):
+    n, c = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    stride = draw(st.none() | st.tuples(st.integers(1, 3), st.integers(1, 3)))
+    padding = (draw(st.integers(0, kernel[0] // 2)), draw(st.integers(0, kernel[1] // 2)))
+    assume(h + 2 * padding[0] >= kernel[0] and w + 2 * padding[1] >= kernel[1])
+    return (n, c, h, w), kernel, stride, padding
+
+
+def with_ties_and_nans(x, seed, nans):
+    """Round to quarters (so windows hold ties), add -inf and, optionally, NaN."""
+    rng = np.random.default_rng(seed)
+    x = np.round(x * 2) / 4
+    flat = x.reshape(-1)
+    flat[rng.integers(0, flat.size, max(1, flat.size // 20))] = -np.inf
+    if nans:
+        flat[rng.integers(0, flat.size, max(1, flat.size // 20))] = np.nan
+    return x
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=pool_cases(), threads=st.sampled_from(THREADS), nans=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_max_pool_matches_reference(case, threads, nans, seed):
+    shape, kernel, stride, padding = case
+    x = with_ties_and_nans(random(shape, seed), seed, nans)
+    with pyrt.num_threads(threads):
+        y, ind = max_pool2d(x, kernel, stride, padding, return_indices=True)
+        y_only = max_pool2d(x, kernel, stride, padding)
+        dy = random(y.shape, seed + 1)
+        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding)
+    ry, rind = ref_max_pool(x, kernel, stride, padding)
+    np.testing.assert_array_equal(y, ry)
+    np.testing.assert_array_equal(y_only, ry)
+    np.testing.assert_array_equal(ind, rind)
+    np.testing.assert_allclose(dx, ref_max_backward(dy, rind, shape), rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=pool_cases(), threads=st.sampled_from(THREADS), seed=st.integers(0, 2**16))
+def test_avg_pool_matches_reference(case, threads, seed):
+    shape, kernel, stride, padding = case
+    x = random(shape, seed)
+    with pyrt.num_threads(threads):
+        y = avg_pool2d(x, kernel, stride, padding)
+        dy = random(y.shape, seed + 1)
+        dx = avg_pool2d_backward(dy, shape, kernel, stride, padding)
+    np.testing.assert_allclose(y, ref_avg_pool(x, kernel, stride, padding), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(dx, ref_avg_backward(dy, shape, kernel, stride, padding),
+                               rtol=1e-5, atol=1e-6)
+
+
+# The 2-column vector path of max pooling: rows of at least 8 outputs and of fewer, odd
+# widths, row padding, taller windows, and the batch's last plane (no reading past it).
+FAST_CASES = [
+    ((64, 8, 28, 28), 2, None, 0),
+    ((64, 16, 14, 14), 2, None, 0),
+    ((2, 3, 13, 37), 2, 2, 0),
+    ((2, 3, 9, 5), (3, 2), (2, 2), (1, 0)),
+    ((1, 1, 2, 2), 2, 2, 0),
+    ((3, 2, 7, 17), (2, 2), (1, 2), 0),
+    ((1, 1, 1, 31), (1, 2), (1, 2), 0),
+]
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding", FAST_CASES)
+def test_max_pool_matches_torch(shape, kernel, stride, padding):
+    torch = pytest.importorskip("torch")
+    x = with_ties_and_nans(random(shape, 3), 4, nans=True)
+    xt = torch.tensor(x, requires_grad=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, kernel, stride, padding, return_indices=True)
+    dy = random(tuple(yt.shape), 5)
+    yt.backward(torch.from_numpy(dy))
+    y, ind = max_pool2d(x, kernel, stride, padding, return_indices=True)
+    np.testing.assert_array_equal(y, yt.detach().numpy())
+    np.testing.assert_array_equal(ind, it.numpy())
+    np.testing.assert_allclose(max_pool2d_backward(dy, ind, shape, kernel, stride, padding),
+                               xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,kernel,stride,padding", [
+    ((4, 3, 28, 28), 2, None, 0),
+    ((2, 3, 9, 11), 3, 2, 1),
+    ((2, 2, 7, 8), (3, 2), (1, 2), (1, 1)),
+])
+def test_avg_pool_matches_torch(shape, kernel, stride, padding):
+    torch = pytest.importorskip("torch")
+    x = random(shape, 6)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = torch.nn.functional.avg_pool2d(xt, kernel, stride, padding)
+    dy = random(tuple(yt.shape), 7)
+    yt.backward(torch.from_numpy(dy))
+    np.testing.assert_allclose(avg_pool2d(x, kernel, stride, padding), yt.detach().numpy(),
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(avg_pool2d_backward(dy, shape, kernel, stride, padding),
+                               xt.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+# ---- finite differences -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_gradients_match_finite_differences(pool):
+    """sum(pool(x) * g) in float64. Average pooling is linear; for max pooling the inputs are
+    spread apart (a permutation of a ramp) so that a small step never changes a winner."""
+    shape, kernel, stride, padding = (2, 2, 5, 6), 3, 2, 1
+    rng = np.random.default_rng(8)
+    x = rng.permutation(np.arange(np.prod(shape), dtype=np.float32)).reshape(shape)
+    fwd = (lambda a: max_pool2d(a, kernel, stride, padding)) if pool == "max" else (
+        lambda a: avg_pool2d(a, kernel, stride, padding))
+    g = random(fwd(x).shape, 9)
+    if pool == "max":
+        _, ind = max_pool2d(x, kernel, stride, padding, return_indices=True)
+        dx = max_pool2d_backward(g, ind, shape, kernel, stride, padding)
+    else:
+        dx = avg_pool2d_backward(g, shape, kernel, stride, padding)
+    eps = 0.25
+    for idx in np.ndindex(shape):
+        hi, lo = x.copy(), x.copy()
+        hi[idx] += eps
+        lo[idx] -= eps
+        numeric = ((fwd(hi) * g.astype(np.float64)).sum()
+                   - (fwd(lo) * g.astype(np.float64)).sum()) / (2 * eps)
+        assert abs(numeric - dx[idx]) <= 1e-4 * (1 + abs(numeric)), idx
+
+
+# ---- determinism and API ------------------------------------------------------------------
+
+
+def test_results_identical_across_threads():
+    x = random((64, 16, 14, 14), 10)
+    results = []
+    for threads in [1, 2, 3, 4]:
+        with pyrt.num_threads(threads):
+            y, ind = max_pool2d(x, 2, return_indices=True)
+            a = avg_pool2d(x, 3, 1, 1)
+            dy, da = random(y.shape, 11), random(a.shape, 12)
+            results.append((y, ind, a, max_pool2d_backward(dy, ind, x.shape, 2),
+                            avg_pool2d_backward(da, x.shape, 3, 1, 1)))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert np.array_equal(a, b)
+
+
+def test_stride_defaults_to_kernel_size():
+    x = random((1, 2, 8, 9), 13)
+    np.testing.assert_array_equal(max_pool2d(x, (2, 3)), max_pool2d(x, (2, 3), (2, 3)))
+    np.testing.assert_array_equal(avg_pool2d(x, 2), avg_pool2d(x, 2, 2))
+
+
+def test_empty_batch_and_noncontiguous_input():
+    assert max_pool2d(np.zeros((0, 3, 4, 4), np.float32), 2).shape == (0, 3, 2, 2)
+    x = random((2, 3, 6, 8), 14)
+    xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    np.testing.assert_array_equal(max_pool2d(xt, 2), max_pool2d(x, 2))
+    np.testing.assert_array_equal(avg_pool2d(xt, 2), avg_pool2d(x, 2))
+
+
+def test_backward_ignores_indices_outside_the_plane():
+    dy = np.ones((1, 1, 1, 2), np.float32)
+    ind = np.array([[[[-1, 99]]]])
+    assert not max_pool2d_backward(dy, ind, (1, 1, 2, 4), 2).any()
+
+
+def test_errors_name_the_argument():
+    x = random((1, 2, 5, 5), 15)
+    with pytest.raises(TypeError, match="x"):
+        max_pool2d(x.astype(np.float64), 2)
+    with pytest.raises(ValueError, match="x must be 4-D"):
+        avg_pool2d(x[0], 2)
+    with pytest.raises(ValueError, match="kernel_size 7x2 is larger"):
+        max_pool2d(x, (7, 2))
+    with pytest.raises(ValueError, match="kernel_size"):
+        max_pool2d(x, 0)
+    with pytest.raises(ValueError, match="stride"):
+        avg_pool2d(x, 2, stride=0)
+    with pytest.raises(ValueError, match="padding should be at most half"):
+        max_pool2d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="padding"):
+        avg_pool2d(x, 3, padding=-1)
+    y, ind = max_pool2d(x, 2, return_indices=True)
+    with pytest.raises(ValueError, match="grad_output"):
+        max_pool2d_backward(random((1, 2, 3, 3), 16), ind, x.shape, 2)
+    with pytest.raises(ValueError, match="indices"):
+        max_pool2d_backward(y, ind[:, :1], x.shape, 2)
+    with pytest.raises(TypeError, match="indices"):
+        max_pool2d_backward(y, ind.astype(np.float32), x.shape, 2)
+    with pytest.raises(ValueError, match="input_shape"):
+        avg_pool2d_backward(y, (1, 2, 5), 2)
+    with pytest.raises(ValueError, match="grad_output"):
+        avg_pool2d_backward(random((1, 2, 3, 3), 17), x.shape, 2)

@@ -1,0 +1,419 @@
+"""pyrt.optim: SGD and Adam over several parameters and groups against a NumPy version of
+PyTorch's formulas and, where PyTorch is installed, against torch.optim; PyTorch's errors for
+bad hyper-parameters and parameter lists; state_dict round trips (5 + 5 steps through a saved
+state = 10 steps straight, bitwise); zero_grad, closures and parameters without gradients."""
+
+import pickle
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyrt
+from pyrt import nn, optim
+
+F32 = np.float32
+SHAPES = [(5, 3), (7,), (2, 3, 4)]
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def make_params(seed):
+    r = rng(seed)
+    return [nn.Parameter(r.standard_normal(shape)) for shape in SHAPES]
+
+
+def set_grads(params, seed):
+    r = rng(seed)
+    for p in params:
+        p.grad = pyrt.tensor(r.standard_normal(p.shape))
+
+
+def assert_close(got, ref, rtol=1e-6, scale=0.0, what=""):
+    """1e-6 relative to the largest magnitude in play: each step rounds a few times in float32
+    (the kernels use FMA where PyTorch multiplies and adds), about 2**-24 per rounding."""
+    ref = np.asarray(ref, np.float64)
+    scale = max(scale, float(np.max(np.abs(ref), initial=0.0)))
+    np.testing.assert_allclose(np.asarray(got, np.float64), ref, rtol=rtol, atol=rtol * scale,
+                               err_msg=what)
+
+
+# ---- NumPy references (float64) of PyTorch's update rules ------------------------------------
+
+
+def sgd_reference(params, grads_per_step, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                  nesterov=False):
+    params = [p.astype(np.float64) for p in params]
+    bufs = [None] * len(params)
+    for grads in grads_per_step:
+        for i, g in enumerate(grads):
+            g = g + weight_decay * params[i]
+            if momentum:
+                bufs[i] = g.copy() if bufs[i] is None else momentum * bufs[i] + (
+                    1 - dampening) * g
+                g = g + momentum * bufs[i] if nesterov else bufs[i]
+            params[i] = params[i] - lr * g
+    return params
+
+
+def adam_reference(params, grads_per_step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                   weight_decay=0.0):
+    params = [p.astype(np.float64) for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, grads in enumerate(grads_per_step, start=1):
+        for i, g in enumerate(grads):
+            g = g + weight_decay * params[i]
+            m[i] = betas[0] * m[i] + (1 - betas[0]) * g
+            v[i] = betas[1] * v[i] + (1 - betas[1]) * g * g
+            m_hat = m[i] / (1 - betas[0] ** t)
+            v_hat = v[i] / (1 - betas[1] ** t)
+            params[i] = params[i] - lr * m_hat / (np.sqrt(v_hat) + eps)
+    return params
+
+
+def run(opt, params, steps, seed):
+    """`steps` steps with seeded random gradients; returns the gradients used."""
+    used = []
+    for s in range(steps):
+        set_grads(params, seed + s)
+        used.append([p.grad.data.astype(np.float64) for p in params])
+        opt.step()
+    return used
+
+
+SGD_CONFIGS = [
+    dict(lr=0.1),
+    dict(lr=0.05, weight_decay=0.01),
+    dict(lr=0.1, momentum=0.9),
+    dict(lr=0.01, momentum=0.9, dampening=0.1, weight_decay=1e-4),
+    dict(lr=0.05, momentum=0.5, nesterov=True),
+]
+ADAM_CONFIGS = [
+    dict(),
+    dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.1),
+    dict(lr=0.1, betas=(0.5, 0.9), eps=1e-3),
+]
+
+
+@pytest.mark.parametrize("cfg", SGD_CONFIGS)
+def test_sgd_against_numpy(cfg):
+    params = make_params(0)
+    start = [p.data.copy() for p in params]
+    opt = optim.SGD(params, **cfg)
+    grads = run(opt, params, 10, 1)
+    for p, ref in zip(params, sgd_reference(start, grads, **cfg)):
+        assert_close(p.data, ref, rtol=1e-5)
+    if cfg.get("momentum"):
+        assert all(opt.state[p]["momentum_buffer"].dtype == F32 for p in params)
+    else:
+        assert not opt.state
+
+
+@pytest.mark.parametrize("cfg", ADAM_CONFIGS)
+def test_adam_against_numpy(cfg):
+    params = make_params(2)
+    start = [p.data.copy() for p in params]
+    opt = optim.Adam(params, **cfg)
+    grads = run(opt, params, 10, 3)
+    for p, ref in zip(params, adam_reference(start, grads, **cfg)):
+        assert_close(p.data, ref, rtol=1e-5, scale=cfg.get("lr", 1e-3))
+    for p in params:
+        state = opt.state[p]
+        assert state["step"] == 10
+        assert state["exp_avg"].dtype == F32 and state["exp_avg_sq"].shape == p.shape
+
+
+def torch_twin(params):
+    torch = pytest.importorskip("torch")
+    return [torch.tensor(p.data.copy(), requires_grad=True) for p in params]
+
+
+def run_torch(opt, params, steps, seed):
+    torch = pytest.importorskip("torch")
+    for s in range(steps):
+        r = rng(seed + s)
+        for p in params:
+            p.grad = torch.from_numpy(r.standard_normal(tuple(p.shape)).astype(F32))
+        opt.step()
+
+
+@settings(max_examples=12, deadline=None)
+@given(lr=st.floats(1e-3, 0.5), momentum=st.sampled_from([0.0, 0.5, 0.9]),
+       dampening=st.sampled_from([0.0, 0.3]), weight_decay=st.sampled_from([0.0, 1e-2]),
+       nesterov=st.booleans(), seed=st.integers(0, 2**16))
+def test_sgd_against_torch(lr, momentum, dampening, weight_decay, nesterov, seed):
+    torch = pytest.importorskip("torch")
+    if nesterov and (momentum == 0 or dampening != 0):
+        nesterov = False
+    cfg = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+               nesterov=nesterov)
+    ours = make_params(seed)
+    theirs = torch_twin(ours)
+    run(optim.SGD(ours, **cfg), ours, 8, seed)
+    run_torch(torch.optim.SGD(theirs, **cfg), theirs, 8, seed)
+    for p, tp in zip(ours, theirs):
+        assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
+
+
+@settings(max_examples=12, deadline=None)
+@given(lr=st.floats(1e-4, 0.1), beta1=st.sampled_from([0.0, 0.5, 0.9]),
+       beta2=st.sampled_from([0.9, 0.999]), eps=st.sampled_from([1e-8, 1e-4]),
+       weight_decay=st.sampled_from([0.0, 0.1]), seed=st.integers(0, 2**16))
+def test_adam_against_torch(lr, beta1, beta2, eps, weight_decay, seed):
+    torch = pytest.importorskip("torch")
+    cfg = dict(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
+    ours = make_params(seed)
+    theirs = torch_twin(ours)
+    run(optim.Adam(ours, **cfg), ours, 8, seed)
+    run_torch(torch.optim.Adam(theirs, **cfg), theirs, 8, seed)
+    for p, tp in zip(ours, theirs):
+        assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
+
+
+# ---- hyper-parameter and argument errors ----------------------------------------------------
+
+SGD_ERRORS = [
+    (dict(lr=-0.1), "Invalid learning rate: -0.1"),
+    (dict(lr=0.1, momentum=-0.5), "Invalid momentum value: -0.5"),
+    (dict(lr=0.1, weight_decay=-1e-4), "Invalid weight_decay value: -0.0001"),
+    (dict(lr=0.1, nesterov=True), "Nesterov momentum requires a momentum and zero dampening"),
+    (dict(lr=0.1, momentum=0.9, dampening=0.1, nesterov=True),
+     "Nesterov momentum requires a momentum and zero dampening"),
+]
+ADAM_ERRORS = [
+    (dict(lr=-1e-3), "Invalid learning rate: -0.001"),
+    (dict(eps=-1.0), "Invalid epsilon value: -1.0"),
+    (dict(betas=(1.0, 0.999)), "Invalid beta parameter at index 0: 1.0"),
+    (dict(betas=(-0.1, 0.999)), "Invalid beta parameter at index 0: -0.1"),
+    (dict(betas=(0.9, 1.5)), "Invalid beta parameter at index 1: 1.5"),
+    (dict(weight_decay=-0.1), "Invalid weight_decay value: -0.1"),
+]
+
+
+@pytest.mark.parametrize("kind,cfg,message",
+                         [("SGD", c, m) for c, m in SGD_ERRORS]
+                         + [("Adam", c, m) for c, m in ADAM_ERRORS])
+def test_invalid_hyper_parameters(kind, cfg, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        getattr(optim, kind)(make_params(4), **cfg)
+
+
+@pytest.mark.parametrize("kind,cfg", [("SGD", c) for c, _ in SGD_ERRORS]
+                         + [("Adam", c) for c, _ in ADAM_ERRORS])
+def test_invalid_hyper_parameter_messages_match_torch(kind, cfg):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError) as ours:
+        getattr(optim, kind)(make_params(4), **cfg)
+    with pytest.raises(ValueError) as theirs:
+        getattr(torch.optim, kind)([torch.zeros(2, requires_grad=True)], **cfg)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_parameter_list_errors():
+    p = make_params(5)
+    with pytest.raises(TypeError, match="should be an iterable of Tensors or dicts, but got "
+                                        "Parameter"):
+        optim.SGD(p[0], lr=0.1)
+    with pytest.raises(ValueError, match="optimizer got an empty parameter list"):
+        optim.SGD([], lr=0.1)
+    with pytest.raises(TypeError, match="ordered collections"):
+        optim.SGD([{"params": set(p)}], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors, but one of the params is "
+                                        "ndarray"):
+        optim.Adam([p[0].data])
+    with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
+        optim.Adam([p[0] * 2.0])
+    with pytest.raises(ValueError, match="duplicate parameters"):
+        optim.Adam([p[0], p[0]])
+    opt = optim.SGD(p[:2], lr=0.1)
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter "
+                                         "group"):
+        opt.add_param_group({"params": [p[1], p[2]]})
+
+
+def test_param_groups_like_torch():
+    p = make_params(6)
+    model_params = (x for x in p[:2])  # any iterable, even a generator, as model.parameters()
+    opt = optim.SGD([{"params": model_params}, {"params": p[2], "lr": 0.5}], lr=0.1,
+                    momentum=0.9)
+    assert [len(g["params"]) for g in opt.param_groups] == [2, 1]
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[1]["lr"] == 0.5
+    assert opt.param_groups[1]["momentum"] == 0.9 and opt.param_groups[1]["nesterov"] is False
+    assert sorted(opt.param_groups[0]) == sorted(["params", "lr", "momentum", "dampening",
+                                                  "weight_decay", "nesterov"])
+    extra = nn.Parameter(np.ones(3))
+    opt.add_param_group({"params": [extra], "weight_decay": 0.1})
+    assert opt.param_groups[2]["lr"] == 0.1 and opt.param_groups[2]["weight_decay"] == 0.1
+    assert "Parameter Group 2" in repr(opt) and repr(opt).startswith("SGD (")
+
+    # each group steps with its own learning rate
+    start = [x.data.copy() for x in p]
+    set_grads(p, 7)
+    extra.grad = None
+    opt.step()
+    for x, x0, lr in zip(p, start, [0.1, 0.1, 0.5]):
+        assert_close(x.data, x0 - lr * x.grad.data)
+
+
+def test_param_groups_keys_match_torch():
+    torch = pytest.importorskip("torch")
+    ours = optim.Adam(make_params(8), lr=0.01)
+    theirs = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.01)
+    assert set(theirs.param_groups[0]) >= set(ours.param_groups[0])
+    for key in ours.param_groups[0]:
+        if key != "params":
+            assert ours.param_groups[0][key] == theirs.param_groups[0][key], key
+
+
+def test_step_skips_parameters_without_gradients_and_records_nothing():
+    p = make_params(9)
+    start = [x.data.copy() for x in p]
+    for kind in (optim.SGD(p, lr=0.1, momentum=0.9), optim.Adam(p, lr=0.1)):
+        set_grads(p[:1], 10)
+        p[1].grad = p[2].grad = None
+        kind.step()
+        assert list(kind.state) == [p[0]]
+        assert np.array_equal(p[1].data, start[1]) and np.array_equal(p[2].data, start[2])
+        assert all(x.is_leaf and x.requires_grad for x in p)
+        p[0].grad = None
+
+
+def test_zero_grad():
+    p = make_params(11)
+    opt = optim.SGD(p, lr=0.1)
+    set_grads(p, 12)
+    grads = [x.grad for x in p]
+    opt.zero_grad(set_to_none=False)
+    assert all(x.grad is g and not g.data.any() for x, g in zip(p, grads))
+    opt.zero_grad()
+    assert all(x.grad is None for x in p)
+
+
+def test_step_with_closure():
+    w = nn.Parameter(np.array([3.0, -2.0]))
+    opt = optim.SGD([w], lr=0.25)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    with pyrt.no_grad():  # the closure records its graph anyway
+        loss = opt.step(closure)
+    assert loss.item() == 13.0
+    assert w.data.tolist() == [1.5, -1.0]  # w - 0.25 * 2w
+    assert opt.step() is None
+
+
+# ---- state_dict ------------------------------------------------------------------------------
+
+
+def model_and_data(seed):
+    pyrt.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(12, 16), nn.Tanh(), nn.Linear(16, 4))
+    r = rng(seed)
+    data = [(r.standard_normal((8, 12)).astype(F32), r.integers(0, 4, 8)) for _ in range(10)]
+    return model, data
+
+
+def train(model, opt, data):
+    loss_fn = nn.CrossEntropyLoss()
+    for x, y in data:
+        opt.zero_grad()
+        loss_fn(model(pyrt.tensor(x)), pyrt.tensor(y)).backward()
+        opt.step()
+
+
+OPTIMIZERS = [
+    (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    (optim.SGD, dict(lr=0.1)),
+    (optim.Adam, dict(lr=1e-2, weight_decay=1e-2)),
+]
+
+
+@pytest.mark.parametrize("make,cfg", OPTIMIZERS)
+def test_state_dict_resumes_training_exactly(make, cfg):
+    """5 steps, save model and optimizer, load both into fresh objects, 5 more steps:
+    bitwise the same weights as 10 steps straight."""
+    straight, data = model_and_data(13)
+    train(straight, make(straight.parameters(), **cfg), data)
+
+    first, _ = model_and_data(13)
+    opt = make(first.parameters(), **cfg)
+    train(first, opt, data[:5])
+    saved = pickle.dumps((first.state_dict(), opt.state_dict()))
+
+    resumed, _ = model_and_data(99)  # other initial weights, overwritten by the load
+    resumed_opt = make(resumed.parameters(), lr=123.0)  # other hyper-parameters, likewise
+    model_state, opt_state = pickle.loads(saved)
+    resumed.load_state_dict(model_state)
+    resumed_opt.load_state_dict(opt_state)
+    assert resumed_opt.param_groups[0]["lr"] == cfg["lr"]
+    train(resumed, resumed_opt, data[5:])
+
+    for name, value in straight.state_dict().items():
+        assert np.array_equal(resumed.state_dict()[name], value), name
+
+
+def test_state_dict_layout_and_copies():
+    model, data = model_and_data(14)
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    train(model, opt, data[:2])
+    state = opt.state_dict()
+    assert sorted(state) == ["param_groups", "state"]
+    assert state["param_groups"][0]["params"] == [0, 1, 2, 3]
+    assert sorted(state["state"]) == [0, 1, 2, 3]
+    entry = state["state"][2]
+    assert sorted(entry) == ["exp_avg", "exp_avg_sq", "step"]
+    assert entry["step"] == 2 and type(entry["step"]) is int
+    assert type(entry["exp_avg"]) is np.ndarray and entry["exp_avg"].shape == (4, 16)
+    saved = entry["exp_avg"].copy()
+    train(model, opt, data[2:3])  # the saved arrays are copies: training goes on without them
+    assert np.array_equal(entry["exp_avg"], saved)
+    loaded = optim.Adam(model.parameters())
+    loaded.load_state_dict(state)
+    entry["exp_avg"][...] = 0  # and the loaded state is a copy of the dict's arrays
+    assert loaded.state[model[2].weight]["exp_avg"].any()
+
+
+def test_state_dict_layout_matches_torch():
+    torch = pytest.importorskip("torch")
+    p = make_params(15)
+    tp = torch_twin(p)
+    for make, tmake in [(optim.SGD, torch.optim.SGD), (optim.Adam, torch.optim.Adam)]:
+        ours = make([{"params": p[:2]}, {"params": p[2:], "lr": 0.2}], lr=0.1, momentum=0.9) \
+            if make is optim.SGD else make([{"params": p[:2]}, {"params": p[2:], "lr": 0.2}])
+        theirs = tmake([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.2}], lr=0.1,
+                       momentum=0.9) if make is optim.SGD else \
+            tmake([{"params": tp[:2]}, {"params": tp[2:], "lr": 0.2}])
+        run(ours, p, 1, 16)
+        run_torch(theirs, tp, 1, 16)
+        a, b = ours.state_dict(), theirs.state_dict()
+        assert [g["params"] for g in a["param_groups"]] == [g["params"] for g in
+                                                            b["param_groups"]]
+        assert sorted(a["state"]) == sorted(b["state"])
+        for i in a["state"]:
+            assert set(a["state"][i]) <= set(b["state"][i])
+            for key, value in a["state"][i].items():
+                assert_close(value, np.asarray(b["state"][i][key]), what=key)
+
+
+def test_load_state_dict_errors():
+    p = make_params(17)
+    opt = optim.SGD([{"params": p[:2]}, {"params": p[2:]}], lr=0.1, momentum=0.9)
+    run(opt, p, 1, 18)
+    state = opt.state_dict()
+    with pytest.raises(ValueError, match="different number of parameter groups"):
+        optim.SGD(p, lr=0.1).load_state_dict(state)
+    with pytest.raises(ValueError, match="doesn't match the size of optimizer's group"):
+        optim.SGD([{"params": p[:1]}, {"params": p[1:]}], lr=0.1).load_state_dict(state)
+    other = [nn.Parameter(np.zeros(x.shape[::-1])) for x in p]
+    with pytest.raises(ValueError, match=r"'momentum_buffer' of parameter 0 has shape \(5, 3\), "
+                                         r"expected \(3, 5\)"):
+        optim.SGD([{"params": other[:2]}, {"params": other[2:]}], lr=0.1).load_state_dict(state)
