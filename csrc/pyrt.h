@@ -88,7 +88,8 @@ typedef int (*pyrt_range_fn)(void *ctx, int64_t start, int64_t stop);
 
 /* Call fn on disjoint chunks covering [0, n), each of at least `grain` indices except a tail
  * (grain 0: chosen from n and the thread count). The caller runs the loop and hands halves of
- * what is left to workers only when some are idle (lazy binary splitting). Returns 0, the
+ * what is left to workers only when some are idle (lazy binary splitting); a loop that cannot
+ * be split (under three grains, or one thread) is a single call fn(ctx, 0, n). Returns 0, the
  * first nonzero value a chunk returned, or PYRT_EINVAL (n or grain negative).
  * Any thread, including inside a task or another loop (the nested loop uses the same pool). */
 int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx);

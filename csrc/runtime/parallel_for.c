@@ -162,8 +162,10 @@ int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
         if (rc || start == n)
             return rc;
     }
-    if (n - start <= grain)
-        return fn(ctx, start, n); /* one chunk: nothing to share */
+    /* A split needs two grains left after the first chunk: below three grains, or with no
+     * other thread to take a half, the loop is one chunk, and the body is called once. */
+    if (n - start < 3 * grain || pyrt_get_num_threads() == 1)
+        return fn(ctx, start, n);
     worker *w = worker_enter();
     if (!w)
         return fn(ctx, start, n); /* no pool (out of memory): still correct, serially */
