@@ -246,6 +246,7 @@ def main(argv=None):
     for rep in range(args.repeat):
         for label, t, setup, run, _ in variants:
             setup()
+            run()  # untimed: every runtime's threads awake, as in STREAM's back-to-back loop
             t0 = time.perf_counter()
             run()
             samples.setdefault((label, t), []).append(time.perf_counter() - t0)

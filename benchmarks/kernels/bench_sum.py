@@ -224,6 +224,7 @@ def main(argv=None):
     for rep in range(args.repeat):
         for label, t, setup, run in variants:
             setup()
+            run()  # untimed: every runtime's threads awake, as in STREAM's back-to-back loop
             seconds, value = timed(run)
             samples.setdefault((label, t), []).append(seconds)
             results[(label, t)].append(float(value))

@@ -35,16 +35,21 @@ void task_push(worker *w, pyrt_task_impl *t, pyrt_task_fn fn, void *arg)
 
 /* The owner waits for a stolen task. Leapfrogging: while the thief works on it, take tasks
  * back from the thief's deque (they are the stolen task's own children), so the waiter never
- * idles while the work it waits for can be shared. */
+ * idles while the work it waits for can be shared. While it finds nothing it counts itself in
+ * pool->searching, as an idle worker does: the thief's loops then split off halves for it
+ * (parallel_for.c splits only when someone is idle). It stops counting while it runs a task
+ * and before it sleeps, so that a sleeping owner never stops wake-ups of real idle workers. */
 static void join_stolen(worker *w, pyrt_task_impl *t)
 {
+    pool *p = w->pool;
+    bool idle = false; /* counted in p->searching */
     uint64_t start = 0;
     unsigned rounds = 0;
     for (;;) {
         /* acquire: pairs with the thief's release of TASK_DONE, so its results are visible */
         uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
         if (s == TASK_DONE)
-            return;
+            break;
         if (s == TASK_QUEUED) { /* stolen, but the thief has not announced itself yet */
             cpu_relax();
             continue;
@@ -52,11 +57,17 @@ static void join_stolen(worker *w, pyrt_task_impl *t)
         pyrt_task_impl *y;
         int thief = atomic_load_explicit(&t->thief, memory_order_relaxed);
         if (steal_one(w, thief, &y)) {
+            if (idle)
+                atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
+            idle = false;
             task_run_stolen(w, y);
             rounds = 0;
             start = 0;
             continue;
         }
+        if (!idle)
+            atomic_fetch_add_explicit(&p->searching, 1, memory_order_relaxed);
+        idle = true;
         if (++rounds % 16) {
             cpu_relax();
             continue;
@@ -70,6 +81,8 @@ static void join_stolen(worker *w, pyrt_task_impl *t)
             sched_yield();
         } else {
             /* long wait: sleep until the thief's exchange to TASK_DONE wakes us */
+            atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
+            idle = false;
             uint32_t expected = TASK_STOLEN;
             if (atomic_compare_exchange_strong_explicit(&t->state, &expected, TASK_WAITING,
                                                         memory_order_acq_rel,
@@ -78,6 +91,8 @@ static void join_stolen(worker *w, pyrt_task_impl *t)
                 futex_wait(&t->state, TASK_WAITING, 1000000L);
         }
     }
+    if (idle)
+        atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
 }
 
 void task_join(worker *w, pyrt_task_impl *t)
