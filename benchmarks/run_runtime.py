@@ -17,8 +17,6 @@ and OMP_WAIT_POLICY are left as the environment has them.
     python benchmarks/run_runtime.py --quick --repeat 1    # smaller sizes: a smoke test
 """
 
-import argparse
-import datetime
 import json
 import os
 import platform
@@ -29,6 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import benchmarks._harness as harness  # noqa: E402
+
 SRC = ROOT / "benchmarks" / "runtime"
 BUILD = ROOT / "benchmarks" / "build" / "runtime"
 
@@ -286,115 +288,81 @@ def table(wl, rows):
     else:
         head = ["variant", "threads", "% of one core", "workers started / asleep"]
     head += [f"÷ {r}" for r in refs]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cells = []
     for row in rows:
-        cells = [row["variant"], str(row["threads"])]
+        line = [row["variant"], row["threads"]]
         if "median" not in row:
-            cells += ["failed", "-"] + ["-"] * len(refs)
-            out.append("| " + " | ".join(cells) + " |")
+            cells.append(line + ["failed", "-"] + ["-"] * len(refs))
             continue
         m, first = row["median"], row["first"]
         if wl.metric == "fib":
-            cells += [num(1e3 * m), num(1e9 * m / first["tasks"])]
+            line += [num(1e3 * m), num(1e9 * m / first["tasks"])]
         elif wl.metric == "loop":
-            cells += [num(1e9 * m), num(1e9 * m / first["n"])]
+            line += [num(1e9 * m), num(1e9 * m / first["n"])]
         elif wl.metric == "sum":
-            cells += [num(1e3 * m), num(4e-9 * first["n"] / m)]
+            line += [num(1e3 * m), num(4e-9 * first["n"] / m)]
         else:
             workers = (f"{first['workers_started']} / {first['workers_sleeping_after']}"
                        if "workers_started" in first else "-")
-            cells += [f"{m:.3f}", workers]
+            line += [f"{m:.3f}", workers]
         for ref in refs:
             t = reference_time(rows, ref, row["threads"])
-            cells.append(f"{m / t:.2f}" if t else "-")
-        out.append("| " + " | ".join(cells) + " |")
-    return out
+            line.append(f"{m / t:.2f}" if t else "-")
+        cells.append(line)
+    return harness.markdown_table(head, cells)
 
 
-def machine_info():
-    def first_line(cmd):
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
-        except (OSError, IndexError):
-            return None
-
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    tbb = None
+def tbb_version():
+    """oneTBB's "major.minor" from its headers, or None without them."""
     try:
         proc = subprocess.run(["g++", "-x", "c++", "-E", "-dM", "-"],
                               input="#include <oneapi/tbb/version.h>\n",
                               capture_output=True, text=True)
-        defs = dict(ln.split()[1:3] for ln in proc.stdout.splitlines()
-                    if ln.startswith("#define TBB_VERSION_M") and len(ln.split()) >= 3)
-        if defs:
-            tbb = f"{defs.get('TBB_VERSION_MAJOR')}.{defs.get('TBB_VERSION_MINOR')}"
     except OSError:
-        pass
-    return {
-        "cpu_model": cpu,
-        "nproc": os.cpu_count(),
-        "affinity_cpus": len(os.sched_getaffinity(0)),
-        "gcc": first_line(["gcc", "--version"]),
-        "gxx": first_line(["g++", "--version"]),
-        "tbb": tbb,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
-        "git_dirty": bool(first_line(["git", "-C", str(ROOT), "status", "--porcelain"])),
-        "loadavg_start": os.getloadavg(),
-        "env": {k: v for k, v in os.environ.items()
-                if k.startswith(("OMP_", "GOMP_", "KMP_", "TBB_", "PYRT_"))},
-    }
+        return None
+    defs = dict(ln.split()[1:3] for ln in proc.stdout.splitlines()
+                if ln.startswith("#define TBB_VERSION_M") and len(ln.split()) >= 3)
+    if not defs:
+        return None
+    return f"{defs.get('TBB_VERSION_MAJOR')}.{defs.get('TBB_VERSION_MINOR')}"
 
 
-def markdown(info, settings, notes, sections):
-    lines = [
-        "# pyrt runtime benchmarks",
-        "",
-        f"{settings['date']}; `{settings['command']}`",
-        "",
-        f"Machine: {info['cpu_model']}, {info['affinity_cpus']} CPUs; {info['gcc']}; "
-        f"oneTBB {info['tbb'] or 'not found'}; load average at start "
-        f"{info['loadavg_start'][0]:.2f}.",
-        "",
+def runtime_machine_info():
+    info = harness.machine_info({"nproc": os.cpu_count(),
+                                 "gxx": harness.first_line(["g++", "--version"]),
+                                 "tbb": tbb_version(), "kernel": platform.release()})
+    info["git_dirty"] = bool(harness.first_line(["git", "-C", str(ROOT), "status", "--porcelain"]))
+    info["env"] = {k: v for k, v in os.environ.items()
+                   if k.startswith(("OMP_", "GOMP_", "KMP_", "TBB_", "PYRT_"))}
+    return info
+
+
+def markdown(report, sections):
+    settings = report["settings"]
+    method = (
         f"Median of {settings['repeat']} run{'s' if settings['repeat'] > 1 else ''} per row"
         + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else "")
         + ". A `÷ X` column is this row's median time divided by X's at the same thread count "
-        "(serial runs on one thread): below 1 is faster than X.",
-    ]
-    if notes:
-        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
-    for wl, rows in sections:
-        lines += ["", f"## {wl.title}", "", wl.what, ""] + table(wl, rows)
-    return "\n".join(lines) + "\n"
+        "(serial runs on one thread): below 1 is faster than X.")
+    return harness.markdown_report(
+        report, "pyrt runtime benchmarks", f"oneTBB {report['machine']['tbb'] or 'not found'}",
+        method, [[f"## {wl.title}", "", wl.what, ""] + table(wl, rows) for wl, rows in sections])
 
 
 # ---- main -----------------------------------------------------------------------------------
 
 def parse_args(argv):
     cpus = len(os.sched_getaffinity(0))
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", default=",".join(map(str, sorted({1, cpus}))),
-                    help="comma-separated thread counts (default: 1 and the CPU count)")
-    ap.add_argument("--repeat", type=int, default=5, help="runs per variant (default 5)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    ap.add_argument("--only", default=None,
-                    help="comma-separated workloads: fib,loop64,loop1024,sum,idle (default all)")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program run")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
-                    help="output folder (default benchmarks/results)")
-    args = ap.parse_args(argv)
-    args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    if not args.threads or min(args.threads) < 1 or args.repeat < 1:
-        ap.error("--threads needs positive counts and --repeat a positive number")
-    return args
+    return harness.parse_options(
+        argv, __doc__, threads=",".join(map(str, sorted({1, cpus}))),
+        threads_help="comma-separated thread counts (default: 1 and the CPU count)",
+        repeat=5, repeat_help="runs per variant (default 5)",
+        own=[("--only", {"help": "comma-separated workloads: fib,loop64,loop1024,sum,idle "
+                                 "(default all)"}),
+             ("--timeout", {"type": float, "default": 300.0,
+                            "help": "seconds per program run"})],
+        quick_repeat=None, quick_help="small sizes, for a smoke test",
+        out_help="output folder (default benchmarks/results)")
 
 
 def main(argv=None):
@@ -408,7 +376,7 @@ def main(argv=None):
         selected = [wl for wl in selected if wl.name in names]
 
     notes = []
-    info = machine_info()
+    info = runtime_machine_info()
     built = build({v.program for wl in selected for v in wl.variants}, notes)
 
     plan = [(wl, v, t) for wl in selected for v in wl.variants if v.program in built
@@ -434,28 +402,13 @@ def main(argv=None):
                 if note not in notes:
                     notes.append(note)
 
-    info["loadavg_end"] = os.getloadavg()
-    settings = {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": " ".join(["python benchmarks/run_runtime.py",
-                             *(sys.argv[1:] if argv is None else argv)]),
-        "threads": args.threads, "repeat": args.repeat, "quick": args.quick,
-        "cflags": CFLAGS, "cxxflags": CXXFLAGS,
-    }
+    settings = harness.run_settings(__file__, argv, args, cflags=CFLAGS, cxxflags=CXXFLAGS)
     sections = [(wl, summarise(wl, records[wl.name])) for wl in selected]
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = {
-        "machine": info, "settings": settings, "notes": notes,
+    harness.write_report(args.out, "runtime", info, settings, notes, {
         "summary": {wl.name: [{k: v for k, v in row.items() if k != "first"} for row in rows]
                     for wl, rows in sections},
         "runs": records,
-    }
-    (args.out / "runtime.json").write_text(json.dumps(report, indent=1) + "\n")
-    md = markdown(info, settings, notes, sections)
-    (args.out / "runtime.md").write_text(md)
-    print()
-    print(md)
-    print(f"wrote {args.out / 'runtime.json'} and {args.out / 'runtime.md'}")
+    }, lambda report: markdown(report, sections))
 
 
 if __name__ == "__main__":

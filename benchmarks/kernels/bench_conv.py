@@ -30,15 +30,7 @@ Writes kernels_conv.json (machine, settings, every sample) and kernels_conv.md (
 ratios) under --out (default benchmarks/results).
 """
 
-import argparse
-import datetime
-import json
-import os
-import platform
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import benchmarks._harness as harness  # noqa: E402
 import pyrt  # noqa: E402
 from pyrt.ops.conv import conv2d, conv2d_backward  # noqa: E402
 from pyrt.ops.pool import max_pool2d, max_pool2d_backward  # noqa: E402
@@ -108,42 +101,17 @@ def pool_variants(rng, shape, k, torch):
     return out
 
 
-def calls_per_sample(run, sample_s):
-    """How many calls make one sample of about sample_s seconds (at least 1)."""
-    run()
-    t0 = time.perf_counter()
-    run()
-    one = max(time.perf_counter() - t0, 1e-7)
-    return max(1, int(sample_s / one))
-
-
-def set_threads(label, threads, torch):
-    if label == "pyrt":
-        pyrt.set_num_threads(threads)
-    else:
-        torch.set_num_threads(threads)
-
-
 def measure(variants, args, torch):
     """{(variant, pass, threads): [seconds per call, one per sample]}."""
     samples = {}
     for threads in args.threads:
-        runs = [(label, name, fn) for label, (fwd, bwd, _) in variants.items()
+        set_threads = {"pyrt": lambda t=threads: pyrt.set_num_threads(t),
+                       "torch": lambda t=threads: torch.set_num_threads(t)}
+        runs = [((label, name, threads), set_threads[label], fn)
+                for label, (fwd, bwd, _) in variants.items()
                 for name, fn in (("forward", fwd), ("backward", bwd))]
-        counts = {}
-        for label, name, fn in runs:
-            set_threads(label, threads, torch)
-            counts[label, name] = calls_per_sample(fn, args.sample_ms / 1e3)
-        for _ in range(args.repeat):
-            for label, name, fn in runs:
-                set_threads(label, threads, torch)
-                reps = counts[label, name]
-                t0 = time.perf_counter()
-                for _ in range(reps):
-                    fn()
-                samples.setdefault((label, name, threads), []).append(
-                    (time.perf_counter() - t0) / reps)
-                time.sleep(PAUSE_S)
+        samples.update(harness.timed_passes(runs, args.repeat, PAUSE_S,
+                                            sample_s=args.sample_ms / 1e3, untimed=False))
     return samples
 
 
@@ -162,69 +130,15 @@ def check(name, variants, args, torch, notes):
                 notes.append(f"pyrt {name}: differs from torch")
 
 
-def machine_info(torch):
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-
-    def first_line(cmd):
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0]
-        except (OSError, IndexError):
-            return None
-
-    return {
-        "cpu_model": cpu,
-        "affinity_cpus": len(os.sched_getaffinity(0)),
-        "gcc": first_line(["gcc", "--version"]),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__ if torch is not None else None,
-        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
-        "loadavg_start": os.getloadavg(),
-    }
-
-
-def summarise(name, samples):
-    rows = []
-    for (label, pass_, threads), secs in samples.items():
-        rows.append({"workload": name, "variant": label, "pass": pass_, "threads": threads,
-                     "reps": len(secs), "median_s": statistics.median(secs)})
-    return rows
-
-
 def micros(seconds):
     return f"{seconds * 1e6:.0f}" if seconds is not None else "-"
 
 
-def markdown(info, settings, notes, rows):
-    med = {(r["workload"], r["variant"], r["pass"], r["threads"]): r["median_s"] for r in rows}
-    lines = [
-        "# conv2d and max_pool2d: pyrt.ops against PyTorch",
-        "",
-        f"{settings['date']}; `{settings['command']}`",
-        "",
-        f"Machine: {info['cpu_model']}, {info['affinity_cpus']} CPUs; {info['gcc']}; "
-        f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}; load average at "
-        f"start {info['loadavg_start'][0]:.2f}, at end {info['loadavg_end'][0]:.2f}.",
-        "",
-        f"Median time per call in microseconds, of {settings['repeat']} samples of about "
-        f"{settings['sample_ms']} ms each, variants interleaved"
-        + (" (quick: a smoke test, not a measurement)" if settings["quick"] else "")
-        + ". Backward is all three gradients of a convolution, the input gradient of a "
-        "pooling. `pyrt/torch` is pyrt's time over torch's at the same thread count (below 1: "
-        "pyrt is faster); the target is 0.8 or less.",
-    ]
-    if notes:
-        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
-    lines += ["", "| workload | threads | pyrt fwd | torch fwd | pyrt bwd | torch bwd | "
-              "pyrt fwd+bwd | torch fwd+bwd | pyrt/torch |",
-              "|---|---|---|---|---|---|---|---|---|"]
+def markdown(report):
+    info, settings = report["machine"], report["settings"]
+    med = {(r["workload"], r["variant"], r["pass"], r["threads"]): r["median_s"]
+           for r in report["summary"]}
+    cells = []
     for name, *_ in WORKLOADS:
         for threads in settings["threads"]:
             pf, pb = med.get((name, "pyrt", "forward", threads)), med.get(
@@ -234,66 +148,42 @@ def markdown(info, settings, notes, rows):
             tf, tb = med.get((name, "torch", "forward", threads)), med.get(
                 (name, "torch", "backward", threads))
             total_t = tf + tb if tf is not None else None
-            lines.append(f"| {name} | {threads} | {micros(pf)} | {micros(tf)} | {micros(pb)} | "
-                         f"{micros(tb)} | {micros(pf + pb)} | {micros(total_t)} | "
-                         + (f"{(pf + pb) / total_t:.2f}" if total_t else "-") + " |")
-    return "\n".join(lines) + "\n"
-
-
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    ap.add_argument("--repeat", type=int, default=15, help="timed samples per variant")
-    ap.add_argument("--sample-ms", type=float, default=20.0, help="target length of a sample")
-    ap.add_argument("--quick", action="store_true", help="3 short samples")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = ap.parse_args(argv)
-    args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    if args.quick:
-        args.repeat, args.sample_ms = 3, 2.0
-    if not args.threads or min(args.threads) < 1 or args.repeat < 1 or args.sample_ms <= 0:
-        ap.error("--threads, --repeat and --sample-ms must be positive")
-    return args
+            cells.append([name, threads, micros(pf), micros(tf), micros(pb), micros(tb),
+                          micros(pf + pb), micros(total_t),
+                          f"{(pf + pb) / total_t:.2f}" if total_t else "-"])
+    table = harness.markdown_table(
+        ["workload", "threads", "pyrt fwd", "torch fwd", "pyrt bwd", "torch bwd",
+         "pyrt fwd+bwd", "torch fwd+bwd", "pyrt/torch"], cells)
+    method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
+              "Backward is all three gradients of a convolution, the input gradient of a "
+              "pooling. `pyrt/torch` is pyrt's time over torch's at the same thread count "
+              "(below 1: pyrt is faster); the target is 0.8 or less.")
+    return harness.markdown_report(
+        report, "conv2d and max_pool2d: pyrt.ops against PyTorch",
+        f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],
+        load_at_end=True)
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        torch = None
-    notes = [] if torch is not None else ["torch skipped: PyTorch is not installed."]
-    info = machine_info(torch)
+    args = harness.parse_options(argv, __doc__, repeat=15, sample_ms=20.0)
+    notes = []
+    torch = harness.optional_import("torch", notes, "torch skipped: PyTorch is not installed.")
+    info = harness.machine_info({"numpy": np.__version__, "torch": harness.version(torch)})
     rng = np.random.default_rng(0)
 
-    rows, all_samples = [], []
+    results = {"summary": [], "samples": []}
     for name, kind, shape, size in WORKLOADS:
         make = conv_variants if kind == "conv" else pool_variants
         variants = make(rng, shape, size, torch)
         check(name, variants, args, torch, notes)
         samples = measure(variants, args, torch)
-        rows += summarise(name, samples)
-        all_samples += [{"workload": name, "variant": v, "pass": p, "threads": t, "seconds": s}
-                        for (v, p, t), s in samples.items()]
+        key_names = ("variant", "pass", "threads")
+        results["summary"] += harness.median_rows(samples, key_names, workload=name)
+        results["samples"] += harness.sample_records(samples, key_names, workload=name)
         print(f"done {name}", flush=True)
 
-    info["loadavg_end"] = os.getloadavg()
-    settings = {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": " ".join(["python benchmarks/kernels/bench_conv.py",
-                             *(sys.argv[1:] if argv is None else argv)]),
-        "threads": args.threads, "repeat": args.repeat, "sample_ms": args.sample_ms,
-        "quick": args.quick,
-    }
-    report = {"machine": info, "settings": settings, "notes": notes, "summary": rows,
-              "samples": all_samples}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "kernels_conv.json").write_text(json.dumps(report, indent=1) + "\n")
-    md = markdown(info, settings, notes, rows)
-    (args.out / "kernels_conv.md").write_text(md)
-    print()
-    print(md)
-    print(f"wrote {args.out / 'kernels_conv.json'} and {args.out / 'kernels_conv.md'}")
+    settings = harness.run_settings(__file__, argv, args)
+    harness.write_report(args.out, "kernels_conv", info, settings, notes, results, markdown)
 
 
 if __name__ == "__main__":

@@ -31,15 +31,7 @@ Writes kernels_gemm.json (machine, settings, every sample) and kernels_gemm.md (
 GFLOP/s, ratios) under --out (default benchmarks/results).
 """
 
-import argparse
-import datetime
-import json
-import os
-import platform
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +40,9 @@ from threadpoolctl import ThreadpoolController
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import pyrt
-from pyrt.ops.linalg import matmul, sgemm_kernel
+import benchmarks._harness as harness  # noqa: E402
+import pyrt  # noqa: E402
+from pyrt.ops.linalg import matmul, sgemm_kernel  # noqa: E402
 
 # Between two timed samples: OpenBLAS's threads keep spinning for tens of milliseconds after a
 # call (and libgomp's for a few), which would eat into the next library's time on 2 threads.
@@ -93,28 +86,20 @@ def check(c, a, b, trans_a, trans_b):
 
 
 def variants(a, b, c, trans_a, trans_b, threads, blas, torch):
-    """(label, setup, run): setup() picks the thread count (untimed); run() does one product."""
+    """((label, threads), setup, run): setup() picks the thread count (untimed); run() does one
+    product."""
     A, B = (a.T if trans_a else a), (b.T if trans_b else b)
-    out = [("pyrt", lambda: pyrt.set_num_threads(threads),
+    out = [(("pyrt", threads), lambda: pyrt.set_num_threads(threads),
             lambda: matmul(a, b, trans_a=trans_a, trans_b=trans_b, out=c))]
     if blas is not None:
-        out.append(("numpy", lambda: blas.limit(limits=threads, user_api="blas"),
+        out.append((("numpy", threads), lambda: blas.limit(limits=threads, user_api="blas"),
                     lambda: np.matmul(A, B, out=c)))
     if torch is not None:
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
         ta, tb = (ta.T if trans_a else ta), (tb.T if trans_b else tb)
-        out.append(("torch", lambda: torch.set_num_threads(threads),
+        out.append((("torch", threads), lambda: torch.set_num_threads(threads),
                     lambda: torch.matmul(ta, tb, out=tc)))
     return out
-
-
-def calls_per_sample(run, sample_s):
-    """How many calls make one sample of about sample_s seconds (at least 1)."""
-    run()
-    t0 = time.perf_counter()
-    run()
-    one = max(time.perf_counter() - t0, 1e-7)
-    return max(1, int(sample_s / one))
 
 
 def measure(shape, args, blas, torch, rng, notes, pyrt_results):
@@ -124,180 +109,87 @@ def measure(shape, args, blas, torch, rng, notes, pyrt_results):
     samples = {}
     for threads in args.threads:
         vs = variants(a, b, c, trans_a, trans_b, threads, blas, torch)
-        counts = {}
-        for label, setup, run in vs:  # warm-up, and the calls per sample
+        for (label, _), setup, run in vs:  # warm-up, and every library's result checked
             setup()
-            counts[label] = calls_per_sample(run, args.sample_ms / 1e3)
+            run()
             if not check(c, a, b, trans_a, trans_b):
                 notes.append(f"{label} {name} threads={threads}: wrong result")
             if label == "pyrt":
                 pyrt_results.setdefault(name, []).append(c.copy())
-        for _ in range(args.repeat):
-            for label, setup, run in vs:
-                setup()
-                reps = counts[label]
-                # untimed: after the pause, bring caches and clocks back to a running state
-                for _ in range(max(1, reps // 4)):
-                    run()
-                t0 = time.perf_counter()
-                for _ in range(reps):
-                    run()
-                samples.setdefault((label, threads), []).append((time.perf_counter() - t0)
-                                                                 / reps)
-                time.sleep(PAUSE_S)
+        samples.update(harness.timed_passes(vs, args.repeat, PAUSE_S,
+                                            sample_s=args.sample_ms / 1e3))
     return samples
 
 
-def machine_info(torch):
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-
-    def first_line(cmd):
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            return proc.stdout.splitlines()[0]
-        except (OSError, IndexError):
-            return None
-
-    blas = [i for i in ThreadpoolController().info() if i.get("user_api") == "blas"]
-    return {
-        "cpu_model": cpu,
-        "affinity_cpus": len(os.sched_getaffinity(0)),
-        "gcc": first_line(["gcc", "--version"]),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "blas": [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})"
-                 for i in blas],
-        "torch": torch.__version__ if torch is not None else None,
-        "pyrt_sgemm_kernel": sgemm_kernel(),
-        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
-        "loadavg_start": os.getloadavg(),
-    }
+def blas_libraries(controller):
+    """"openblas 0.3.x (Haswell)" for each BLAS threadpoolctl finds loaded."""
+    return [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})"
+            for i in controller.info() if i.get("user_api") == "blas"]
 
 
-def summarise(shape, samples):
-    group, name, m, n, k, trans_a, trans_b = shape
-    rows = []
-    for (label, threads), secs in samples.items():
-        med = statistics.median(secs)
-        rows.append({"group": group, "shape": name, "m": m, "n": n, "k": k,
-                     "trans_a": trans_a, "trans_b": trans_b, "variant": label,
-                     "threads": threads, "reps": len(secs), "median_s": med,
-                     "gflop_per_s": 2e-9 * m * n * k / med})
-    return rows
-
-
-def markdown(info, settings, notes, rows):
+def markdown(report):
+    info, rows = report["machine"], report["summary"]
     index = {(r["shape"], r["variant"], r["threads"]): r for r in rows}
-    lines = [
-        "# SGEMM: pyrt.ops.matmul against OpenBLAS (NumPy) and PyTorch",
-        "",
-        f"{settings['date']}; `{settings['command']}`",
-        "",
-        (f"Machine: {info['cpu_model']}, {info['affinity_cpus']} CPUs; {info['gcc']}; "
-         f"NumPy {info['numpy']} with {', '.join(info['blas']) or 'no BLAS found'}; PyTorch "
-         f"{info['torch'] or 'not installed'}; pyrt kernel {info['pyrt_sgemm_kernel']}; load "
-         f"average at start {info['loadavg_start'][0]:.2f}, at end "
-         f"{info['loadavg_end'][0]:.2f}."),
-        "",
-        f"GFLOP/s = 2mnk / median time per call, median of {settings['repeat']} samples of "
-        f"about {settings['sample_ms']} ms each, variants interleaved"
-        + (" (quick: a smoke test, not a measurement)" if settings["quick"] else "")
-        + ". `÷ numpy` and `÷ torch` are pyrt's speed over theirs at the same thread count "
-        "(above 1: pyrt is faster). Shapes are (m, n, k) of op(A) [m, k] times op(B) [k, n]; "
-        "T marks a transposed operand.",
-    ]
-    if notes:
-        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
-    lines += ["", ("| group | product | m, n, k | threads | pyrt GFLOP/s | numpy GFLOP/s | "
-                   "torch GFLOP/s | ÷ numpy | ÷ torch |"),
-              "|---|---|---|---|---|---|---|---|---|"]
-    seen = []
-    for r in rows:
-        key = (r["shape"], r["threads"])
-        if key in seen:
-            continue
-        seen.append(key)
-    for shape, threads in seen:
+    cells = []
+    for shape, threads in dict.fromkeys((r["shape"], r["threads"]) for r in rows):
         mine = index.get((shape, "pyrt", threads))
         np_row = index.get((shape, "numpy", threads))
         t_row = index.get((shape, "torch", threads))
         flags = ("T" if mine["trans_a"] else "") + "·" + ("T" if mine["trans_b"] else "")
-        lines.append("| {} | {} | {}, {}, {} ({}) | {} | {:.1f} | {} | {} | {} | {} |".format(
-            mine["group"], shape, mine["m"], mine["n"], mine["k"], flags, threads,
-            mine["gflop_per_s"],
+        cells.append([
+            mine["group"], shape, f"{mine['m']}, {mine['n']}, {mine['k']} ({flags})", threads,
+            f"{mine['gflop_per_s']:.1f}",
             f"{np_row['gflop_per_s']:.1f}" if np_row else "-",
             f"{t_row['gflop_per_s']:.1f}" if t_row else "-",
             f"{np_row['median_s'] / mine['median_s']:.2f}" if np_row else "-",
-            f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-"))
-    return "\n".join(lines) + "\n"
-
-
-def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
-    ap.add_argument("--repeat", type=int, default=7, help="timed samples per variant")
-    ap.add_argument("--sample-ms", type=float, default=10.0, help="target length of a sample")
-    ap.add_argument("--quick", action="store_true", help="4 shapes, 3 short samples")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    args = ap.parse_args(argv)
-    args.threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    if args.quick:
-        args.repeat, args.sample_ms = 3, 2.0
-    if not args.threads or min(args.threads) < 1 or args.repeat < 1 or args.sample_ms <= 0:
-        ap.error("--threads, --repeat and --sample-ms must be positive")
-    return args
+            f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-"])
+    table = harness.markdown_table(
+        ["group", "product", "m, n, k", "threads", "pyrt GFLOP/s", "numpy GFLOP/s",
+         "torch GFLOP/s", "÷ numpy", "÷ torch"], cells)
+    method = (f"GFLOP/s = 2mnk / median time per call, median of "
+              f"{harness.timing_phrase(report['settings'])}. `÷ numpy` and `÷ torch` are pyrt's "
+              "speed over theirs at the same thread count (above 1: pyrt is faster). Shapes are "
+              "(m, n, k) of op(A) [m, k] times op(B) [k, n]; T marks a transposed operand.")
+    libraries = (f"NumPy {info['numpy']} with {', '.join(info['blas']) or 'no BLAS found'}; "
+                 f"PyTorch {info['torch'] or 'not installed'}; "
+                 f"pyrt kernel {info['pyrt_sgemm_kernel']}")
+    return harness.markdown_report(
+        report, "SGEMM: pyrt.ops.matmul against OpenBLAS (NumPy) and PyTorch", libraries, method,
+        [table], load_at_end=True)
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        torch = None
-    notes = [] if torch is not None else ["torch.matmul skipped: PyTorch is not installed."]
+    args = harness.parse_options(argv, __doc__, repeat=7, sample_ms=10.0,
+                                 quick_help="4 shapes, 3 short samples")
+    notes = []
+    torch = harness.optional_import("torch", notes,
+                                    "torch.matmul skipped: PyTorch is not installed.")
     controller = ThreadpoolController()
     blas = controller if any(i.get("user_api") == "blas" for i in controller.info()) else None
     if blas is None:
         notes.append("np.matmul skipped: threadpoolctl finds no BLAS to limit.")
-    info = machine_info(torch)
+    info = harness.machine_info({"numpy": np.__version__, "blas": blas_libraries(controller),
+                                 "torch": harness.version(torch),
+                                 "pyrt_sgemm_kernel": sgemm_kernel()})
     rng = np.random.default_rng(0)
     shapes = [s for s in SHAPES if not args.quick or s[1] in QUICK_SHAPES]
 
-    rows, all_samples, pyrt_results = [], [], {}
+    results, pyrt_results = {"summary": [], "samples": []}, {}
     for shape in shapes:
+        group, name, m, n, k, trans_a, trans_b = shape
         samples = measure(shape, args, blas, torch, rng, notes, pyrt_results)
-        rows += summarise(shape, samples)
-        all_samples += [{"shape": shape[1], "variant": v, "threads": t, "seconds": s}
-                        for (v, t), s in samples.items()]
-        print(f"done {shape[1]}", flush=True)
-    for name, results in pyrt_results.items():
-        if not all(np.array_equal(r, results[0]) for r in results):
+        rows = harness.median_rows(samples, ("variant", "threads"), group=group, shape=name,
+                                   m=m, n=n, k=k, trans_a=trans_a, trans_b=trans_b)
+        results["summary"] += [dict(r, gflop_per_s=2e-9 * m * n * k / r["median_s"])
+                               for r in rows]
+        results["samples"] += harness.sample_records(samples, ("variant", "threads"), shape=name)
+        print(f"done {name}", flush=True)
+    for name, outputs in pyrt_results.items():
+        if not all(np.array_equal(c, outputs[0]) for c in outputs):
             notes.append(f"pyrt {name}: results differ across thread counts")
 
-    info["loadavg_end"] = os.getloadavg()
-    settings = {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "command": " ".join(["python benchmarks/kernels/bench_gemm.py",
-                             *(sys.argv[1:] if argv is None else argv)]),
-        "threads": args.threads, "repeat": args.repeat, "sample_ms": args.sample_ms,
-        "quick": args.quick,
-    }
-    report = {"machine": info, "settings": settings, "notes": notes, "summary": rows,
-              "samples": all_samples}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "kernels_gemm.json").write_text(json.dumps(report, indent=1) + "\n")
-    md = markdown(info, settings, notes, rows)
-    (args.out / "kernels_gemm.md").write_text(md)
-    print()
-    print(md)
-    print(f"wrote {args.out / 'kernels_gemm.json'} and {args.out / 'kernels_gemm.md'}")
+    settings = harness.run_settings(__file__, argv, args)
+    harness.write_report(args.out, "kernels_gemm", info, settings, notes, results, markdown)
 
 
 if __name__ == "__main__":

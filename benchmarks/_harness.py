@@ -1,0 +1,376 @@
+"""What the benchmark scripts share: options, machine facts, timing passes and report files.
+
+Each script under benchmarks/ keeps what is its own (workloads, variants, result checks,
+tables) and takes the rest from here. The scripts are run as files from the repository root
+(`python benchmarks/kernels/bench_sum.py`), not as a package: each puts the repository root on
+sys.path, as it does for pyrt, and imports `benchmarks._harness`.
+
+Every script writes <out>/<name>.json (machine, settings, notes, then its own results: raw
+samples included) and <out>/<name>.md (a header in the same form for all, then its tables).
+"""
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+KERNELS_BUILD = ROOT / "benchmarks" / "build" / "kernels"
+
+# The STREAM-style ceilings are compiled as STREAM is: for this CPU, with OpenMP threads.
+STREAM_FLAGS = ("-O3", "-march=native", "-fopenmp")
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def positive_int(text):
+    """argparse type: a whole number >= 1, written as an integer or as a float ("1e8")."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value >= 1 and value.is_integer()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(value)
+
+
+def positive_float(text):
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not positive")
+    return value
+
+
+def parse_thread_list(text):
+    """argparse type: "1,2,4" -> [1, 2, 4], the thread counts to run at (each >= 1)."""
+    try:
+        threads = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of thread counts") from None
+    if not threads or min(threads) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: thread counts must be positive")
+    return threads
+
+
+def short_count(n):
+    """A count as its help text writes it: 1e8 for 100000000, 2e5 for 200000, else 1234."""
+    digits = str(n).rstrip("0")
+    zeros = len(str(n)) - len(digits)
+    return f"{digits}e{zeros}" if len(digits) == 1 and zeros >= 3 else str(n)
+
+
+def parse_options(argv, doc, *, repeat, repeat_help=None, n=None, n_help=None, quick_n=None,
+                  sample_ms=None, own=(), quick_help=None, quick_repeat=3, threads="1,2",
+                  threads_help="comma-separated thread counts", out_help=None):
+    """Parse a benchmark's command line (argv None: sys.argv[1:]) into an argparse namespace.
+
+    The options, in the order --help lists them:
+        --threads      the thread counts, parsed to a list
+        --n            with a default `n`: the number of elements (1e8 is accepted), `n_help`
+                       saying of what
+        --repeat       timed passes, or samples, per variant
+        --sample-ms    with a default `sample_ms`: the length of a timed_passes sample
+        --quick        a smoke test: --repeat becomes quick_repeat (None: kept), --n quick_n,
+                       --sample-ms 2 (the script may shrink more: `quick_help` says what)
+        `own`          the script's own options, (flag, add_argument keywords) pairs
+        --out          the folder for the report files (default benchmarks/results)
+    The description is the first paragraph of the script's docstring `doc`.
+    """
+    kind = "samples" if sample_ms is not None else "passes"
+    if quick_help is None:
+        quick_help = f"{quick_repeat} short samples" if sample_ms is not None else (
+            f"n = {short_count(quick_n)}, {quick_repeat} passes: a smoke test")
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--threads", type=parse_thread_list, default=threads, help=threads_help)
+    if n is not None:
+        ap.add_argument("--n", type=positive_int, default=n,
+                        help=f"{n_help} (default {short_count(n)})")
+    ap.add_argument("--repeat", type=positive_int, default=repeat,
+                    help=repeat_help or f"timed {kind} per variant")
+    if sample_ms is not None:
+        ap.add_argument("--sample-ms", type=positive_float, default=sample_ms,
+                        help="target length of a sample")
+    ap.add_argument("--quick", action="store_true", help=quick_help)
+    for flag, keywords in own:
+        ap.add_argument(flag, **keywords)
+    ap.add_argument("--out", type=Path, default=RESULTS, help=out_help)
+    args = ap.parse_args(argv)
+    if args.quick:
+        if quick_repeat is not None:
+            args.repeat = quick_repeat
+        if n is not None:
+            args.n = quick_n
+        if sample_ms is not None:
+            args.sample_ms = 2.0
+    return args
+
+
+def optional_import(name, notes, skipped):
+    """The module, or None when it is not installed: the peers that need it are then left out,
+    and the note `skipped` says so."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        notes.append(skipped)
+        return None
+
+
+# ---- machine and settings -------------------------------------------------------------------
+
+
+def first_line(cmd):
+    """The first line `cmd` prints, or None when it cannot run or prints nothing."""
+    try:
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        return proc.stdout.splitlines()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def cpu_model():
+    """The "model name" of /proc/cpuinfo, or None."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def version(module):
+    """module.__version__, or None for a module that optional_import did not find (None)."""
+    return module.__version__ if module is not None else None
+
+
+def machine_info(extra):
+    """The machine a report was measured on: CPU model and count, gcc, Python, then the
+    script's own `extra` facts (library versions, ..., in order), the git commit and the load
+    average at the start (write_report adds the one at the end)."""
+    return {
+        "cpu_model": cpu_model(),
+        "affinity_cpus": len(os.sched_getaffinity(0)),
+        "gcc": first_line(["gcc", "--version"]),
+        "python": platform.python_version(),
+        **extra,
+        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
+        "loadavg_start": os.getloadavg(),
+    }
+
+
+def run_settings(script, argv, args, **extra):
+    """A report's settings: the date, the command line as typed at the repository root (the
+    script's path, then argv or sys.argv[1:]), the options of parse_options that the run has
+    (n, threads, repeat, sample_ms, quick, in that order), then the script's `extra` fields."""
+    path = Path(script).resolve().relative_to(ROOT).as_posix()
+    options = [name for name in ("n", "threads", "repeat", "sample_ms", "quick")
+               if hasattr(args, name)]
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join([f"python {path}", *(sys.argv[1:] if argv is None else argv)]),
+        **{name: getattr(args, name) for name in options},
+        **extra,
+    }
+
+
+# ---- timing ---------------------------------------------------------------------------------
+
+
+def calls_per_sample(run, sample_s):
+    """How many calls of run() make one sample of about sample_s seconds (at least 1)."""
+    run()
+    t0 = time.perf_counter()
+    run()
+    one = max(time.perf_counter() - t0, 1e-7)
+    return max(1, int(sample_s / one))
+
+
+def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_result=None,
+                 show_passes=False):
+    """Time `variants`, (key, setup, run) triples, in `repeat` interleaved passes; return
+    {key: [seconds per call of run(), one per pass]}.
+
+    A pass takes every variant in turn, so drift on a shared machine (other jobs, clock
+    changes) spreads over all of them instead of landing on one. A variant's sample is:
+    setup() (untimed: it sets the library's thread count); with `untimed`, a quarter of the
+    sample's calls (at least one) untimed, so that the library's threads are awake and its data
+    in cache, as in STREAM's back-to-back loops; the sample's calls of run(), timed together,
+    divided by their number; on_result(key, value of the last call), if given; then a sleep of
+    pause_s, so that threads a library leaves spinning after a call have gone to sleep before
+    the next variant runs. A sample is one call, or with `sample_s`, as many calls as take
+    about sample_s seconds (counted once per variant, after its setup(), before the passes).
+    show_passes prints "pass i/n" after each pass.
+    """
+    calls = {}
+    for key, setup, run in variants:
+        if sample_s is None:
+            calls[key] = 1
+        else:
+            setup()
+            calls[key] = calls_per_sample(run, sample_s)
+    samples = {}
+    for rep in range(repeat):
+        for key, setup, run in variants:
+            setup()
+            n = calls[key]
+            if untimed:
+                for _ in range(max(1, n // 4)):
+                    run()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                value = run()
+            samples.setdefault(key, []).append((time.perf_counter() - t0) / n)
+            if on_result is not None:
+                on_result(key, value)
+            time.sleep(pause_s)
+        if show_passes:
+            print(f"pass {rep + 1}/{repeat}", flush=True)
+    return samples
+
+
+def timing_phrase(settings):
+    """How the medians of timed_passes were taken, for a report's method paragraph."""
+    if "sample_ms" in settings:
+        return (f"{settings['repeat']} samples of about {settings['sample_ms']} ms each, "
+                "variants interleaved"
+                + (" (quick: a smoke test, not a measurement)" if settings["quick"] else ""))
+    return (f"{settings['repeat']} timed passes after a warm-up"
+            + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else ""))
+
+
+def median_rows(samples, names, **fixed):
+    """Summary rows of {key tuple: [seconds]}: the `fixed` fields, the key's parts under
+    `names`, the number of samples ("reps") and their median ("median_s")."""
+    return [{**fixed, **dict(zip(names, key)), "reps": len(secs),
+             "median_s": statistics.median(secs)} for key, secs in samples.items()]
+
+
+def sample_records(samples, names, **fixed):
+    """The raw samples for the JSON report: the `fixed` fields, the key's parts under `names`
+    and the list of seconds."""
+    return [{**fixed, **dict(zip(names, key)), "seconds": secs}
+            for key, secs in samples.items()]
+
+
+# ---- STREAM-style ceilings of memory-bound kernels ------------------------------------------
+
+
+def stream_ceiling(src, label, n, repeat, threads, samples, notes, wrong, include=None):
+    """Build the C program `src` (gcc with STREAM_FLAGS) and run it once per thread count in
+    its own process (OMP_NUM_THREADS, the first-touch placement of STREAM), on n elements for
+    `repeat` passes; return {threads: the JSON line it printed}.
+
+    Its samples go into samples[(label, threads)]; a result it did not check adds the note
+    "<label> threads=<t>: <wrong>". When it does not build, a note says why and nothing runs.
+    """
+    KERNELS_BUILD.mkdir(parents=True, exist_ok=True)
+    exe = KERNELS_BUILD / Path(src).stem
+    cmd = ["gcc", *STREAM_FLAGS, "-std=gnu11", *([f"-I{include}"] if include else []),
+           str(src), "-o", str(exe)]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        notes.append(f"{label} skipped: {' '.join(cmd)} failed: {proc.stderr.strip()[:300]}")
+        return {}
+    runs = {}
+    for t in threads:
+        env = dict(os.environ, OMP_NUM_THREADS=str(t))
+        # A program whose result does not check still prints its line, then exits with 1.
+        proc = subprocess.run([str(exe), str(n), str(repeat)], check=False, env=env,
+                              capture_output=True, text=True, timeout=600)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if not lines:
+            raise RuntimeError(f"{exe.name} failed: {proc.stderr.strip()[-300:]}")
+        runs[t] = json.loads(lines[-1])
+        samples[(label, t)] = runs[t]["samples"]
+        if not runs[t]["ok"]:
+            notes.append(f"{label} threads={t}: {wrong}")
+    return runs
+
+
+def bandwidth_rows(samples, n, bytes_per_element):
+    """median_rows by (variant, threads), with GB/s = bytes_per_element * n / median."""
+    rows = median_rows(samples, ("variant", "threads"))
+    for r in rows:
+        r["gb_per_s"] = bytes_per_element * 1e-9 * n / r["median_s"]
+    return rows
+
+
+def bandwidth_legend(stream, mine, one_thread):
+    """What the ratio columns of bandwidth_table mean."""
+    return (f"`÷ STREAM` is this row's GB/s over the {stream}'s at the same thread count (the "
+            f"target for pyrt is >= 0.9); `time ÷ pyrt` is this row's median time over {mine}'s "
+            f"at the same thread count ({one_thread}: over pyrt at 1 thread).")
+
+
+def bandwidth_table(rows, stream, mine, ms_digits):
+    """Markdown table of bandwidth_rows, by thread count: median time, GB/s, GB/s over the
+    `stream` ceiling's and time over the `mine` variant's at the same thread count (a
+    one-thread-only row: over theirs at 1 thread)."""
+    index = {(r["variant"], r["threads"]): r for r in rows}
+    cells = []
+    for r in sorted(rows, key=lambda r: (r["threads"], r["variant"])):
+        ceiling, ours = index.get((stream, r["threads"])), index.get((mine, r["threads"]))
+        cells.append([r["variant"], r["threads"], f"{1e3 * r['median_s']:.{ms_digits}f}",
+                      f"{r['gb_per_s']:.2f}",
+                      f"{r['gb_per_s'] / ceiling['gb_per_s']:.2f}" if ceiling else "-",
+                      f"{r['median_s'] / ours['median_s']:.2f}" if ours else "-"])
+    return markdown_table(["variant", "threads", "median time (ms)", "GB/s", "÷ STREAM",
+                           "time ÷ pyrt"], cells)
+
+
+# ---- reports --------------------------------------------------------------------------------
+
+
+def markdown_report(report, title, libraries, method, blocks, load_at_end=False):
+    """A report's markdown: the title, date and command, the machine ("Machine: <cpu>, <n>
+    CPUs; <gcc>; <libraries>; load average at start <x>[, at end <y>]."), the paragraph on the
+    `method`, the notes (skipped peers, failed checks) if any, then the `blocks` (lists of
+    lines: tables, sections), a blank line before each."""
+    info, settings, notes = report["machine"], report["settings"], report["notes"]
+    load = f"load average at start {info['loadavg_start'][0]:.2f}"
+    if load_at_end:
+        load += f", at end {info['loadavg_end'][0]:.2f}"
+    machine = (f"Machine: {info['cpu_model']}, {info['affinity_cpus']} CPUs; {info['gcc']}; "
+               f"{libraries}; {load}.")
+    lines = [f"# {title}", "", f"{settings['date']}; `{settings['command']}`", "", machine, "",
+             method]
+    if notes:
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+    for block in blocks:
+        lines += [""] + block
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(head, rows):
+    """Lines of a markdown table: the header, the rule, one line per row of cells."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def write_report(out, name, info, settings, notes, results, markdown):
+    """End a run: add the load average at the end to `info`, then write out/<name>.json (the
+    report: {machine, settings, notes, **results}) and out/<name>.md (markdown(report)), and
+    print the markdown."""
+    info["loadavg_end"] = os.getloadavg()
+    report = {"machine": info, "settings": settings, "notes": notes, **results}
+    text = markdown(report)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1) + "\n")
+    (out / f"{name}.md").write_text(text)
+    print()
+    print(text)
+    print(f"wrote {out / f'{name}.json'} and {out / f'{name}.md'}")
