@@ -12,11 +12,15 @@ import threading
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled"]
 
-_state = threading.local()  # grad mode is per thread, as in PyTorch
+class _GradMode(threading.local):
+    enabled = True  # the class attribute is every thread's default: a plain attribute read
+
+
+_state = _GradMode()  # grad mode is per thread, as in PyTorch
 
 
 def is_grad_enabled():
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 class set_grad_enabled(contextlib.ContextDecorator):
@@ -51,53 +55,76 @@ class enable_grad(set_grad_enabled):
         super().__init__(True)
 
 
-def _topological_order(root):
-    """Tensors reachable from `root` through `_parents`, every tensor after its inputs."""
-    order, visited = [], set()
-    stack = [(root, False)]
+def _consumer_counts(root):
+    """For every tensor that requires grad and is reachable from `root` through `_parents`:
+    how many edges of the graph lead to it (how many gradients it will receive)."""
+    counts = {}
+    stack = [root]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in visited:
-            continue
-        visited.add(id(node))
-        stack.append((node, True))
-        for parent in node._parents:
-            if parent.requires_grad and id(parent) not in visited:
-                stack.append((parent, False))
-    return order
+        for parent in stack.pop()._parents:
+            if parent.requires_grad:
+                key = id(parent)
+                if key in counts:
+                    counts[key] += 1
+                else:
+                    counts[key] = 1
+                    stack.append(parent)
+    return counts
+
+
+_Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 
 
 def run_backward(root, grad):
     """Propagate `grad` (an array shaped like root) from `root` to every leaf that requires
-    grad, accumulating into the leaves' ``.grad``."""
-    from pyrt.tensor import Tensor
+    grad, accumulating into the leaves' ``.grad``.
 
-    # gradient so far of each tensor, with a flag: may we keep this array (or is it shared
-    # with another tensor's gradient, as `a + b` passes the same array to both inputs)?
-    grads = {id(root): (grad, False)}
-    for node in reversed(_topological_order(root)):
-        entry = grads.pop(id(node), None)
-        if entry is None:
+    Kahn's algorithm: a tensor runs its backward closure once all of its consumers in the
+    graph have passed their gradients to it, so each closure runs once, on the sum of the
+    gradients of its output. A gradient travels with its tensor on the `ready` stack; only
+    the gradients of tensors used more than once wait in `partial` for the rest."""
+    global _Tensor
+    if _Tensor is None:
+        from pyrt.tensor import Tensor as _Tensor
+    Tensor = _Tensor
+    pending = _consumer_counts(root)
+    # entries (tensor, its gradient or None, may we keep that array?): not when it is shared
+    # with another tensor's gradient, as `a + b` passes the same array to both inputs
+    ready = [(root, grad, False)]
+    partial = {}
+    while ready:
+        node, g, owned = ready.pop()
+        backward = node._backward
+        if backward is None:  # a leaf
+            if g is not None:
+                if node.grad is None:
+                    node.grad = Tensor(g if owned else g.copy())
+                else:
+                    node.grad.data += g
             continue
-        g, owned = entry
-        if node._backward is None:  # a leaf
-            if node.grad is None:
-                node.grad = Tensor(g if owned else g.copy())
-            else:
-                node.grad.data += g
-            continue
-        parent_grads = node._backward(g)
-        for parent, pg in zip(node._parents, parent_grads):
-            if pg is None or not parent.requires_grad:
+        parents = node._parents
+        # a tensor no gradient reached (every consumer passed None) only releases its inputs
+        parent_grads = (None,) * len(parents) if g is None else backward(g)
+        for parent, pg in zip(parents, parent_grads):
+            if not parent.requires_grad:
                 continue
             key = id(parent)
-            if key in grads:
-                grads[key] = (grads[key][0] + pg, True)
+            left = pending[key]
+            if left == 1:  # the last gradient this tensor waits for: it is ready
+                if key in partial:
+                    acc, acc_owned = partial.pop(key)
+                    if pg is not None:
+                        acc, acc_owned = acc + pg, True
+                    ready.append((parent, acc, acc_owned))
+                else:
+                    ready.append((parent, pg, pg is not g))
             else:
-                grads[key] = (pg, pg is not g)
+                pending[key] = left - 1
+                if pg is not None:
+                    if key in partial:
+                        partial[key] = (partial[key][0] + pg, True)
+                    else:
+                        partial[key] = (pg, pg is not g)
         # free the graph as we go, as PyTorch does (no retain_graph)
         node._parents = ()
         node._backward = _freed

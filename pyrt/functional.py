@@ -12,7 +12,13 @@ import numbers
 import numpy as np
 
 from pyrt import ops
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import is_grad_enabled
+from pyrt.ops._checks import F32, I64, as_f32
+from pyrt.ops.elementwise import bias_act_raw, bias_grad_raw, unary_backward_raw, unary_raw
+from pyrt.ops.linalg import matmul_ptr, matmul_raw
+from pyrt.ops.softmax import bce_with_logits_raw, cross_entropy_raw
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
@@ -22,16 +28,31 @@ __all__ = [
 ]
 
 
-def _tensor():
-    from pyrt.tensor import Tensor
+_Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
 
-    return Tensor
+
+def _tensor():
+    global _Tensor
+    if _Tensor is None:
+        from pyrt.tensor import Tensor
+
+        _Tensor = Tensor
+    return _Tensor
+
+
+def _plain(a):
+    """Whether `a` is a C-contiguous float32 ndarray, which the unchecked kernel entry
+    points (the ``*_raw`` functions of pyrt.ops) take as it is. Arrays made by ops always
+    are; a tensor built by hand around another array goes through the checked wrappers."""
+    return type(a) is np.ndarray and a.dtype is F32 and a.flags.c_contiguous
 
 
 def _make(data, parents, backward):
     """The result tensor; it records `backward` only if some input requires grad."""
-    out = _tensor()(data)
-    if is_grad_enabled():
+    out = (_Tensor or _tensor())(data)
+    if _grad_mode.enabled:
         for p in parents:
             if p.requires_grad:
                 out.requires_grad = True
@@ -131,33 +152,39 @@ def neg(x):
 # ---- unary functions: y = f(x), dx = g * f'(x) from x or y ------------------------------------
 
 
+def _unary(code, x, saved_input=False):
+    """y = f(x) by the kernel `code`; the gradient comes from y, or from x with
+    saved_input."""
+    xd = x.data
+    if not _plain(xd):
+        xd = as_f32(xd, "x")
+    y = unary_raw(code, xd)
+    saved = xd if saved_input else y
+    return _make(y, (x,), lambda g: (unary_backward_raw(code, g, saved),))
+
+
 def exp(x):
-    y = ops.exp(x.data)
-    return _make(y, (x,), lambda g: (ops.exp_backward(g, y),))
+    return _unary(lib.PYRT_EXP, x)
 
 
 def log(x):
-    return _make(ops.log(x.data), (x,), lambda g: (ops.log_backward(g, x.data),))
+    return _unary(lib.PYRT_LOG, x, saved_input=True)
 
 
 def sqrt(x):
-    y = ops.sqrt(x.data)
-    return _make(y, (x,), lambda g: (ops.sqrt_backward(g, y),))
+    return _unary(lib.PYRT_SQRT, x)
 
 
 def tanh(x):
-    y = ops.tanh(x.data)
-    return _make(y, (x,), lambda g: (ops.tanh_backward(g, y),))
+    return _unary(lib.PYRT_TANH, x)
 
 
 def sigmoid(x):
-    y = ops.sigmoid(x.data)
-    return _make(y, (x,), lambda g: (ops.sigmoid_backward(g, y),))
+    return _unary(lib.PYRT_SIGMOID, x)
 
 
 def relu(x):
-    y = ops.relu(x.data)
-    return _make(y, (x,), lambda g: (ops.relu_backward(g, y),))
+    return _unary(lib.PYRT_RELU, x)
 
 
 # ---- linear algebra --------------------------------------------------------------------------
@@ -167,38 +194,64 @@ def matmul(a, b):
     """2-D matrix product; dA = g @ B^T, dB = A^T @ g (transposes folded into the GEMM)."""
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul expects 2-D tensors, got shapes {a.shape} and {b.shape}")
-    out = ops.matmul(a.data, b.data)
+    ad, bd = a.data, b.data
+    if _plain(ad) and _plain(bd) and ad.shape[1] == bd.shape[0]:
+        out = matmul_raw(ad, bd, False, False)
+        return _make(out, (a, b), lambda g: (
+            matmul_raw(g, bd, False, True) if a.requires_grad else None,
+            matmul_raw(ad, g, True, False) if b.requires_grad else None))
+    out = ops.matmul(ad, bd)  # other layouts, without a copy; a clear error for bad shapes
     return _make(out, (a, b), lambda g: (
-        ops.matmul(g, b.data, trans_b=True) if a.requires_grad else None,
-        ops.matmul(a.data, g, trans_a=True) if b.requires_grad else None))
+        ops.matmul(g, bd, trans_b=True) if a.requires_grad else None,
+        ops.matmul(ad, g, trans_a=True) if b.requires_grad else None))
 
 
-_ACT_BACKWARD = {
-    "relu": ops.relu_backward,
-    "sigmoid": ops.sigmoid_backward,
-    "tanh": ops.tanh_backward,
-}
+# the activations linear fuses into its bias pass: act name -> kernel code (gradient from y)
+_ACT_CODES = {None: lib.PYRT_IDENTITY, "relu": lib.PYRT_RELU, "sigmoid": lib.PYRT_SIGMOID,
+              "tanh": lib.PYRT_TANH}
 
 
 def linear(x, weight, bias=None, act=None):
     """``act(x @ weight.T + bias)`` with x [N, in], weight [out, in], bias [out]: one GEMM and
     one fused pass for bias and activation. act is None, "relu", "sigmoid" or "tanh"."""
-    if x.ndim != 2:
+    xd, wd = x.data, weight.data
+    if xd.ndim != 2:
         raise ValueError(f"linear expects a 2-D input [batch, features], got shape {x.shape}")
-    if weight.ndim != 2 or x.shape[1] != weight.shape[1]:
+    if wd.ndim != 2 or xd.shape[1] != wd.shape[1]:
         raise ValueError(f"linear: input of shape {x.shape} does not match weight of shape "
                          f"{weight.shape} (expected [out, {x.shape[1]}])")
-    y = ops.matmul(x.data, weight.data, trans_b=True)
+    if not _plain(xd):
+        xd = as_f32(xd, "input")
+    if not _plain(wd):
+        wd = as_f32(wd, "weight")
+    m, k = xd.shape
+    n = wd.shape[0]
+    px, pw = _from_buffer(_FLOATS, xd), _from_buffer(_FLOATS, wd)
+    ld = k or 1
+    y = matmul_ptr(False, True, m, n, k, px, ld, pw, ld)  # x @ weight^T
     if bias is not None or act is not None:
-        ops.bias_act(y, None if bias is None else bias.data, act, out=y)
-    act_backward = _ACT_BACKWARD.get(act)
+        code = _ACT_CODES.get(act) if isinstance(act, (str, type(None))) else None
+        bd = None if bias is None else bias.data
+        if code is not None and (bd is None or (_plain(bd) and bd.shape == (n,))):
+            bias_act_raw(y, bd, code)
+        else:
+            ops.bias_act(y, bd, act, out=y)  # checks: a clear error for a bad bias or act
+        act_code = None if act is None else code
+    else:
+        act_code = None
 
     def backward(g):
-        gp = act_backward(g, y) if act_backward else g  # gradient before the activation
+        # gradient before the activation
+        gp = g if act_code is None else unary_backward_raw(act_code, g, y)
+        pg = _from_buffer(_FLOATS, gp)
         return (
-            ops.matmul(gp, weight.data) if x.requires_grad else None,
-            ops.matmul(gp, x.data, trans_a=True) if weight.requires_grad else None,
-            ops.bias_grad(gp) if bias is not None and bias.requires_grad else None,
+            # dx = gp @ weight: [m, n] @ [n, k]
+            matmul_ptr(False, False, m, k, n, pg, n or 1, pw, ld) if x.requires_grad
+            else None,
+            # dweight = gp^T @ x: [n, m] @ [m, k]
+            matmul_ptr(True, False, n, k, m, pg, n or 1, px, ld) if weight.requires_grad
+            else None,
+            bias_grad_raw(gp) if bias is not None and bias.requires_grad else None,
         )
 
     parents = (x, weight) if bias is None else (x, weight, bias)
@@ -309,26 +362,39 @@ def log_softmax(x, dim=-1):
 
 def _scale(grad, g):
     """Chain a loss gradient with the (scalar) gradient of the loss."""
-    return grad if float(g) == 1.0 else ops.mul(grad, float(g))
+    g = float(g)
+    return grad if g == 1.0 else ops.mul(grad, g)
 
 
 def cross_entropy(logits, labels):
     """Mean cross-entropy of softmax(logits [N, C]) against integer labels [N], forward and
     gradient in one fused kernel pass."""
     labels = labels.data if hasattr(labels, "data") else np.asarray(labels)
-    if logits.requires_grad and is_grad_enabled():
-        loss, grad = ops.cross_entropy(logits.data, labels, return_grad=True)
+    z = logits.data
+    need = logits.requires_grad and _grad_mode.enabled
+    if (_plain(z) and z.ndim == 2 and type(labels) is np.ndarray and labels.dtype is I64
+            and labels.flags.c_contiguous and labels.shape == z.shape[:1]):
+        out = cross_entropy_raw(z, labels, need)
+    else:
+        out = ops.cross_entropy(z, labels, return_grad=need)
+    if need:
+        loss, grad = out
         return _make(loss, (logits,), lambda g: (_scale(grad, g),))
-    return _make(ops.cross_entropy(logits.data, labels), (logits,), None)
+    return _make(out, (logits,), None)
 
 
 def binary_cross_entropy_with_logits(logits, targets):
     targets = targets.data if hasattr(targets, "data") else np.asarray(targets, np.float32)
-    if logits.requires_grad and is_grad_enabled():
-        loss, grad = ops.binary_cross_entropy_with_logits(logits.data, targets,
-                                                          return_grad=True)
+    z = logits.data
+    need = logits.requires_grad and _grad_mode.enabled
+    if _plain(z) and _plain(targets) and z.shape == targets.shape:
+        out = bce_with_logits_raw(z, targets, need)
+    else:
+        out = ops.binary_cross_entropy_with_logits(z, targets, return_grad=need)
+    if need:
+        loss, grad = out
         return _make(loss, (logits,), lambda g: (_scale(grad, g),))
-    return _make(ops.binary_cross_entropy_with_logits(logits.data, targets), (logits,), None)
+    return _make(out, (logits,), None)
 
 
 def mse_loss(input, target):

@@ -16,6 +16,7 @@ __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manua
            "from_numpy"]
 
 _DEVICES = ("cpu",)
+_ONE = np.ones((), np.float32)  # the gradient of a scalar with respect to itself (copied)
 
 
 def _check_device(device):
@@ -146,7 +147,7 @@ class Tensor:
             if self.data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs: "
                                    f"pass gradient= for shape {self.shape}")
-            g = np.ones(self.shape, np.float32)
+            g = _ONE.copy() if self.data.ndim == 0 else np.ones(self.shape, np.float32)
         else:
             g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient,
                                                                               np.float32)

@@ -211,20 +211,38 @@ class Sequential(Module):
                 self.add_module(str(i), module)
 
     def forward(self, x):
-        modules = list(self._modules.values())
+        modules = tuple(self._modules.values())
+        plan = self.__dict__.get("_plan")
+        if plan is None or plan[0] != modules:  # first call, or the modules changed
+            plan = self.__dict__["_plan"] = (modules, self._fuse(modules))
+        for module, act in plan[1]:
+            if act is False:
+                x = module(x)
+            elif x.data.ndim == 2:  # an exact Linear on a batch of rows: straight to F.linear
+                params = module._parameters
+                x = F.linear(x, params["weight"], params["bias"], act)
+            else:
+                x = module.forward(x, act=act)
+        return x
+
+    @staticmethod
+    def _fuse(modules):
+        """The modules as (module, act) steps, act False for a module simply called. Linear
+        then ReLU/Sigmoid/Tanh becomes one step, the Linear with its activation fused (one
+        GEMM and one fused bias+activation pass, the same numbers as the two modules in turn
+        with one pass less over the output)."""
+        steps = []
         i, n = 0, len(modules)
         while i < n:
             module = modules[i]
-            # Linear then ReLU/Sigmoid/Tanh: one GEMM and one fused bias+activation pass,
-            # the same numbers as the two modules in turn with one pass less over the output
-            if (type(module) is Linear and i + 1 < n
-                    and type(modules[i + 1]) in _FUSABLE):
-                x = module.forward(x, act=_FUSABLE[type(modules[i + 1])])
+            if type(module) is Linear and i + 1 < n and type(modules[i + 1]) in _FUSABLE:
+                steps.append((module, _FUSABLE[type(modules[i + 1])]))
                 i += 2
             else:
-                x = module(x)
+                # act None: an exact Linear without activation; False: call the module
+                steps.append((module, None if type(module) is Linear else False))
                 i += 1
-        return x
+        return tuple(steps)
 
     def __len__(self):
         return len(self._modules)

@@ -15,7 +15,7 @@ either side. Any other broadcastable pair is first expanded into contiguous arra
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import as_f32, check_no_partial_overlap, check_rc, fptr, out_f32
+from pyrt.ops._checks import F32, as_f32, check_no_partial_overlap, check_rc, fptr, out_f32
 
 __all__ = [
     "add", "addcmul", "bias_act", "bias_grad", "div", "exp", "exp_backward", "log",
@@ -26,6 +26,9 @@ __all__ = [
 _SCALARS = (int, float, np.integer, np.floating)
 _NONE, _SCALAR = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
 _ROW, _COL = lib.PYRT_BCAST_ROW, lib.PYRT_BCAST_COL
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
+_empty = np.empty
 
 
 def _check_out(res, *inputs):
@@ -147,8 +150,20 @@ def div(a, b, *, out=None):
 
 # ---- unary ops ---------------------------------------------------------------------------
 
+def unary_raw(op, x, what="unary"):
+    """The unary op `op` (a PYRT_* code) of x into a new array, without any checks: for
+    internal callers holding a C-contiguous float32 array."""
+    res = _empty(x.shape, F32)
+    rc = lib.pyrt_unary(op, _from_buffer(_FLOATS, x), _from_buffer(_FLOATS, res), x.size)
+    if rc:
+        check_rc(rc, what)
+    return res
+
+
 def _unary(op, x, out, what):
     x = as_f32(x, "x")
+    if out is None:
+        return unary_raw(op, x, what)
     res = out_f32(out, x.shape)
     if out is not None:
         _check_out(res, (x, "x"))
@@ -195,12 +210,25 @@ def relu(x, *, out=None):
 
 # ---- gradients of the unary ops ------------------------------------------------------------
 
+def unary_backward_raw(op, grad, saved, what="unary_backward"):
+    """The gradient of the unary op `op` into a new array, without any checks: for internal
+    callers holding C-contiguous float32 arrays of one shape."""
+    res = _empty(grad.shape, F32)
+    rc = lib.pyrt_unary_backward(op, _from_buffer(_FLOATS, grad), _from_buffer(_FLOATS, saved),
+                                 _from_buffer(_FLOATS, res), grad.size)
+    if rc:
+        check_rc(rc, what)
+    return res
+
+
 def _backward(op, grad, saved, saved_name, out, what):
     grad = as_f32(grad, "grad")
     saved = as_f32(saved, saved_name)
     if saved.shape != grad.shape:
         raise ValueError(f"{what}: {saved_name} has shape {saved.shape}, expected the shape "
                          f"of grad {grad.shape}")
+    if out is None:
+        return unary_backward_raw(op, grad, saved, what)
     res = out_f32(out, grad.shape)
     if out is not None:
         _check_out(res, (grad, "grad"), (saved, saved_name))
@@ -246,6 +274,32 @@ _ACTS = {None: lib.PYRT_IDENTITY, "relu": lib.PYRT_RELU, "sigmoid": lib.PYRT_SIG
          "tanh": lib.PYRT_TANH}
 
 
+def bias_act_raw(x, bias, code):
+    """act(x + bias) in place in x, without any checks: for internal callers holding a
+    C-contiguous float32 x [..., cols] and bias [cols] (or None), `code` from _ACTS."""
+    p = _from_buffer(_FLOATS, x)
+    if bias is None:
+        rc = lib.pyrt_bias_act(p, ffi.NULL, p, 1, x.size, code)
+    else:
+        cols = x.shape[-1]
+        rc = lib.pyrt_bias_act(p, _from_buffer(_FLOATS, bias), p,
+                               x.size // cols if cols else 0, cols, code)
+    if rc:
+        check_rc(rc, "bias_act")
+    return x
+
+
+def bias_grad_raw(grad):
+    """The column sums of a C-contiguous float32 grad [..., cols] (ndim >= 1), unchecked."""
+    cols = grad.shape[-1]
+    res = _empty((cols,), F32)
+    rc = lib.pyrt_bias_grad(_from_buffer(_FLOATS, grad), _from_buffer(_FLOATS, res),
+                            grad.size // cols if cols else 0, cols)
+    if rc:
+        check_rc(rc, "bias_grad")
+    return res
+
+
 def bias_act(x, bias=None, act=None, *, out=None):
     """act(x + bias) in one pass: x is [..., cols], bias is [cols] or None, act is None,
     "relu", "sigmoid" or "tanh". `out` may be x."""
@@ -281,6 +335,8 @@ def bias_grad(grad, *, out=None):
     grad = as_f32(grad, "grad")
     if grad.ndim == 0:
         raise ValueError("grad must have at least one dimension, got a 0-d array")
+    if out is None:
+        return bias_grad_raw(grad)
     cols = grad.shape[-1]
     rows = grad.size // cols if cols else 0
     res = out_f32(out, (cols,))

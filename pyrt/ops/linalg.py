@@ -18,6 +18,31 @@ _ITEM = F32.itemsize
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _sgemm = lib.pyrt_sgemm
+_empty = np.empty
+
+
+def matmul_raw(a, b, trans_a, trans_b):
+    """``op(a) @ op(b)`` into a new array, without any checks: for internal callers (the
+    autograd ops) that hold C-contiguous 2-D float32 arrays whose inner sizes match."""
+    if trans_a:
+        k, m = a.shape
+    else:
+        m, k = a.shape
+    n = b.shape[0] if trans_b else b.shape[1]
+    return matmul_ptr(trans_a, trans_b, m, n, k, _from_buffer(_FLOATS, a), a.shape[1] or 1,
+                      _from_buffer(_FLOATS, b), b.shape[1] or 1)
+
+
+def matmul_ptr(trans_a, trans_b, m, n, k, pa, lda, pb, ldb):
+    """``op(A) @ op(B)`` of shape (m, n) into a new array, A and B given as cffi pointers with
+    their row strides (lda, ldb, in elements), without any checks: for internal callers that
+    reuse the pointers of arrays they keep alive."""
+    res = _empty((m, n), F32)
+    rc = _sgemm(trans_a, trans_b, m, n, k, 1.0, pa, lda, pb, ldb, 0.0,
+                _from_buffer(_FLOATS, res), n or 1)
+    if rc:
+        check_rc(rc, "matmul")
+    return res
 
 
 def _operand(x, name, trans):

@@ -16,6 +16,8 @@ from pyrt.ops._checks import F32, as_f32, check_rc, fptr
 
 __all__ = ["adam_step", "sgd_step"]
 
+_FLOATS = ffi.typeof("float[]")
+
 
 def _in_place(x, name, shape=None):
     """`x` as it is, or an error: an array updated in place cannot be copied."""
@@ -58,6 +60,23 @@ def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0
     momentum_buffer (param's shape) is required when momentum != 0; first_step=True
     initialises it from g, as PyTorch does when its buffer is still None.
     """
+    lr, momentum, dampening, weight_decay, nesterov = sgd_hyperparameters(
+        lr, momentum, dampening, weight_decay, nesterov)
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    if momentum != 0.0:
+        if momentum_buffer is None:
+            raise ValueError("momentum_buffer is required when momentum != 0")
+        buf = fptr(_in_place(momentum_buffer, "momentum_buffer", param.shape))
+    else:
+        buf = ffi.NULL
+    sgd_step_raw(fptr(param), fptr(grad), buf, param.size, lr, momentum, dampening,
+                 weight_decay, nesterov, bool(first_step))
+
+
+def sgd_hyperparameters(lr, momentum, dampening, weight_decay, nesterov):
+    """SGD's hyper-parameters checked as PyTorch checks them, as (lr, momentum, dampening,
+    weight_decay) floats and nesterov a bool."""
     lr = _real(lr, "lr")
     momentum = _real(momentum, "momentum")
     dampening = _real(dampening, "dampening")
@@ -70,17 +89,17 @@ def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
     if nesterov and (momentum <= 0 or dampening != 0):
         raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-    param = _in_place(param, "param")
-    grad = _grad(grad, param.shape)
-    if momentum != 0.0:
-        if momentum_buffer is None:
-            raise ValueError("momentum_buffer is required when momentum != 0")
-        buf = fptr(_in_place(momentum_buffer, "momentum_buffer", param.shape))
-    else:
-        buf = ffi.NULL
-    check_rc(lib.pyrt_sgd_step(fptr(param), fptr(grad), buf, param.size, lr, momentum,
-                               dampening, weight_decay, bool(nesterov), bool(first_step)),
-             "sgd_step")
+    return lr, momentum, dampening, weight_decay, bool(nesterov)
+
+
+def sgd_step_raw(param, grad, buf, n, lr, momentum, dampening, weight_decay, nesterov,
+                 first_step):
+    """The SGD kernel on cffi pointers (buf may be ffi.NULL when momentum is 0), without any
+    checks: for callers that checked the arrays and sgd_hyperparameters() already."""
+    rc = lib.pyrt_sgd_step(param, grad, buf, n, lr, momentum, dampening, weight_decay,
+                           nesterov, first_step)
+    if rc:
+        check_rc(rc, "sgd_step")
 
 
 def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.999),
@@ -92,6 +111,24 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
         exp_avg = lerp(exp_avg, g, 1 - beta1);  exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) g^2
         param -= lr / (1 - beta1**step) * exp_avg / (sqrt(exp_avg_sq / (1 - beta2**step)) + eps)
     """
+    lr, beta1, beta2, eps, weight_decay = adam_hyperparameters(lr, betas, eps, weight_decay)
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
+    if step < 1:
+        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    m = _in_place(exp_avg, "exp_avg", param.shape)
+    v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+    adam_step_raw(fptr(param), fptr(grad), fptr(m), fptr(v), param.size, lr, beta1, beta2, eps,
+                  weight_decay, step)
+
+
+def adam_hyperparameters(lr, betas, eps, weight_decay):
+    """Adam's hyper-parameters checked as PyTorch checks them, as floats (lr, beta1, beta2,
+    eps, weight_decay)."""
     lr = _real(lr, "lr")
     eps = _real(eps, "eps")
     weight_decay = _real(weight_decay, "weight_decay")
@@ -111,16 +148,14 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
         raise ValueError(f"Invalid beta parameter at index 1: {beta2}")
     if not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-    try:
-        step = operator.index(step)
-    except TypeError:
-        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
-    if step < 1:
-        raise ValueError(f"Invalid step: {step} (steps count from 1)")
-    param = _in_place(param, "param")
-    grad = _grad(grad, param.shape)
-    m = _in_place(exp_avg, "exp_avg", param.shape)
-    v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
-    check_rc(lib.pyrt_adam_step(fptr(param), fptr(grad), fptr(m), fptr(v), param.size, lr,
-                                beta1, beta2, eps, weight_decay, step), "adam_step")
+    return lr, beta1, beta2, eps, weight_decay
 
+
+def adam_step_raw(param, grad, exp_avg, exp_avg_sq, n, lr, beta1, beta2, eps, weight_decay,
+                  step):
+    """The Adam kernel on cffi pointers, without any checks: for callers that checked the
+    arrays, adam_hyperparameters() and step >= 1 already."""
+    rc = lib.pyrt_adam_step(param, grad, exp_avg, exp_avg_sq, n, lr, beta1, beta2, eps,
+                            weight_decay, step)
+    if rc:
+        check_rc(rc, "adam_step")

@@ -24,6 +24,10 @@ from pyrt.ops._checks import (
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits"]
 
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
+_empty = np.empty
+
 
 def _softmax(x, axis, out, log, what):
     x = as_f32(x, "x")
@@ -70,18 +74,28 @@ def cross_entropy(logits, labels, *, return_grad=False):
     logits = as_f32(logits, "logits")
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-D [N, C], got shape {logits.shape}")
-    n, c = logits.shape
+    n = logits.shape[0]
     labels = as_i64(labels, "labels")
     if labels.shape != (n,):
         raise ValueError(f"labels must have shape ({n},) to match logits, got {labels.shape}")
-    loss = np.empty((), F32)
-    grad = np.empty((n, c), F32) if return_grad else None
-    rc = lib.pyrt_cross_entropy(fptr(logits), iptr(labels), fptr(loss),
-                                fptr(grad) if return_grad else ffi.NULL, n, c)
-    if rc == lib.PYRT_EINVAL:
-        bad = labels[(labels < 0) | (labels >= c)]
-        raise ValueError(f"labels must be in [0, {c}), got {int(bad[0])}")
-    check_rc(rc, "cross_entropy")
+    return cross_entropy_raw(logits, labels, return_grad)
+
+
+def cross_entropy_raw(logits, labels, return_grad):
+    """cross_entropy without the argument checks: for internal callers holding a C-contiguous
+    float32 logits [N, C] and a C-contiguous int64 labels [N] (label values are still
+    checked, by the kernel)."""
+    n, c = logits.shape
+    loss = _empty((), F32)
+    grad = _empty((n, c), F32) if return_grad else None
+    rc = lib.pyrt_cross_entropy(_from_buffer(_FLOATS, logits), iptr(labels),
+                                _from_buffer(_FLOATS, loss),
+                                _from_buffer(_FLOATS, grad) if return_grad else ffi.NULL, n, c)
+    if rc:
+        if rc == lib.PYRT_EINVAL:
+            bad = labels[(labels < 0) | (labels >= c)]
+            raise ValueError(f"labels must be in [0, {c}), got {int(bad[0])}")
+        check_rc(rc, "cross_entropy")
     return (loss, grad) if return_grad else loss
 
 
@@ -97,10 +111,18 @@ def binary_cross_entropy_with_logits(logits, targets, *, return_grad=False):
         raise ValueError(
             f"targets must have the shape of logits {logits.shape}, got {targets.shape}"
         )
-    loss = np.empty((), F32)
-    grad = np.empty(logits.shape, F32) if return_grad else None
-    rc = lib.pyrt_bce_with_logits(fptr(logits), fptr(targets), fptr(loss),
-                                  fptr(grad) if return_grad else ffi.NULL,
+    return bce_with_logits_raw(logits, targets, return_grad)
+
+
+def bce_with_logits_raw(logits, targets, return_grad):
+    """binary_cross_entropy_with_logits without the argument checks: for internal callers
+    holding C-contiguous float32 logits and targets of one shape."""
+    loss = _empty((), F32)
+    grad = _empty(logits.shape, F32) if return_grad else None
+    rc = lib.pyrt_bce_with_logits(_from_buffer(_FLOATS, logits), _from_buffer(_FLOATS, targets),
+                                  _from_buffer(_FLOATS, loss),
+                                  _from_buffer(_FLOATS, grad) if return_grad else ffi.NULL,
                                   logits.size)
-    check_rc(rc, "binary_cross_entropy_with_logits")
+    if rc:
+        check_rc(rc, "binary_cross_entropy_with_logits")
     return (loss, grad) if return_grad else loss

@@ -1,13 +1,19 @@
 """Adam, as torch.optim.Adam (amsgrad=False, L2 weight decay); each parameter is updated by
 one fused kernel pass (pyrt.ops.adam_step)."""
 
+import operator
+
 import numpy as np
 
-from pyrt.autograd import no_grad
-from pyrt.ops.optim import adam_step
+from pyrt._pyrt_cffi import ffi
+from pyrt.ops._checks import F32
+from pyrt.ops.optim import _grad, _in_place, adam_hyperparameters, adam_step_raw
 from pyrt.optim.optimizer import Optimizer
 
 __all__ = ["Adam"]
+
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
 
 
 class Adam(Optimizer):
@@ -32,24 +38,67 @@ class Adam(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        self._checked = {}  # id(group) -> (group, hyper-parameters, checked values)
+        self._cache = {}  # id(param) -> (param, data, exp_avg, exp_avg_sq, their pointers)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns closure()'s loss if given."""
-        loss = self._closure_loss(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state["step"] = 0
-                        state["exp_avg"] = np.zeros_like(p.data)
-                        state["exp_avg_sq"] = np.zeros_like(p.data)
-                    step = state["step"] + 1
-                    adam_step(p.data, p.grad.data, state["exp_avg"], state["exp_avg_sq"],
-                              step=step, lr=group["lr"], betas=group["betas"],
-                              eps=group["eps"], weight_decay=group["weight_decay"])
-                    state["step"] = step
+        loss = None if closure is None else self._closure_loss(closure)
+        # only kernels run below, no tensor ops: nothing is recorded for autograd
+        states, cache = self.state, self._cache
+        for group in self.param_groups:
+            lr, beta1, beta2, eps, weight_decay = self._hyperparameters(group)
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = states[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = np.zeros_like(p.data)
+                    state["exp_avg_sq"] = np.zeros_like(p.data)
+                param, m, v = p.data, state["exp_avg"], state["exp_avg_sq"]
+                cached = cache.get(id(p))
+                if (cached is None or cached[1] is not param or cached[2] is not m
+                        or cached[3] is not v or cached[0] is not p):
+                    cached = self._pointers(p, param, m, v)
+                g = grad.data
+                if not (g.shape == param.shape and g.dtype is F32 and g.flags.c_contiguous):
+                    g = _grad(g, param.shape)
+                step = _step_count(state["step"]) + 1
+                adam_step_raw(cached[4], _from_buffer(_FLOATS, g), cached[5], cached[6],
+                              param.size, lr, beta1, beta2, eps, weight_decay, step)
+                state["step"] = step
         return loss
+
+    def _hyperparameters(self, group):
+        """The group's hyper-parameters, checked when they differ from the last checked
+        ones (a scheduler may change lr between steps)."""
+        values = (group["lr"], group["betas"], group["eps"], group["weight_decay"])
+        cached = self._checked.get(id(group))
+        if cached is None or cached[0] is not group or cached[1] != values:
+            cached = (group, values, adam_hyperparameters(*values))
+            self._checked[id(group)] = cached
+        return cached[2]
+
+    def _pointers(self, p, param, exp_avg, exp_avg_sq):
+        """Check p's arrays once and keep their pointers while they stay the same arrays
+        (the cache keeps them alive)."""
+        _in_place(param, "param")
+        _in_place(exp_avg, "exp_avg", param.shape)
+        _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+        cached = (p, param, exp_avg, exp_avg_sq, _from_buffer(_FLOATS, param),
+                  _from_buffer(_FLOATS, exp_avg), _from_buffer(_FLOATS, exp_avg_sq))
+        self._cache[id(p)] = cached
+        return cached
+
+
+def _step_count(step):
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
+    if step < 0:
+        raise ValueError(f"Invalid step: {step + 1} (steps count from 1)")
+    return step

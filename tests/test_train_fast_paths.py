@@ -1,0 +1,176 @@
+"""The training loop's fast paths give the results of the checked paths they stand in for.
+
+SGD and Adam check hyper-parameters and arrays once and keep the kernels' pointers; these tests
+change what those caches depend on between steps (a learning rate, a parameter's array, a
+momentum buffer restored from a checkpoint) and compare with a fresh optimizer or the checked
+kernels of pyrt.ops. Sequential keeps its plan of fused steps; the tests change its modules
+after a first call. The backward pass runs each closure once all of its consumers are done;
+the tests use tensors consumed several times, and branches that pass no gradient.
+"""
+
+import numpy as np
+import pytest
+
+import pyrt
+from pyrt import nn, optim
+from pyrt.ops.optim import adam_step, sgd_step
+
+
+def _params(seed, shapes=((3, 4), (4,))):
+    rng = np.random.default_rng(seed)
+    return [nn.Parameter(rng.standard_normal(s).astype(np.float32)) for s in shapes]
+
+
+def _grads(seed, params):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_follows_changes_of_lr_and_arrays(momentum):
+    params = _params(0)
+    ref = [p.data.copy() for p in params]
+    bufs = [None] * len(params)
+    opt = optim.SGD(params, lr=0.1, momentum=momentum)
+    for step in range(6):
+        if step == 2:
+            opt.param_groups[0]["lr"] = 0.03  # a scheduler's change
+        if step == 4:  # a parameter given a new array: the update must land in it
+            params[0].data = params[0].data.copy()
+        lr = opt.param_groups[0]["lr"]
+        for p, r, g, i in zip(params, ref, _grads(step, params), range(len(params))):
+            p.grad = pyrt.Tensor(g)
+            if momentum:
+                first = bufs[i] is None
+                if first:
+                    bufs[i] = np.empty_like(r)
+                sgd_step(r, g, bufs[i], lr=lr, momentum=momentum, first_step=first)
+            else:
+                sgd_step(r, g, lr=lr)
+        opt.step()
+        for p, r in zip(params, ref):
+            np.testing.assert_array_equal(p.data, r)
+
+
+def test_sgd_checks_hyper_parameters_changed_after_construction():
+    params = _params(1)
+    opt = optim.SGD(params, lr=0.1)
+    for p in params:
+        p.grad = pyrt.Tensor(np.ones(p.shape, np.float32))
+    opt.param_groups[0]["lr"] = -1.0
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        opt.step()
+    opt.param_groups[0]["lr"] = 0.1
+    opt.step()
+
+
+@pytest.mark.parametrize("make", [lambda ps: optim.SGD(ps, lr=0.05, momentum=0.9),
+                                  lambda ps: optim.Adam(ps, lr=0.01)])
+def test_loaded_state_is_used_by_the_next_step(make):
+    # two optimizers over the same parameters: loading b's state into a must make a take
+    # the step b takes, even though a already cached pointers to its own buffers
+    pa, pb = _params(2), _params(2)
+    a, b = make(pa), make(pb)
+    for step in range(3):
+        for p, g in zip(pa, _grads(step, pa)):
+            p.grad = pyrt.Tensor(g)
+        a.step()
+    for step in range(5):
+        for p, g in zip(pb, _grads(10 + step, pb)):
+            p.grad = pyrt.Tensor(g)
+        b.step()
+    a.load_state_dict(b.state_dict())
+    for p, q in zip(pa, pb):
+        p.data[...] = q.data
+    for p, q, g in zip(pa, pb, _grads(99, pa)):
+        p.grad, q.grad = pyrt.Tensor(g), pyrt.Tensor(g.copy())
+    a.step()
+    b.step()
+    for p, q in zip(pa, pb):
+        np.testing.assert_array_equal(p.data, q.data)
+
+
+def test_adam_matches_the_checked_kernel_across_lr_changes():
+    params = _params(3)
+    ref = [p.data.copy() for p in params]
+    m = [np.zeros_like(r) for r in ref]
+    v = [np.zeros_like(r) for r in ref]
+    opt = optim.Adam(params, lr=0.01, weight_decay=0.1)
+    for step in range(1, 5):
+        if step == 3:
+            opt.param_groups[0]["lr"] = 0.002
+        lr = opt.param_groups[0]["lr"]
+        for i, (p, g) in enumerate(zip(params, _grads(step, params))):
+            p.grad = pyrt.Tensor(g)
+            adam_step(ref[i], g, m[i], v[i], step=step, lr=lr, weight_decay=0.1)
+        opt.step()
+        for p, r in zip(params, ref):
+            np.testing.assert_array_equal(p.data, r)
+
+
+def test_optimizer_takes_a_non_contiguous_gradient():
+    params = _params(4, shapes=((3, 4),))
+    g = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    ref = params[0].data.copy()
+    sgd_step(ref, np.ascontiguousarray(g), lr=0.1)
+    params[0].grad = pyrt.Tensor(g)
+    optim.SGD(params, lr=0.1).step()
+    np.testing.assert_array_equal(params[0].data, ref)
+
+
+def test_sequential_follows_changes_of_its_modules():
+    pyrt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    x = pyrt.randn(5, 4)
+    first = model(x).data.copy()
+    h = np.maximum(x.data @ model[0].weight.data.T + model[0].bias.data, 0)
+    np.testing.assert_allclose(first, h @ model[2].weight.data.T + model[2].bias.data,
+                               rtol=1e-5, atol=1e-6)
+    model[1] = nn.Tanh()  # a different activation: a different fused step
+    np.testing.assert_allclose(
+        model(x).data,
+        np.tanh(x.data @ model[0].weight.data.T + model[0].bias.data) @ model[2].weight.data.T
+        + model[2].bias.data, rtol=1e-5, atol=1e-6)
+    model.append(nn.Sigmoid())
+    assert model(x).shape == (5, 2)
+    assert np.all((model(x).data > 0) & (model(x).data < 1))
+    model[0].weight = nn.Parameter(np.zeros((3, 4), np.float32))  # a new parameter is used
+    np.testing.assert_allclose(
+        model(x).data,
+        1 / (1 + np.exp(-(np.tanh(model[0].bias.data) @ model[2].weight.data.T
+                          + model[2].bias.data))) * np.ones((5, 1)), rtol=1e-5, atol=1e-6)
+
+
+def test_backward_sums_the_gradients_of_a_tensor_used_several_times():
+    x = pyrt.tensor(np.array([[1.0, -2.0], [3.0, 0.5]], np.float32), requires_grad=True)
+    w = pyrt.tensor(np.array([[0.5, 1.0], [-1.0, 2.0]], np.float32), requires_grad=True)
+    h = (x @ w).relu()
+    y = (h * h + h @ w + h).sum()  # h is consumed four times, w twice
+    y.backward()
+    xd, wd = x.data.astype(np.float64), w.data.astype(np.float64)
+    pre = xd @ wd
+    hd = np.maximum(pre, 0)
+    dh = 2 * hd + np.ones((2, 2)) @ wd.T + 1
+    dpre = dh * (pre > 0)
+    np.testing.assert_allclose(x.grad.data, dpre @ wd.T, rtol=1e-5)
+    np.testing.assert_allclose(w.grad.data, xd.T @ dpre + hd.T @ np.ones((2, 2)), rtol=1e-5)
+
+
+def test_backward_through_a_branch_that_passes_no_gradient():
+    # a closure may return None for an input that requires grad: that input's own inputs
+    # must still run, with the gradients that reached them by other paths
+    from pyrt.functional import _make
+
+    a = pyrt.tensor(np.array([1.0, 2.0], np.float32), requires_grad=True)
+    b = pyrt.tensor(np.array([3.0, 4.0], np.float32), requires_grad=True)
+    c = a * b
+    blocked = _make(c.data.copy(), (c,), lambda g: (None,))  # passes nothing back to c
+    only_blocked = _make(b.data.copy(), (b,), lambda g: (None,))
+    y = (blocked * 3.0).sum() + (c * 2.0).sum() + only_blocked.sum()
+    y.backward()
+    np.testing.assert_array_equal(a.grad.data, [6.0, 8.0])
+    np.testing.assert_array_equal(b.grad.data, [2.0, 4.0])
+    z = _make(a.data.copy(), (a,), lambda g: (None,)).sum()
+    a.grad = None
+    z.backward()
+    assert a.grad is None
