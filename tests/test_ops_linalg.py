@@ -152,6 +152,28 @@ def test_bitwise_identical_across_thread_counts(m, n, k, trans_a, trans_b):
         assert np.array_equal(r, results[0])
 
 
+@pytest.mark.parametrize("m,n,k,trans_a,trans_b", [
+    (9, 50176, 8, True, False),   # B packed a micro-panel at a time inside each tile
+    (16, 12544, 72, False, False),
+    (140, 300, 40, True, True),
+    (8, 5000, 300, False, True),  # ... with several blocks of k
+    (150, 9000, 8, False, True),  # short k: one pass wider than 4096 columns of packed B
+    (200, 5000, 20, True, False),
+])
+def test_short_k_and_few_rows_match_and_are_bitwise_stable(m, n, k, trans_a, trans_b):
+    rng = np.random.default_rng(4)
+    a, b = operands(rng, m, n, k, trans_a, trans_b)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    results = []
+    for threads in [1, 2, 4]:
+        with pyrt.num_threads(threads):
+            results.append(matmul(a, b, trans_a=trans_a, trans_b=trans_b, alpha=1.0,
+                                  beta=0.5, out=c0.copy()))
+    check_close(results[0], a, b, trans_a, trans_b, 1.0, 0.5, c0)
+    for r in results[1:]:
+        assert np.array_equal(r, results[0])
+
+
 @pytest.mark.parametrize("ld", [1024, 2048, 128, 784, 50])
 @pytest.mark.parametrize("m,n,k", [(40, 70, 300), (5, 70, 64), (200, 9, 40)])
 def test_row_strides(ld, m, n, k):

@@ -23,7 +23,9 @@
  *                  sweeps across the tile's B micro-panels.
  *   B panel        the packed op(B) of a pass (k x up to NB_MAX columns, or fewer blocks of k
  *                  when that would pass WS_FLOATS, 16 MB, half of L3) is read from L3 by every
- *                  tile; 1024 x 1024 x 1024 is one pass.
+ *                  tile; 1024 x 1024 x 1024 is one pass. With a short k a pass has more
+ *                  columns (as many floats as NB_MAX columns of KC_MAX): 4096 columns of
+ *                  k = 8 would be too little work per pass to share out.
  *
  * Loop nest (outer to inner):
  *   pass over columns j0 (NB_MAX) / pass over k (as many blocks as the workspace holds) /
@@ -31,6 +33,16 @@
  *   micro-panels), then one parallel phase over a 2-D grid of tiles of C:
  *       tile (rows x columns) / block q of k / B micro-panel jr / A micro-panel ir: kernel,
  *   prefetching the next B micro-panel a few rows per micro-tile.
+ * When all of op(A)'s rows fit one tile (m <= MT_MAX) and B is not read in place, each tile
+ * packs its B micro-panels itself, one at a time into a buffer on its stack, just before the
+ * kernel runs down the tile's A micro-panels with it (b_in_tile): every micro-panel is used
+ * by one tile only, so a separate packing phase would only add a pass over memory (the panel
+ * is then read from L2 or L3 instead of L1) and a phase boundary. (With several threads
+ * plan_grid may still cut the rows in two when C has few columns; each tile row then packs
+ * the panels it uses.) Products with few rows and many columns, such as 16 x 12544 x 72
+ * (conv2 W col) and 72 x 12544 x 16 (conv2 dcol = W^T dY), so run as a single pass whose one
+ * phase has TASKS_PER_THREAD tiles per thread, where passes of 4096 columns with a packing
+ * phase each would give every phase only one to eight tasks.
  *
  * Parallelism is over both m and n: the grid has tiles of whole micro-panels in both
  * directions, sized from the thread count so that there are about TASKS_PER_THREAD tiles per
@@ -102,6 +114,7 @@ typedef struct gemm {
     int64_t kc, nkb; /* k in nkb blocks of kc (the last may be shorter) */
     int a_direct;    /* whole micro-panels of A are read in place, only the edge is packed */
     int b_direct;    /* the same for B */
+    int b_in_tile;   /* B is packed by each tile, a micro-panel at a time, just before use */
     int64_t rsa, csa; /* A(i, p) at a[i*rsa + p*csa] */
 
     /* the current pass: rows [i0, i0+mb) and columns [j0, j0+nb) of C, blocks [q0, q0+nq) of
@@ -159,7 +172,7 @@ static void b_panels(const gemm *g, int64_t *first, int64_t *count)
 {
     const int nr = g->kr->nr;
     *first = g->b_direct ? g->nb / nr : 0;
-    *count = g->pack_b ? g->nbp / nr - *first : 0;
+    *count = g->pack_b && !g->b_in_tile ? g->nbp / nr - *first : 0;
 }
 
 static int pack_range(void *ctx, int64_t start, int64_t stop)
@@ -205,7 +218,10 @@ static void pack_pass(gemm *g)
     b_panels(g, &fb, &nb);
     const int64_t jobs = ceil_div(na, pack_group_a(g)) + ceil_div(nb, pack_group_b(g));
     const int64_t kpass = min64(g->nq * g->kc, g->k - g->q0 * g->kc);
-    const int64_t per_job = kpass * PACK_WIDTH;
+    /* the narrower of the kinds of job in the pass (a job of A is at most PACK_WIDTH rows) */
+    const int64_t width_b = pack_group_b(g) * g->kr->nr;
+    const int64_t width = na ? (nb ? min64(PACK_WIDTH, width_b) : PACK_WIDTH) : width_b;
+    const int64_t per_job = kpass * width;
     /* jobs of less than PACK_GRAIN_FLOATS are packed in runs, as one task */
     const int64_t per_task = max64(1, PACK_GRAIN_FLOATS / per_job);
     g->pack_jobs = jobs;
@@ -273,6 +289,9 @@ static void compute_task(const gemm *g, int64_t t)
     /* micro-panels below these are read in place (the others, or all, are packed) */
     const int64_t a_full = g->a_direct ? g->mb / mr * mr : 0;
     const int64_t b_full = g->b_direct ? g->nb / nr * nr : 0;
+    /* with b_in_tile: the B micro-panel in use, packed here, in L1 while the kernel runs down
+     * the tile's A micro-panels */
+    float bpanel[KC_MAX * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));
     for (int64_t q = qa; q < qb; q++) {
         const int64_t p0 = (g->q0 + q) * g->kc, kcq = block_len(g, g->q0 + q);
         /* packed panels: row r of the pass at aq + (r - ap0) * kcq, column j at
@@ -284,7 +303,12 @@ static void compute_task(const gemm *g, int64_t t)
         for (int64_t jr = c0; jr < c1; jr += nr) {
             const float *b;
             int64_t rsb;
-            if (jr < b_full) {
+            if (g->b_in_tile) {
+                g->kr->pack_b(g->b, g->ldb, g->trans_b, p0, kcq, g->j0 + jr,
+                              min64(nr, g->nb - jr), nr, bpanel);
+                b = bpanel;
+                rsb = nr;
+            } else if (jr < b_full) {
                 b = bd + jr;
                 rsb = g->ldb;
             } else {
@@ -295,7 +319,8 @@ static void compute_task(const gemm *g, int64_t t)
              * in L1 when its column of micro-tiles starts (one read in place is left to the
              * hardware prefetchers: fetching it early would evict rows in use) */
             const int64_t jn = jr + nr < c1 ? jr + nr : jr;
-            const int64_t lines = jn < b_full ? 0 : kcq * nr * (int64_t)sizeof(float) / 64;
+            const int64_t lines = jn < b_full || g->b_in_tile
+                                  ? 0 : kcq * nr * (int64_t)sizeof(float) / 64;
             const char *next = lines ? (const char *)(bq + (jn - g->bp0) * kcq) : NULL;
             const int64_t per_tile = ceil_div(lines, ceil_div(r1 - r0, mr));
             int64_t line = 0;
@@ -432,6 +457,7 @@ static int l1_holds(int64_t ld, int64_t rows)
  * packed (zero-padded). The choice depends on the arguments only, never on the thread count. */
 #define DIRECT_MAX_FLOATS (128 * 1024)
 #define DIRECT_FEW_TILES 4
+#define DIRECT_SHORT_K 32
 
 static void choose_direct(gemm *g)
 {
@@ -442,8 +468,13 @@ static void choose_direct(gemm *g)
     /* rows of A hold a micro-panel's values in 6 contiguous runs, whatever lda is */
     g->a_direct = g->alpha == 1.0f && (few_a_uses || a_size <= DIRECT_MAX_FLOATS)
                   && (!g->trans_a || l1_holds(g->lda, g->kc));
+    /* a B micro-panel of a short k used by at most two micro-tiles is read in place even
+     * when its rows evict each other: the second micro-tile reloads a few lines from L2,
+     * cheaper than copying the panel (8 x 50176 x 9: a third faster) */
+    const int short_few = g->k <= DIRECT_SHORT_K && g->m <= 2 * mr;
     g->b_direct = !g->trans_b && (few_b_uses || b_size <= DIRECT_MAX_FLOATS)
-                  && l1_holds(g->ldb, g->kc);
+                  && (l1_holds(g->ldb, g->kc) || short_few);
+    g->b_in_tile = !g->b_direct && ceil_div(g->m, mr) * mr <= MT_MAX;
 }
 
 /* ---- entry point ---------------------------------------------------------------------- */
@@ -454,8 +485,13 @@ static int run_passes(gemm *g)
     const int64_t m_pad = ceil_div(g->m, mr) * mr, n_pad = ceil_div(g->n, nr) * nr;
     /* an operand read in place needs no pass limit: only its edge panel is packed */
     const int64_t mbmax = g->a_direct ? m_pad : min64(m_pad, MB_MAX / mr * mr);
-    const int64_t nbmax = g->b_direct ? n_pad : min64(n_pad, NB_MAX / nr * nr);
-    const int64_t awmax = g->a_direct ? mr : mbmax, bwmax = g->b_direct ? nr : nbmax;
+    /* a packed B pass has NB_MAX columns, or more when k is short, up to as many floats as
+     * NB_MAX columns of one full block of k: with k = 8 a pass of 4096 columns is too little
+     * work to share out (two phases of a few tasks each) */
+    const int64_t nb_pack = max64(NB_MAX, (int64_t)NB_MAX * KC_MAX / g->k);
+    const int64_t nbmax = g->b_direct || g->b_in_tile ? n_pad : min64(n_pad, nb_pack / nr * nr);
+    const int64_t awmax = g->a_direct ? mr : mbmax;
+    const int64_t bwmax = g->b_in_tile ? 0 : g->b_direct ? nr : nbmax;
     /* blocks of k per pass: as many as fit the workspace with the largest A and B panels */
     const int64_t nqmax = min64(g->nkb, max64(1, WS_FLOATS / ((awmax + bwmax) * g->kc)));
     int64_t groups_max = 1;

@@ -30,6 +30,8 @@
 
 /* The largest register tile, mr * nr, of any kernel (AVX-512: 14 x 32). */
 #define GEMM_TILE_MAX (14 * 32)
+/* The widest register tile, nr, of any kernel. */
+#define GEMM_NR_MAX 32
 
 /* The register tile: C[0:mr, 0:nr] (row stride ldc) =
  *     acc                  if beta == 0 (C is not read, so NaN in it does not matter),

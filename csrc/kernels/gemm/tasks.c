@@ -7,7 +7,9 @@
  * they are split eagerly: the range is halved recursively, the upper half offered to thieves
  * at once and the lower half run here. pyrt_parallel_for would run a whole first chunk before
  * offering anything, leaving an idle worker waiting for one tile out of eight. Spawns nobody
- * steals cost a few nanoseconds each and run here in order. */
+ * steals cost a few nanoseconds each and run here in order. A spawn wakes no sleeping worker
+ * (only a take does, when tasks remain below it), so the root takes once before any work
+ * (run_root). */
 typedef struct task_span {
     pyrt_range_fn fn;
     void *ctx;
@@ -29,6 +31,28 @@ static void run_span(void *arg)
     pyrt_sync(&t);
 }
 
+static void nothing(void *arg)
+{
+    (void)arg;
+}
+
+/* The root: as run_span, but before any work it syncs an empty task spawned after the upper
+ * half. That take finds the upper half queued below it and, if every other worker sleeps,
+ * wakes one (a spawn alone wakes nobody, and the first sync in run_span would come only after
+ * a whole leaf task has run here). */
+static void run_root(void *arg)
+{
+    const task_span *s = arg;
+    const int64_t mid = s->lo + (s->hi - s->lo) / 2;
+    task_span upper = {s->fn, s->ctx, mid, s->hi}, lower = {s->fn, s->ctx, s->lo, mid};
+    pyrt_task t, w;
+    pyrt_spawn(&t, run_span, &upper);
+    pyrt_spawn(&w, nothing, NULL);
+    pyrt_sync(&w);
+    run_span(&lower);
+    pyrt_sync(&t);
+}
+
 void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx)
 {
     if (n <= 0)
@@ -38,5 +62,5 @@ void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx)
         return;
     }
     task_span all = {fn, ctx, 0, n};
-    (void)pyrt_run(run_span, &all);
+    (void)pyrt_run(run_root, &all);
 }
