@@ -132,6 +132,28 @@ static inline int64_t stress_log_below(stress_rng *r, int64_t bound)
     return v < bound ? v : bound - 1;
 }
 
+/* fib(n) with one task per call, the shape of Cilk's fib: spawn fib(n-1), compute fib(n-2)
+ * here, then sync. */
+typedef struct {
+    int n;
+    int64_t result;
+} fib_frame;
+
+__attribute__((unused)) static void fib_task(void *arg)
+{
+    fib_frame *f = arg;
+    if (f->n < 2) {
+        f->result = f->n;
+        return;
+    }
+    fib_frame a = {f->n - 1, 0}, b = {f->n - 2, 0};
+    pyrt_task t;
+    pyrt_spawn(&t, fib_task, &a);
+    fib_task(&b);
+    pyrt_sync(&t);
+    f->result = a.result + b.result;
+}
+
 static inline double stress_now(void)
 {
     struct timespec ts;

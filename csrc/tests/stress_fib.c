@@ -17,11 +17,6 @@
 
 /* ---- fib, one task per call ----------------------------------------------------------- */
 
-typedef struct {
-    int n;
-    int64_t result;
-} fib_frame;
-
 static int64_t fib_serial(int n)
 {
     int64_t a = 0, b = 1;
@@ -31,22 +26,6 @@ static int64_t fib_serial(int n)
         b = t;
     }
     return a;
-}
-
-/* Spawn fib(n-1), compute fib(n-2) here, then join: the shape of Cilk's fib. */
-static void fib_task(void *arg)
-{
-    fib_frame *f = arg;
-    if (f->n < 2) {
-        f->result = f->n;
-        return;
-    }
-    fib_frame a = {f->n - 1, 0}, b = {f->n - 2, 0};
-    pyrt_task t;
-    pyrt_spawn(&t, fib_task, &a);
-    fib_task(&b);
-    pyrt_sync(&t);
-    f->result = a.result + b.result;
 }
 
 /* Spawn both children and sync them last-first: two frames in the deque at once, so thieves

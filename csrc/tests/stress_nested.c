@@ -171,26 +171,6 @@ static int row_reduce_chunk(void *ctx, int64_t start, int64_t stop)
 
 /* ---- tasks spawned from loop chunks --------------------------------------------------- */
 
-typedef struct {
-    int n;
-    int64_t result;
-} fib_frame;
-
-static void fib_task(void *arg)
-{
-    fib_frame *f = arg;
-    if (f->n < 2) {
-        f->result = f->n;
-        return;
-    }
-    fib_frame a = {f->n - 1, 0}, b = {f->n - 2, 0};
-    pyrt_task t;
-    pyrt_spawn(&t, fib_task, &a);
-    fib_task(&b);
-    pyrt_sync(&t);
-    f->result = a.result + b.result;
-}
-
 /* Each row spawns one fib task per column and syncs them all; fib(c % 12) is checked. */
 static int spawning_chunk(void *ctx, int64_t start, int64_t stop)
 {

@@ -49,26 +49,6 @@ static int add_combine(void *ctx, void *left, const void *right)
     return 0;
 }
 
-typedef struct {
-    int n;
-    int64_t result;
-} fib_frame;
-
-static void fib_task(void *arg)
-{
-    fib_frame *f = arg;
-    if (f->n < 2) {
-        f->result = f->n;
-        return;
-    }
-    fib_frame a = {f->n - 1, 0}, b = {f->n - 2, 0};
-    pyrt_task t;
-    pyrt_spawn(&t, fib_task, &a);
-    fib_task(&b);
-    pyrt_sync(&t);
-    f->result = a.result + b.result;
-}
-
 static void small_work(stress_rng *rng, int threads)
 {
     cover c;
