@@ -56,6 +56,29 @@ static int64_t plane_grain(int64_t ops_per_plane)
     return ops_per_plane >= CHUNK_OPS ? 1 : CHUNK_OPS / (ops_per_plane > 0 ? ops_per_plane : 1);
 }
 
+/* The work per plane, for the grain: a pass over every window, a scatter into the input plane
+ * (clearing it first), or both. */
+enum plane_cost { COST_WINDOWS, COST_SCATTER, COST_WINDOWS_SCATTER };
+
+/* Every entry point: check the geometry, then the buffers (args_ok for those the caller
+ * checked; `plane` is the input-side buffer, x or dx, needed when planes have pixels), then
+ * run `body` over the n * c planes in parallel. Nothing to do for an empty batch. */
+static int run_planes(const pyrt_conv_shape *shape, pool_job *j, int args_ok, const void *plane,
+                      enum plane_cost cost, pyrt_range_fn body)
+{
+    int empty, rc = pool_shape(shape, j, &empty);
+    if (rc || empty)
+        return rc;
+    const pyrt_conv_shape *s = &j->s;
+    if (!args_ok || (!plane && s->h * s->w > 0))
+        return PYRT_EINVAL;
+    const int64_t windows = s->oh * s->ow * s->kh * s->kw, scatter = s->h * s->w;
+    const int64_t ops = cost == COST_WINDOWS ? windows
+                        : cost == COST_SCATTER ? s->oh * s->ow + scatter
+                                               : windows + scatter;
+    return pyrt_parallel_for(s->n * s->c, plane_grain(ops), body, j);
+}
+
 /* ---- max pooling ---------------------------------------------------------------------- */
 
 /* Let v at index idx replace the running maximum (*best at *at) if it is larger or NaN.
@@ -205,14 +228,7 @@ int pyrt_max_pool2d_forward(const pyrt_conv_shape *shape, const float *x, float 
                             int64_t *indices)
 {
     pool_job j = {.x = x, .y = y, .indices = indices};
-    int empty, rc = pool_shape(shape, &j, &empty);
-    if (rc || empty)
-        return rc;
-    if (!y || (!x && j.s.h * j.s.w > 0))
-        return PYRT_EINVAL;
-    const pyrt_conv_shape *s = &j.s;
-    return pyrt_parallel_for(s->n * s->c, plane_grain(s->oh * s->ow * s->kh * s->kw),
-                             max_forward_planes, &j);
+    return run_planes(shape, &j, y != NULL, x, COST_WINDOWS, max_forward_planes);
 }
 
 static int max_backward_planes(void *arg, int64_t p0, int64_t p1)
@@ -236,14 +252,7 @@ int pyrt_max_pool2d_backward(const pyrt_conv_shape *shape, const float *dy,
                              const int64_t *indices, float *dx)
 {
     pool_job j = {.dy = dy, .saved = indices, .dx = dx};
-    int empty, rc = pool_shape(shape, &j, &empty);
-    if (rc || empty)
-        return rc;
-    if (!dy || !indices || (!dx && j.s.h * j.s.w > 0))
-        return PYRT_EINVAL;
-    const pyrt_conv_shape *s = &j.s;
-    return pyrt_parallel_for(s->n * s->c, plane_grain(s->oh * s->ow + s->h * s->w),
-                             max_backward_planes, &j);
+    return run_planes(shape, &j, dy && indices, dx, COST_SCATTER, max_backward_planes);
 }
 
 /* ---- average pooling ------------------------------------------------------------------ */
@@ -276,14 +285,7 @@ static int avg_forward_planes(void *arg, int64_t p0, int64_t p1)
 int pyrt_avg_pool2d_forward(const pyrt_conv_shape *shape, const float *x, float *y)
 {
     pool_job j = {.x = x, .y = y};
-    int empty, rc = pool_shape(shape, &j, &empty);
-    if (rc || empty)
-        return rc;
-    if (!y || (!x && j.s.h * j.s.w > 0))
-        return PYRT_EINVAL;
-    const pyrt_conv_shape *s = &j.s;
-    return pyrt_parallel_for(s->n * s->c, plane_grain(s->oh * s->ow * s->kh * s->kw),
-                             avg_forward_planes, &j);
+    return run_planes(shape, &j, y != NULL, x, COST_WINDOWS, avg_forward_planes);
 }
 
 static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
@@ -315,13 +317,5 @@ static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
 int pyrt_avg_pool2d_backward(const pyrt_conv_shape *shape, const float *dy, float *dx)
 {
     pool_job j = {.dy = dy, .dx = dx};
-    int empty, rc = pool_shape(shape, &j, &empty);
-    if (rc || empty)
-        return rc;
-    if (!dy || (!dx && j.s.h * j.s.w > 0))
-        return PYRT_EINVAL;
-    const pyrt_conv_shape *s = &j.s;
-    return pyrt_parallel_for(s->n * s->c,
-                             plane_grain(s->oh * s->ow * s->kh * s->kw + s->h * s->w),
-                             avg_backward_planes, &j);
+    return run_planes(shape, &j, dy != NULL, dx, COST_WINDOWS_SCATTER, avg_backward_planes);
 }
