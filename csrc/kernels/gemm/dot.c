@@ -145,27 +145,10 @@ static int combine_range(void *ctx, int64_t start, int64_t stop)
 static void plan_tiles(dot_plan *p, int threads)
 {
     const int64_t pm = ceil_div(p->m, MA), pn = ceil_div(p->n, NB);
-    int64_t tiles_m = ceil_div(pm, DOT_TILE_ROWS / MA), tiles_n = 1;
-    if (threads > 1) {
-        const double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
-        int64_t want = ceil_div((int64_t)threads * DOT_TASKS_PER_THREAD, p->chunks);
-        const double most = flops / (double)p->chunks / DOT_TILE_MIN_FLOPS;
-        if ((double)want > most)
-            want = most < 1.0 ? 1 : (int64_t)most;
-        while (tiles_m * tiles_n < want) {
-            const int64_t per_m = ceil_div(pm, tiles_m), per_n = ceil_div(pn, tiles_n);
-            if (per_n > 1 && (per_n >= per_m || per_m == 1))
-                tiles_n++;
-            else if (per_m > 1)
-                tiles_m++;
-            else
-                break;
-        }
-    }
-    p->tm = ceil_div(pm, tiles_m);
-    p->tn = ceil_div(pn, tiles_n);
-    p->tiles_m = ceil_div(pm, p->tm);
-    p->tiles_n = ceil_div(pn, p->tn);
+    p->tiles_m = ceil_div(pm, DOT_TILE_ROWS / MA);
+    gemm_plan_grid(pm, pn, &p->tiles_m, &p->tiles_n, &p->tm, &p->tn,
+                   2.0 * (double)p->m * (double)p->n * (double)p->k, p->chunks, threads,
+                   DOT_TASKS_PER_THREAD, DOT_TILE_MIN_FLOPS);
 }
 
 int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha,

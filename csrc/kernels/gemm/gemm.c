@@ -370,27 +370,10 @@ static void plan_grid(gemm *g, int threads)
     const int mr = g->kr->mr, nr = g->kr->nr;
     const int64_t pm = g->mbp / mr, pn = g->nbp / nr;
     const int64_t kpass = min64(g->nq * g->kc, g->k - g->q0 * g->kc);
-    int64_t tiles_m = ceil_div(pm, max64(1, MT_MAX / mr)), tiles_n = 1;
-    if (threads > 1) {
-        const double flops = 2.0 * (double)g->mbp * (double)g->nbp * (double)kpass;
-        int64_t want = ceil_div((int64_t)threads * TASKS_PER_THREAD, g->groups);
-        const double most = flops / g->groups / TILE_MIN_FLOPS;
-        if ((double)want > most)
-            want = most < 1.0 ? 1 : (int64_t)most;
-        while (tiles_m * tiles_n < want) {
-            const int64_t per_m = ceil_div(pm, tiles_m), per_n = ceil_div(pn, tiles_n);
-            if (per_n > 1 && (per_n >= per_m || per_m == 1))
-                tiles_n++;
-            else if (per_m > 1)
-                tiles_m++;
-            else
-                break;
-        }
-    }
-    g->tm = ceil_div(pm, tiles_m);
-    g->tn = ceil_div(pn, tiles_n);
-    g->tiles_m = ceil_div(pm, g->tm);
-    g->tiles_n = ceil_div(pn, g->tn);
+    g->tiles_m = ceil_div(pm, max64(1, MT_MAX / mr));
+    gemm_plan_grid(pm, pn, &g->tiles_m, &g->tiles_n, &g->tm, &g->tn,
+                   2.0 * (double)g->mbp * (double)g->nbp * (double)kpass, g->groups, threads,
+                   TASKS_PER_THREAD, TILE_MIN_FLOPS);
 }
 
 /* Groups of k-blocks for the current pass: a function of the shape only (never of the thread

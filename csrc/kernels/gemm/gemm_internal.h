@@ -113,6 +113,15 @@ void gemm_ws_release(float *buf, int owned);
  * splitting eagerly (tasks.c). fn's return value is ignored. */
 void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx);
 
+/* A grid of C tiles for one parallel phase: pm x pn blocks of micro-panels, starting from
+ * *tiles_m x 1 tiles (what the cache allows), split further while threads > 1, the dimension
+ * with more blocks per tile first, towards tasks_per_thread tasks per thread over `groups`
+ * independent groups, but no tile under min_flops of the phase's `flops`. Out: the blocks per
+ * tile (*tm, *tn) and the tile counts (*tiles_m, *tiles_n). */
+void gemm_plan_grid(int64_t pm, int64_t pn, int64_t *tiles_m, int64_t *tiles_n, int64_t *tm,
+                    int64_t *tn, double flops, int64_t groups, int threads, int tasks_per_thread,
+                    double min_flops);
+
 /* The kernel GEMM uses in this process (chosen at first use; dispatch.c). Any thread. */
 const gemm_kernel *gemm_kernel_get(void);
 

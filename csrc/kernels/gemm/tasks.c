@@ -64,3 +64,34 @@ void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx)
     task_span all = {fn, ctx, 0, n};
     (void)pyrt_run(run_root, &all);
 }
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+void gemm_plan_grid(int64_t pm, int64_t pn, int64_t *tiles_m, int64_t *tiles_n, int64_t *tm,
+                    int64_t *tn, double flops, int64_t groups, int threads, int tasks_per_thread,
+                    double min_flops)
+{
+    int64_t mt = *tiles_m, nt = 1;
+    if (threads > 1) {
+        int64_t want = ceil_div((int64_t)threads * tasks_per_thread, groups);
+        const double most = flops / (double)groups / min_flops;
+        if ((double)want > most)
+            want = most < 1.0 ? 1 : (int64_t)most;
+        while (mt * nt < want) {
+            const int64_t per_m = ceil_div(pm, mt), per_n = ceil_div(pn, nt);
+            if (per_n > 1 && (per_n >= per_m || per_m == 1))
+                nt++;
+            else if (per_m > 1)
+                mt++;
+            else
+                break;
+        }
+    }
+    *tm = ceil_div(pm, mt);
+    *tn = ceil_div(pn, nt);
+    *tiles_m = ceil_div(pm, *tm);
+    *tiles_n = ceil_div(pn, *tn);
+}
