@@ -36,3 +36,14 @@ def build_model(name):
     if name not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {name!r}")
     return MODELS[name]()
+
+
+def train_step(model, criterion, optimizer, x, y, device="cpu"):
+    """One step of SGD-style training on a batch; returns the loss, detached."""
+    if device != "cpu":
+        x, y = x.to(device), y.to(device)
+    loss = criterion(model(x), y)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.detach()

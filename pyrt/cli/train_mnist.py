@@ -17,7 +17,7 @@ import pyrt
 from pyrt import nn, optim
 from pyrt.cli.checkpoint import load_checkpoint, save_checkpoint
 from pyrt.cli.interrupt import StopOnInterrupt
-from pyrt.cli.models import MODELS, build_model
+from pyrt.cli.models import MODELS, build_model, train_step
 from pyrt.cli.options import (
     CLIError,
     add_common_options,
@@ -195,13 +195,8 @@ def run(args):
             losses, images_epoch = [], 0
             start = time.perf_counter()
             for x, y in batches_iter:
-                if args.device != "cpu":
-                    x, y = x.to(args.device), y.to(args.device)
-                loss = criterion(model(x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                losses.append(loss.detach())
+                loss = train_step(model, criterion, optimizer, x, y, args.device)
+                losses.append(loss)
                 step += 1
                 steps_run += 1
                 images_epoch += len(x)

@@ -18,7 +18,7 @@ import numpy as np
 
 import pyrt
 from pyrt import nn, optim
-from pyrt.cli.models import xor_net
+from pyrt.cli.models import train_step, xor_net
 from pyrt.cli.options import (
     add_common_options,
     apply_common_options,
@@ -81,13 +81,7 @@ def run(args):
         losses = []
         start = time.perf_counter()
         for xb, yb in loader:
-            if args.device != "cpu":
-                xb, yb = xb.to(args.device), yb.to(args.device)
-            loss = criterion(model(xb), yb)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.detach())
+            losses.append(train_step(model, criterion, optimizer, xb, yb, args.device))
             steps += 1
             if steps >= budget:
                 break
