@@ -209,6 +209,29 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
 /* The instruction set the GEMM micro-kernel uses on this CPU: "avx512", "avx2" or "generic". */
 const char *pyrt_sgemm_kernel(void);
 
+/* ---- chains of fully connected layers ------------------------------------------------- */
+
+/* `layers` (1 to 256) fully connected layers on a batch of `batch` rows, in one call:
+ *     a_0 = x [batch, dims[0]],   a_{l+1} = acts[l](a_l @ weights[l]^T + biases[l])
+ * weights[l] is [dims[l+1], dims[l]]; biases may be NULL, and so may biases[l] (no bias);
+ * acts[l] is PYRT_IDENTITY, PYRT_RELU, PYRT_SIGMOID or PYRT_TANH. The outputs a_1 .. a_layers
+ * are written one after another into `out` (batch * (dims[1] + ... + dims[layers]) floats),
+ * where the backward pass reads them. The results are bitwise those of pyrt_sgemm then
+ * pyrt_bias_act layer by layer. Any thread may call it. */
+int pyrt_linear_chain_forward(int64_t layers, const int64_t *dims, int64_t batch,
+                              const float *const *weights, const float *const *biases,
+                              const int *acts, const float *x, float *out);
+
+/* Gradients of that chain from dy = d(loss)/d(a_layers) [batch, dims[layers]], with x and the
+ * forward's `out`. needs[l] says what layer l wants: bit 1 its weight gradient, bit 2 its bias
+ * gradient. `grads` holds, layer after layer, dweight_l [dims[l+1], dims[l]] then, for a layer
+ * with a bias, dbias_l [dims[l+1]]; only the wanted ones are written. dx (NULL: not wanted)
+ * gets d(loss)/dx [batch, dims[0]]. Bitwise the layers' own backward kernels, in order. */
+int pyrt_linear_chain_backward(int64_t layers, const int64_t *dims, int64_t batch,
+                               const float *const *weights, const float *const *biases,
+                               const int *acts, const int *needs, const float *x,
+                               const float *out, const float *dy, float *grads, float *dx);
+
 /* ---- convolution and pooling (NCHW) --------------------------------------------------- */
 
 /* Geometry of a 2-D convolution or pooling window: input [n, c, h, w], kernel kh x kw,

@@ -10,9 +10,12 @@ the tests use tensors consumed several times, and branches that pass no gradient
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyrt
 from pyrt import nn, optim
+from pyrt.nn.linear_chain import LinearChain
 from pyrt.ops.optim import adam_step, sgd_step
 
 
@@ -174,3 +177,109 @@ def test_backward_through_a_branch_that_passes_no_gradient():
     a.grad = None
     z.backward()
     assert a.grad is None
+
+
+# ---- runs of Linear layers as one LinearChain --------------------------------------------
+
+_ACTS = [None, nn.ReLU, nn.Sigmoid, nn.Tanh]
+
+
+def _layer_by_layer(model, x):
+    """The model's modules called one after another: the path a LinearChain stands in for."""
+    for module in model:
+        x = module(x)
+    return x
+
+
+def _forward_backward(model, run, x, g):
+    for p in model.parameters():
+        p.grad = None
+    x.grad = None
+    y = run(model, x)
+    y.backward(g)
+    grads = [None if p.grad is None else p.grad.data.copy() for p in model.parameters()]
+    return y.data.copy(), grads, None if x.grad is None else x.grad.data.copy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(dims=st.lists(st.integers(1, 40), min_size=3, max_size=5),
+       acts=st.lists(st.sampled_from(range(len(_ACTS))), min_size=4, max_size=4),
+       biases=st.lists(st.booleans(), min_size=4, max_size=4),
+       frozen=st.lists(st.booleans(), min_size=8, max_size=8),
+       batch=st.integers(0, 70), x_grad=st.booleans(), threads=st.sampled_from([1, 2]),
+       seed=st.integers(0, 2**16))
+def test_linear_chain_equals_the_layers_one_by_one(dims, acts, biases, frozen, batch, x_grad,
+                                                   threads, seed):
+    pyrt.manual_seed(seed)
+    modules = []
+    for i, (k, n) in enumerate(zip(dims, dims[1:])):
+        modules.append(nn.Linear(k, n, bias=biases[i]))
+        if _ACTS[acts[i]] is not None:
+            modules.append(_ACTS[acts[i]]())
+    model = nn.Sequential(*modules)
+    for p, off in zip(model.parameters(), frozen):
+        p.requires_grad = not off
+    rng = np.random.default_rng(seed)
+    x = pyrt.tensor(rng.standard_normal((batch, dims[0])).astype(np.float32),
+                    requires_grad=x_grad)
+    g = rng.standard_normal((batch, dims[-1])).astype(np.float32)
+    if not x_grad and not any(p.requires_grad for p in model.parameters()):
+        return  # nothing to differentiate
+    with pyrt.num_threads(threads):
+        y, grads, dx = _forward_backward(model, lambda m, t: m(t), x, g)
+        y_ref, grads_ref, dx_ref = _forward_backward(model, _layer_by_layer, x, g)
+    # the model ran as one fused chain, not through the layers' own path
+    (chain, _), = model.__dict__["_plan"][1]
+    assert isinstance(chain, LinearChain) and chain(x) is not None
+    assert np.array_equal(y, y_ref)
+    assert (dx is None) == (dx_ref is None) and (dx is None or np.array_equal(dx, dx_ref))
+    for a, b in zip(grads, grads_ref):
+        assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
+
+
+def test_linear_chain_follows_replaced_parameters():
+    pyrt.manual_seed(1)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    x = pyrt.randn(5, 4)
+    model(x)
+    # a new array in the same Parameter, then a new Parameter: both are used, and the new
+    # Parameter gets the gradient
+    model[0].weight.data = np.ascontiguousarray(model[0].weight.data[:, ::-1])
+    old = model[2].weight
+    model[2].weight = nn.Parameter(np.full((2, 3), 0.5, np.float32))
+    y = model(x)
+    ref = _layer_by_layer(model, x)
+    assert np.array_equal(y.data, ref.data)
+    y.sum().backward()
+    assert old.grad is None and model[2].weight.grad is not None
+    # a weight of the wrong shape: the layers run one by one and raise their own error
+    model[2].weight = nn.Parameter(np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="does not match weight"):
+        model(x)
+
+
+def test_linear_chain_with_a_layer_used_twice():
+    pyrt.manual_seed(2)
+    layer = nn.Linear(3, 3)
+    model = nn.Sequential(layer, nn.Tanh(), layer)
+    x = pyrt.tensor(np.random.default_rng(2).standard_normal((4, 3)), requires_grad=True)
+    g = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+    y, grads, dx = _forward_backward(model, lambda m, t: m(t), x, g)
+    y_ref, grads_ref, dx_ref = _forward_backward(model, _layer_by_layer, x, g)
+    assert np.array_equal(y, y_ref) and np.array_equal(dx, dx_ref)
+    for a, b in zip(grads, grads_ref):
+        assert np.array_equal(a, b)
+
+
+def test_linear_chain_leaves_other_inputs_to_the_layers():
+    pyrt.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    x3 = pyrt.randn(2, 5, 4)  # 3-D: the layers flatten the leading dimensions themselves
+    assert np.array_equal(model(x3).data, _layer_by_layer(model, x3).data)
+    xt = pyrt.Tensor(np.asfortranarray(pyrt.randn(5, 4).data))  # not C-contiguous
+    assert np.array_equal(model(xt).data, _layer_by_layer(model, xt).data)
+    with pytest.raises(ValueError, match="does not match weight"):
+        model(pyrt.randn(5, 3))
+    with pyrt.no_grad():
+        y = model(pyrt.randn(5, 4))
+    assert not y.requires_grad and y.is_leaf

@@ -11,6 +11,7 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.nn import init
+from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
@@ -193,6 +194,7 @@ class Tanh(Module):
 
 # the activation a Linear can fuse into its bias pass (F.linear's `act`)
 _FUSABLE = {ReLU: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
+_CHAIN = object()  # the act of a Sequential step that is a LinearChain
 
 
 # ---- containers --------------------------------------------------------------------------
@@ -218,6 +220,12 @@ class Sequential(Module):
         for module, act in plan[1]:
             if act is False:
                 x = module(x)
+            elif act is _CHAIN:
+                y = module(x)  # a LinearChain; None: its layers must run one by one
+                if y is None:
+                    for layer, layer_act in module.steps:
+                        y = layer.forward(x if y is None else y, act=layer_act)
+                x = y
             elif x.data.ndim == 2:  # an exact Linear on a batch of rows: straight to F.linear
                 params = module._parameters
                 x = F.linear(x, params["weight"], params["bias"], act)
@@ -242,7 +250,24 @@ class Sequential(Module):
                 # act None: an exact Linear without activation; False: call the module
                 steps.append((module, None if type(module) is Linear else False))
                 i += 1
-        return tuple(steps)
+        return tuple(Sequential._chain(steps))
+
+    @staticmethod
+    def _chain(steps):
+        """Runs of two or more Linear steps become one LinearChain step: one C call forward
+        and one backward for the whole run."""
+        run = []
+        for step in steps + [(None, False)]:
+            if step[1] is not False:
+                run.append(step)
+                continue
+            if len(run) >= 2:
+                yield LinearChain([m for m, _ in run], [a for _, a in run]), _CHAIN
+            else:
+                yield from run
+            run = []
+            if step[0] is not None:
+                yield step
 
     def __len__(self):
         return len(self._modules)

@@ -1,0 +1,142 @@
+"""A run of Linear layers (each with an optional fused activation) as one autograd op.
+
+Sequential hands every run of two or more Linear steps to a LinearChain. Its forward is one C
+call for the whole run (pyrt_linear_chain_forward) and its backward one more: on a small
+network, where a layer's arithmetic costs less than calling into C, that is the difference
+between a training step dominated by call overhead and one that is not. The kernels inside
+are those the layers run one by one, so the numbers are bitwise the same.
+
+The C tables (layer widths, activation codes, weight and bias pointers) are built once and
+rebuilt only when a parameter's array is replaced (``load_state_dict``, ``.data = ...``).
+"""
+
+import numpy as np
+
+from pyrt import functional as F
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import F32, check_rc
+
+__all__ = ["LinearChain"]
+
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
+_empty = np.empty
+_plain = F._plain
+_NULL = ffi.NULL
+
+
+class _Tables:
+    """Pointers to the parameter arrays of one set of arrays, and those arrays, kept alive."""
+
+    __slots__ = ("weights", "biases", "keep")
+
+    def __init__(self, weights, biases):
+        self.keep = [_from_buffer(_FLOATS, w) for w in weights]
+        bias_ptrs = [_NULL if b is None else _from_buffer(_FLOATS, b) for b in biases]
+        self.keep += bias_ptrs
+        self.weights = ffi.new("float *[]", self.keep[:len(weights)])
+        self.biases = ffi.new("float *[]", bias_ptrs)
+
+
+class LinearChain:
+    """Linear modules ``layers`` with activations ``acts`` (None, "relu", "sigmoid" or "tanh"
+    after each), applied in turn to a 2-D batch."""
+
+    def __init__(self, layers, acts):
+        self.layers = tuple(layers)
+        self.steps = tuple(zip(self.layers, acts))  # for running the layers one by one
+        dims = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
+        self.dims = tuple(dims)
+        self._dims = ffi.new("int64_t[]", dims)
+        self._acts = ffi.new("int[]", [F._ACT_CODES[act] for act in acts])
+        self._dicts = [layer._parameters for layer in self.layers]
+        self._cached = None  # (key of the parameter arrays, what _current found, parameters)
+        self._needs = {}  # requires_grad flags of the parameters -> C table of needs
+
+    def _current(self):
+        """(weights, biases, tables) for the layers' parameters now, or None if one no longer
+        fits the chain (a weight replaced by one of another shape, an array that is not plain
+        float32). The checks and the C tables are redone only when a parameter or its array
+        was replaced since the last call."""
+        params = [d[name] for d in self._dicts for name in ("weight", "bias")]
+        key = tuple([id(p) for p in params] + [id(p.data) for p in params if p is not None])
+        cached = self._cached
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        weights, biases = params[0::2], params[1::2]
+        for w, b, k, n in zip(weights, biases, self.dims, self.dims[1:]):
+            if not (_plain(w.data) and w.data.shape == (n, k)):
+                return None
+            if b is not None and not (_plain(b.data) and b.data.shape == (n,)):
+                return None
+        tables = _Tables([w.data for w in weights],
+                         [None if b is None else b.data for b in biases])
+        grad_size = sum(n * k + (0 if b is None else n)
+                        for k, n, b in zip(self.dims, self.dims[1:], biases))
+        found = (weights, biases, tables, grad_size)
+        self._cached = (key, found, params)  # params: keeps the ids in the key unique
+        return found
+
+    def __call__(self, x):
+        """The chain applied to Tensor x [batch, in_features], or None when the layers must
+        run one by one (an input or parameter the fused kernel does not take as it is; the
+        layers then raise the errors a user expects)."""
+        xd = x.data
+        if not (_plain(xd) and xd.ndim == 2 and xd.shape[1] == self.dims[0]):
+            return None
+        found = self._current()
+        if found is None:
+            return None
+        weights, biases, tables, grad_size = found
+        dims, m = self.dims, xd.shape[0]
+        out = _empty(m * sum(dims[1:]), F32)
+        px, pout = _from_buffer(_FLOATS, xd), _from_buffer(_FLOATS, out)
+        rc = lib.pyrt_linear_chain_forward(len(weights), self._dims, m, tables.weights,
+                                           tables.biases, self._acts, px, pout)
+        if rc:
+            check_rc(rc, "linear")
+        y = out[out.size - m * dims[-1]:].reshape(m, dims[-1])
+        parents = [x]
+        for w, b in zip(weights, biases):
+            parents.append(w)
+            if b is not None:
+                parents.append(b)
+
+        def backward(g):
+            if not _plain(g):
+                g = np.ascontiguousarray(g, F32)
+            wanted = tuple(p.requires_grad for p in parents)
+            needs = self._needs.get(wanted)
+            if needs is None:
+                needs = self._needs[wanted] = self._needs_table(wanted, biases)
+            grads = _empty(grad_size + (xd.size if x.requires_grad else 0), F32)
+            pgrads = _from_buffer(_FLOATS, grads)
+            dx = grads[grads.size - xd.size:].reshape(xd.shape) if x.requires_grad else None
+            rc = lib.pyrt_linear_chain_backward(
+                len(weights), self._dims, m, tables.weights, tables.biases, self._acts, needs,
+                px, pout, _from_buffer(_FLOATS, g), pgrads,
+                _NULL if dx is None else _from_buffer(_FLOATS, dx))
+            if rc:
+                check_rc(rc, "linear backward")
+            result, at = [dx], 0
+            for p in parents[1:]:
+                size = p.data.size
+                result.append(grads[at:at + size].reshape(p.data.shape) if p.requires_grad
+                              else None)
+                at += size
+            return result
+
+        return F._make(y, tuple(parents), backward)
+
+    @staticmethod
+    def _needs_table(wanted, biases):
+        """needs[l] for the C backward: bit 1 the weight gradient, bit 2 the bias gradient."""
+        needs, i = [], 1
+        for b in biases:
+            flags = 1 if wanted[i] else 0
+            i += 1
+            if b is not None:
+                flags |= 2 if wanted[i] else 0
+                i += 1
+            needs.append(flags)
+        return ffi.new("int[]", needs)
