@@ -66,7 +66,11 @@ SGD_CONFIGS = [
 ]
 ADAM_CONFIGS = [
     dict(),
-    dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.1),
+    # weight_decay a power of two: weight_decay * param is exact, so grad + weight_decay *
+    # param rounds once whether the kernel fuses it into an FMA or not. With 0.1 the two
+    # roundings differ, and where grad nearly cancels weight_decay * param Adam's normalised
+    # step magnifies that difference far past the tolerance (1 element in ~1e6).
+    dict(lr=1e-2, betas=(0.8, 0.99), weight_decay=0.125),
     dict(lr=0.1, betas=(0.5, 0.9), eps=1e-3),
     dict(lr=3e-4, betas=(0.0, 0.999), eps=1e-6),
     dict(lr=1e-3, betas=(0.9, 0.0)),
