@@ -62,6 +62,15 @@ def _make(data, parents, backward):
     return out
 
 
+def _xp(a):
+    """The array module of `a`: CuPy for an array on the GPU, else NumPy."""
+    if isinstance(a, np.ndarray) or not type(a).__module__.startswith("cupy"):
+        return np
+    import cupy
+
+    return cupy
+
+
 def _as_tensor(x, like):
     """Numbers and arrays in arithmetic become constant tensors."""
     Tensor = _tensor()
@@ -81,7 +90,7 @@ def _unbroadcast(g, shape):
         out = ops.bias_grad(g)  # a bias row: the column sum kernel
     else:
         out = g.sum(axis=axes, dtype=np.float32) if axes else g
-    return np.ascontiguousarray(out.reshape(shape), dtype=np.float32)
+    return _xp(out).ascontiguousarray(out.reshape(shape), dtype=np.float32)
 
 
 # ---- arithmetic ------------------------------------------------------------------------------
@@ -157,10 +166,20 @@ def _unary(code, x, saved_input=False):
     saved_input."""
     xd = x.data
     if not _plain(xd):
+        if not isinstance(xd, np.ndarray):  # on the device: the routed ops by name
+            name = _UNARY_NAMES[code]
+            y = getattr(ops, name)(xd)
+            saved = xd if saved_input else y
+            backward_op = getattr(ops, name + "_backward")
+            return _make(y, (x,), lambda g: (backward_op(g, saved),))
         xd = as_f32(xd, "x")
     y = unary_raw(code, xd)
     saved = xd if saved_input else y
     return _make(y, (x,), lambda g: (unary_backward_raw(code, g, saved),))
+
+
+_UNARY_NAMES = {lib.PYRT_EXP: "exp", lib.PYRT_LOG: "log", lib.PYRT_SQRT: "sqrt",
+                 lib.PYRT_TANH: "tanh", lib.PYRT_SIGMOID: "sigmoid", lib.PYRT_RELU: "relu"}
 
 
 def exp(x):
@@ -220,6 +239,8 @@ def linear(x, weight, bias=None, act=None):
     if wd.ndim != 2 or xd.shape[1] != wd.shape[1]:
         raise ValueError(f"linear: input of shape {x.shape} does not match weight of shape "
                          f"{weight.shape} (expected [out, {x.shape[1]}])")
+    if not isinstance(xd, np.ndarray) or not isinstance(wd, np.ndarray):
+        return _linear_checked(x, weight, bias, act)
     if not _plain(xd):
         xd = as_f32(xd, "input")
     if not _plain(wd):
@@ -258,6 +279,27 @@ def linear(x, weight, bias=None, act=None):
     return _make(y, parents, backward)
 
 
+def _linear_checked(x, weight, bias, act):
+    """linear through the checked ops (routed to the GPU for CuPy arrays): one GEMM, one
+    fused bias + activation pass, and in backward one bias-gradient pass."""
+    bd = None if bias is None else bias.data
+    y = ops.matmul(x.data, weight.data, trans_b=True)
+    if bias is not None or act is not None:
+        ops.bias_act(y, bd, act, out=y)
+    act_backward = None if act is None else getattr(ops, act + "_backward")
+
+    def backward(g):
+        gp = g if act_backward is None else act_backward(g, y)
+        return (
+            ops.matmul(gp, weight.data) if x.requires_grad else None,
+            ops.matmul(gp, x.data, trans_a=True) if weight.requires_grad else None,
+            ops.bias_grad(gp) if bias is not None and bias.requires_grad else None,
+        )
+
+    parents = (x, weight) if bias is None else (x, weight, bias)
+    return _make(y, parents, backward)
+
+
 # ---- reductions ------------------------------------------------------------------------------
 
 
@@ -272,7 +314,8 @@ def _reduced_shape(shape, axis, keepdims):
 def _expand_grad(g, shape, axis):
     """Broadcast the gradient of a reduction back over the reduced axes."""
     kept = _reduced_shape(shape, axis, keepdims=True)
-    return np.ascontiguousarray(np.broadcast_to(g.reshape(kept), shape))
+    xp = _xp(g)
+    return xp.ascontiguousarray(xp.broadcast_to(g.reshape(kept), shape))
 
 
 def sum(x, axis=None, keepdims=False):
@@ -293,13 +336,14 @@ def max(x, axis=None, keepdims=False):
 
     def backward(g):
         # the gradient goes to the first maximum of each slice, as argmax picks it
+        xp = _xp(g)
         if axis is None:
-            dx = np.zeros(x.data.size, np.float32)
-            dx[int(ops.argmax(x.data))] = g.reshape(())
+            dx = xp.zeros(x.data.size, np.float32)
+            dx[ops.argmax(x.data)] = g.reshape(())
             return (dx.reshape(x.shape),)
         idx = ops.argmax(x.data, axis, keepdims=True)
-        dx = np.zeros(x.shape, np.float32)
-        np.put_along_axis(dx, idx, g.reshape(idx.shape), axis=axis)
+        dx = xp.zeros(x.shape, np.float32)
+        xp.put_along_axis(dx, idx, g.reshape(idx.shape), axis=axis)
         return (dx,)
 
     return _make(out, (x,), backward)
@@ -311,7 +355,7 @@ def max(x, axis=None, keepdims=False):
 def reshape(x, shape):
     out = x.data.reshape(shape)
     if not out.flags.c_contiguous:
-        out = np.ascontiguousarray(out)
+        out = _xp(out).ascontiguousarray(out)
     in_shape = x.shape
     return _make(out, (x,), lambda g: (g.reshape(in_shape),))
 
@@ -320,19 +364,21 @@ def transpose(x):
     """The transpose of a 2-D tensor (a contiguous copy)."""
     if x.ndim != 2:
         raise ValueError(f"transpose expects a 2-D tensor, got shape {x.shape}")
-    return _make(np.ascontiguousarray(x.data.T), (x,), lambda g: (np.ascontiguousarray(g.T),))
+    xp = _xp(x.data)
+    return _make(xp.ascontiguousarray(x.data.T), (x,), lambda g: (xp.ascontiguousarray(g.T),))
 
 
 def index_rows(x, index):
     """``x[index]`` for an int, a slice or an integer array along the first axis."""
+    xp = _xp(x.data)
     out = x.data[index]
-    if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
-        out = np.ascontiguousarray(out)
-    out = np.asarray(out, dtype=x.data.dtype)
+    if isinstance(out, xp.ndarray) and not out.flags.c_contiguous:
+        out = xp.ascontiguousarray(out)
+    out = xp.asarray(out, dtype=x.data.dtype)
 
     def backward(g):
-        dx = np.zeros(x.shape, np.float32)
-        np.add.at(dx, index, g)
+        dx = xp.zeros(x.shape, np.float32)
+        xp.add.at(dx, index, g)
         return (dx,)
 
     return _make(out, (x,), backward)
@@ -355,13 +401,17 @@ def log_softmax(x, dim=-1):
     y = ops.log_softmax(x.data, dim)
 
     def backward(g):
-        return (g - np.exp(y) * g.sum(axis=dim, keepdims=True, dtype=np.float32),)
+        return (g - _xp(y).exp(y) * g.sum(axis=dim, keepdims=True, dtype=np.float32),)
 
     return _make(y, (x,), backward)
 
 
 def _scale(grad, g):
     """Chain a loss gradient with the (scalar) gradient of the loss."""
+    if not isinstance(g, np.ndarray):  # on the device: float(g) would wait for it
+        from pyrt.cuda.autograd import scale
+
+        return scale(grad, g)
     g = float(g)
     return grad if g == 1.0 else ops.mul(grad, g)
 
@@ -405,6 +455,8 @@ def mse_loss(input, target):
     diff = ops.sub(input.data, target)
     loss = ops.mean(ops.mul(diff, diff))
     n = builtins.max(diff.size, 1)
+    if not isinstance(diff, np.ndarray):
+        return _make(loss, (input,), lambda g: (_scale(ops.mul(diff, 2.0 / n), g),))
     return _make(loss, (input,), lambda g: (ops.mul(diff, 2.0 * float(g) / n),))
 
 

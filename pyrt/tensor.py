@@ -15,19 +15,29 @@ from pyrt.autograd import run_backward
 __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manual_seed",
            "from_numpy"]
 
-_DEVICES = ("cpu",)
+_CUDA_NAMES = ("cuda", "cuda:0")
 _ONE = np.ones((), np.float32)  # the gradient of a scalar with respect to itself (copied)
 
 
 def _check_device(device):
+    """The canonical name of `device`: "cpu", or "cuda:0" once the CUDA backend is loaded
+    (a RuntimeError saying what is missing when it cannot be)."""
     name = str(device)
-    if name not in _DEVICES:
-        if name.startswith("cuda"):
-            raise RuntimeError(
-                f"device {name!r} is not available: pyrt's CUDA backend needs an NVIDIA GPU "
-                "and CuPy (pip install 'pyrt[cuda]')")
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    return name
+    if name == "cpu":
+        return name
+    if name in _CUDA_NAMES:
+        from pyrt import cuda
+
+        cuda.require()
+        return cuda.DEVICE
+    raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+
+
+def _move(array, device):
+    """`array` on `device` (a canonical name): itself when it is there already."""
+    from pyrt import cuda
+
+    return cuda.to_host(array) if device == "cpu" else cuda.to_device(array)
 
 
 class Tensor:
@@ -56,7 +66,8 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        """"cpu", or "cuda:0" for a tensor whose data is a CuPy array."""
+        return "cpu" if isinstance(self.data, np.ndarray) else "cuda:0"
 
     @property
     def is_leaf(self):
@@ -76,8 +87,11 @@ class Tensor:
 
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
-        body = np.array2string(self.data, separator=", ", prefix="tensor(")
-        return f"tensor({body}{grad})"
+        if isinstance(self.data, np.ndarray):
+            body = np.array2string(self.data, separator=", ", prefix="tensor(")
+            return f"tensor({body}{grad})"
+        body = np.array2string(self.data.get(), separator=", ", prefix="tensor(")
+        return f"tensor({body}, device='{self.device}'{grad})"
 
     # ---- conversion --------------------------------------------------------------------------
 
@@ -86,6 +100,9 @@ class Tensor:
         if self.requires_grad and not self.is_leaf:
             raise RuntimeError("Can't call numpy() on a tensor that requires grad: "
                                "use tensor.detach().numpy()")
+        if not isinstance(self.data, np.ndarray):
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
         return self.data
 
     def item(self):
@@ -107,11 +124,18 @@ class Tensor:
         return F.mul(self, 1.0) if self.requires_grad else Tensor(self.data.copy())
 
     def to(self, device):
-        _check_device(device)
-        return self
+        """This tensor on `device` ("cpu" or "cuda"): itself if it is there already, else a
+        copy (no gradient flows back through the copy)."""
+        name = _check_device(device)
+        if name == self.device:
+            return self
+        return Tensor(_move(self.data, name), requires_grad=self.requires_grad)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self):
+        return self.to("cuda")
 
     def requires_grad_(self, requires_grad=True):
         if requires_grad and self.data.dtype != np.float32:
@@ -131,6 +155,8 @@ class Tensor:
 
     def copy_(self, other):
         src = other.data if isinstance(other, Tensor) else np.asarray(other)
+        if isinstance(src, np.ndarray) is not isinstance(self.data, np.ndarray):
+            src = _move(src, self.device)
         if src.shape != self.shape:
             raise ValueError(f"copy_: shape {src.shape} does not match {self.shape}")
         self.data[...] = src
@@ -148,6 +174,10 @@ class Tensor:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs: "
                                    f"pass gradient= for shape {self.shape}")
             g = _ONE.copy() if self.data.ndim == 0 else np.ones(self.shape, np.float32)
+            if not isinstance(self.data, np.ndarray):
+                from pyrt.cuda.autograd import implicit_gradient
+
+                g = implicit_gradient(self.shape)
         else:
             g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient,
                                                                               np.float32)
@@ -276,11 +306,13 @@ def _as_array(data, dtype):
 
 def tensor(data, requires_grad=False, device="cpu", dtype=None):
     """A tensor holding a copy of `data`: floats become float32, integers int64."""
-    _check_device(device)
+    device = _check_device(device)
+    if isinstance(data, Tensor) and data.device != "cpu":
+        data = data.data.get()
     arr = _as_array(data, dtype).copy()
     if requires_grad and arr.dtype != np.float32:
         raise RuntimeError("only floating-point tensors can require gradients")
-    return Tensor(arr, requires_grad=requires_grad)
+    return Tensor(arr if device == "cpu" else _move(arr, device), requires_grad=requires_grad)
 
 
 def from_numpy(array):
@@ -302,18 +334,21 @@ def _shape(size):
 
 
 def zeros(*size, requires_grad=False, device="cpu"):
-    _check_device(device)
-    return Tensor(np.zeros(_shape(size), np.float32), requires_grad)
+    device = _check_device(device)
+    data = np.zeros(_shape(size), np.float32)
+    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
 
 
 def ones(*size, requires_grad=False, device="cpu"):
-    _check_device(device)
-    return Tensor(np.ones(_shape(size), np.float32), requires_grad)
+    device = _check_device(device)
+    data = np.ones(_shape(size), np.float32)
+    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
 
 
 def empty(*size, requires_grad=False, device="cpu"):
-    _check_device(device)
-    return Tensor(np.empty(_shape(size), np.float32), requires_grad)
+    device = _check_device(device)
+    data = np.empty(_shape(size), np.float32)
+    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
 
 
 # ---- random numbers --------------------------------------------------------------------------
@@ -335,10 +370,12 @@ def generator():
 
 
 def randn(*size, requires_grad=False, device="cpu"):
-    _check_device(device)
-    return Tensor(_generator.standard_normal(_shape(size), dtype=np.float32), requires_grad)
+    device = _check_device(device)
+    data = _generator.standard_normal(_shape(size), dtype=np.float32)
+    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
 
 
 def rand(*size, requires_grad=False, device="cpu"):
-    _check_device(device)
-    return Tensor(_generator.random(_shape(size), dtype=np.float32), requires_grad)
+    device = _check_device(device)
+    data = _generator.random(_shape(size), dtype=np.float32)
+    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)

@@ -4,10 +4,13 @@ import argparse
 import json
 import sys
 
+import numpy as np
+
 import pyrt
 
-__all__ = ["CLIError", "add_common_options", "apply_common_options", "non_negative_float",
-           "non_negative_int", "positive_float", "positive_int", "print_result"]
+__all__ = ["CLIError", "add_common_options", "apply_common_options", "mean_loss",
+           "non_negative_float", "non_negative_int", "positive_float", "positive_int",
+           "print_result", "step_function"]
 
 
 class CLIError(Exception):
@@ -51,17 +54,49 @@ def add_common_options(parser, *, seed_default):
                         help="print one JSON object with the results, nothing else on stdout")
     parser.add_argument("--limit-steps", type=positive_int, default=None, metavar="K",
                         help="stop after K training steps")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="with --device cuda and SGD: capture one training step into a "
+                             "CUDA graph and replay it per batch")
 
 
 def apply_common_options(args):
     """Set the thread count and check that the device exists, before any data is loaded."""
     if args.threads is not None:
         pyrt.set_num_threads(args.threads)
+    if getattr(args, "cuda_graph", False) and args.device != "cuda":
+        raise CLIError("--cuda-graph needs --device cuda")
     if args.device != "cpu":
         try:
             pyrt.zeros(1, device=args.device)
         except Exception as exc:  # noqa: BLE001 (any backend failure: its message says why)
             raise CLIError(f"--device {args.device} is not usable: {exc}") from None
+
+
+def step_function(args, model, criterion, optimizer):
+    """``step(x, y) -> detached loss`` for the chosen device: models.train_step, or the
+    step captured into a CUDA graph with --cuda-graph."""
+    if getattr(args, "cuda_graph", False):
+        from pyrt.cuda.graph import CapturedStep
+
+        try:
+            return CapturedStep(model, criterion, optimizer)
+        except ValueError as exc:
+            raise CLIError(f"--cuda-graph: {exc}") from None
+    from pyrt.cli.models import train_step
+
+    return lambda x, y: train_step(model, criterion, optimizer, x, y, args.device)
+
+
+def mean_loss(losses):
+    """The mean of a list of detached 0-d loss tensors, read from the device (if they are
+    there) in one copy: the logging point of a training loop."""
+    if not losses:
+        return None
+    if losses[0].device == "cpu":
+        return float(np.mean([v.item() for v in losses]))
+    import cupy
+
+    return float(cupy.stack([v.data for v in losses]).mean().get())
 
 
 def print_result(result, args, lines):

@@ -17,15 +17,17 @@ import pyrt
 from pyrt import nn, optim
 from pyrt.cli.checkpoint import load_checkpoint, save_checkpoint
 from pyrt.cli.interrupt import StopOnInterrupt
-from pyrt.cli.models import MODELS, build_model, train_step
+from pyrt.cli.models import MODELS, build_model
 from pyrt.cli.options import (
     CLIError,
     add_common_options,
     apply_common_options,
+    mean_loss,
     non_negative_float,
     positive_float,
     positive_int,
     print_result,
+    step_function,
 )
 from pyrt.cli.progress import ProgressBar
 from pyrt.data import DataLoader, DatasetNotFoundError, load_mnist
@@ -171,6 +173,7 @@ def run(args):
         })
 
     batches = len(loader)
+    train_step = step_function(args, model, criterion, optimizer)
     name = data.name
     show_bar = ProgressBar.wanted(args.json)
     if not args.json:
@@ -195,7 +198,7 @@ def run(args):
             losses, images_epoch = [], 0
             start = time.perf_counter()
             for x, y in batches_iter:
-                loss = train_step(model, criterion, optimizer, x, y, args.device)
+                loss = train_step(x, y)
                 losses.append(loss)
                 step += 1
                 steps_run += 1
@@ -208,7 +211,8 @@ def run(args):
             train_seconds += seconds
             images_run += images_epoch
             bar.close()
-            epoch_losses = [float(v.item()) for v in losses] or epoch_losses
+            # the logging point: on a GPU, the epoch's losses are read in one copy
+            epoch_losses = [mean_loss(losses)] if losses else epoch_losses
             if step < batches:  # stopped inside the epoch
                 break
             epoch, step = epoch + 1, 0

@@ -18,14 +18,16 @@ import numpy as np
 
 import pyrt
 from pyrt import nn, optim
-from pyrt.cli.models import train_step, xor_net
+from pyrt.cli.models import xor_net
 from pyrt.cli.options import (
     add_common_options,
     apply_common_options,
+    mean_loss,
     non_negative_int,
     positive_float,
     positive_int,
     print_result,
+    step_function,
 )
 from pyrt.data import DataLoader, make_xor
 from pyrt.data.xor import XOR_TRUTH_TABLE
@@ -54,8 +56,9 @@ def add_parser(subparsers):
 
 
 def _accuracy(model, x, y):
+    device = next(iter(model.parameters())).device
     with pyrt.no_grad():
-        predicted = model(pyrt.Tensor(x)).cpu().numpy() > 0
+        predicted = model(pyrt.Tensor(x).to(device)).cpu().numpy() > 0
     return float(np.mean(predicted == (y > 0.5)))
 
 
@@ -72,16 +75,17 @@ def run(args):
         model = xor_net()
         if args.device != "cpu":
             model.to(args.device)
-        return model, optim.SGD(model.parameters(), lr=args.lr)
+        optimizer = optim.SGD(model.parameters(), lr=args.lr)
+        return model, optimizer, step_function(args, model, criterion, optimizer)
 
-    model, optimizer = fresh_start()
+    model, _, train_step = fresh_start()
     steps, epochs, restarts, epochs_since_start = 0, 0, 0, 0
     train_seconds, accuracy, losses = 0.0, 0.0, []
     while steps < budget:
         losses = []
         start = time.perf_counter()
         for xb, yb in loader:
-            losses.append(train_step(model, criterion, optimizer, xb, yb, args.device))
+            losses.append(train_step(xb, yb))
             steps += 1
             if steps >= budget:
                 break
@@ -92,11 +96,11 @@ def run(args):
         if accuracy == 1.0:
             break
         if args.restart_after and epochs_since_start >= args.restart_after and steps < budget:
-            model, optimizer = fresh_start()
+            model, _, train_step = fresh_start()
             restarts += 1
             epochs_since_start = 0
 
-    final_loss = float(np.mean([v.item() for v in losses])) if losses else None
+    final_loss = mean_loss(losses)
     result = {
         "task": "xor",
         "model": "xor-2-3-1",

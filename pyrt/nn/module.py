@@ -10,7 +10,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from pyrt.nn.parameter import Parameter
-from pyrt.tensor import Tensor, _check_device
+from pyrt.tensor import Tensor, _check_device, _move
 
 __all__ = ["Module"]
 
@@ -219,19 +219,29 @@ class Module:
                 param.grad.zero_()
 
     def to(self, device):
-        """Move the parameters to `device`; only "cpu" is available."""
-        _check_device(device)
+        """Move the parameters (and their gradients) to `device`, "cpu" or "cuda", in place:
+        each Parameter stays the same object, as in PyTorch, so an optimizer built on them
+        keeps working (its state follows on its next step)."""
+        name = _check_device(device)
+        for param in self.parameters():
+            if param.device != name:
+                param.data = _move(param.data, name)
+                if param.grad is not None:
+                    param.grad = Tensor(_move(param.grad.data, name))
         return self
 
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self):
+        return self.to("cuda")
 
     # ---- saving and loading ------------------------------------------------------------------
 
     def state_dict(self):
         """An OrderedDict from each parameter's dotted name to a copy of its values (a float32
         NumPy array); a parameter shared by several modules appears under each name."""
-        return OrderedDict((name, param.data.copy()) for name, param in
+        return OrderedDict((name, _move(param.data, "cpu").copy()) for name, param in
                            self.named_parameters(remove_duplicate=False))
 
     def load_state_dict(self, state_dict, strict=True):
@@ -270,7 +280,7 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
         for param, array in copies:
-            param.data[...] = array
+            param.data[...] = _move(array, param.device)
         return IncompatibleKeys(missing, unexpected)
 
     # ---- printing ----------------------------------------------------------------------------

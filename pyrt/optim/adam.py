@@ -45,6 +45,11 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns closure()'s loss if given."""
         loss = None if closure is None else self._closure_loss(closure)
+        if self._on_device():  # every parameter of a group in one fused launch
+            from pyrt.cuda.optimizers import adam_step
+
+            adam_step(self)
+            return loss
         # only kernels run below, no tensor ops: nothing is recorded for autograd
         states, cache = self.state, self._cache
         for group in self.param_groups:

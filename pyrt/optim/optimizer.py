@@ -17,11 +17,17 @@ from pyrt.tensor import Tensor
 __all__ = ["Optimizer"]
 
 
+def _host_copy(array):
+    """A NumPy copy of a state array, wherever it lives."""
+    return array.copy() if isinstance(array, np.ndarray) else array.get()
+
+
 class Optimizer:
     """Base class: subclasses pass their `defaults` and implement ``step()``."""
 
     def __init__(self, params, defaults):
         self.defaults = defaults
+        self._state_device = "cpu"  # where the state arrays live: they follow the parameters
         self.state = defaultdict(dict)
         self.param_groups = []
         if isinstance(params, Tensor):
@@ -88,6 +94,21 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError(f"{type(self).__name__} does not implement step()")
 
+    def _on_device(self):
+        """Whether the parameters live on the GPU. After Module.to() moved them, the state
+        arrays (momentum buffers, moments) are moved to follow them first."""
+        device = self.param_groups[0]["params"][0].device
+        if device != self._state_device:
+            from pyrt.tensor import _move
+
+            for values in self.state.values():
+                for name, value in values.items():
+                    if hasattr(value, "shape"):
+                        values[name] = _move(value, device)
+            getattr(self, "_cache", {}).clear()
+            self._state_device = device
+        return device != "cpu"
+
     # ---- saving and loading ------------------------------------------------------------------
 
     def state_dict(self):
@@ -107,7 +128,7 @@ class Optimizer:
             for param in group["params"]:
                 if param in self.state:
                     state[index[id(param)]] = {
-                        k: v.copy() if isinstance(v, np.ndarray) else copy.deepcopy(v)
+                        k: _host_copy(v) if hasattr(v, "shape") else copy.deepcopy(v)
                         for k, v in self.state[param].items()}
         return {"state": state, "param_groups": groups}
 
@@ -142,6 +163,7 @@ class Optimizer:
                 restored[name] = value
             new_state[param] = restored
         self.state = new_state
+        self._state_device = "cpu"  # the loaded arrays: moved on the next step if need be
         for group, saved in zip(self.param_groups, saved_groups):
             for k, v in saved.items():
                 if k != "params":

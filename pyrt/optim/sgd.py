@@ -44,6 +44,11 @@ class SGD(Optimizer):
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns closure()'s loss if given."""
         loss = None if closure is None else self._closure_loss(closure)
+        if self._on_device():  # every parameter of a group in one fused launch
+            from pyrt.cuda.optimizers import sgd_step
+
+            sgd_step(self)
+            return loss
         # only kernels run below, no tensor ops: nothing is recorded for autograd
         state, cache = self.state, self._cache
         for group in self.param_groups:

@@ -1,0 +1,208 @@
+"""pyrt's CUDA backend beside PyTorch CUDA eager on the same models, in one run:
+
+- XOR 2-3-1 step time, MNIST-shaped MLP (784-128-10) and CNN step time and epoch time
+  (60000 images, batch 64, random data of MNIST's shape: the timing does not depend on the
+  values), pyrt eager and with CUDA-graph capture;
+- the bias-gradient reduction at the CNN's shapes at batch 256 against the device-to-device
+  copy bandwidth of the same bytes (cupy copy).
+
+Device times come from CUDA events; each figure is the median of several repeats. Results go
+to benchmarks/results/cuda.{json,md}, naming the device.
+
+    python benchmarks/cuda/bench_cuda.py [--repeats 5] [--steps 200]
+
+Exits with a message when no GPU (or no CuPy / PyTorch CUDA) is present.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import pyrt
+from pyrt import cuda, nn, optim
+from pyrt.cli.models import cnn, mlp, train_step, xor_net
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def _require():
+    if not cuda.is_available():
+        sys.exit(f"bench_cuda: no GPU to measure on: {cuda._probe()[1]}")
+    try:
+        import torch
+    except ImportError:
+        sys.exit("bench_cuda: PyTorch is needed as the baseline (pip install torch)")
+    if not torch.cuda.is_available():
+        sys.exit("bench_cuda: PyTorch was built without CUDA or sees no GPU")
+    cuda.require()
+
+
+def _timed(fn, steps, repeats):
+    """Median seconds per call of fn() over `repeats` runs of `steps` calls, by CUDA events
+    on the current stream."""
+    import cupy
+
+    fn()
+    cupy.cuda.Device().synchronize()
+    times = []
+    for _ in range(repeats):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        for _ in range(steps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3 / steps)
+    return statistics.median(times)
+
+
+def _batch(shape, classes, n, seed=0):
+    r = np.random.default_rng(seed)
+    x = r.standard_normal((n,) + shape).astype(np.float32)
+    y = r.integers(0, classes, n) if classes else (r.random((n, 1)) > 0.5).astype(np.float32)
+    return x, y
+
+
+def pyrt_step(build, x, y, criterion, graph, lr=0.01):
+    pyrt.manual_seed(0)
+    model = build().to("cuda")
+    opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    xt, yt = pyrt.tensor(x), pyrt.tensor(y)
+    if graph:
+        from pyrt.cuda.graph import CapturedStep
+
+        step = CapturedStep(model, criterion, opt)
+        for _ in range(3):
+            step(xt, yt)
+        # replays alone: the batch is already in the static buffers
+        return lambda: step.graph.launch(stream=step.stream), step.stream
+    xd, yd = xt.to("cuda"), yt.to("cuda")
+    return lambda: train_step(model, criterion, opt, xd, yd, "cuda"), None
+
+
+def torch_step(which, x, y, lr=0.01):
+    import torch
+
+    torch.manual_seed(0)
+    if which == "xor":
+        model = torch.nn.Sequential(torch.nn.Linear(2, 3, bias=False), torch.nn.ReLU(),
+                                    torch.nn.Linear(3, 1, bias=False))
+        crit = torch.nn.BCEWithLogitsLoss()
+    elif which == "mlp":
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 128),
+                                    torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        crit = torch.nn.CrossEntropyLoss()
+    else:
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 10))
+        crit = torch.nn.CrossEntropyLoss()
+    model = model.cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    xd, yd = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+
+    def step():
+        loss = crit(model(xd), yd)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def bench_models(steps, repeats):
+    import cupy
+
+    rows = []
+    cases = [("xor", xor_net, (2,), 0, 32, nn.BCEWithLogitsLoss()),
+             ("mlp", mlp, (1, 28, 28), 10, 64, nn.CrossEntropyLoss()),
+             ("cnn", cnn, (1, 28, 28), 10, 64, nn.CrossEntropyLoss())]
+    for name, build, shape, classes, batch, crit in cases:
+        x, y = _batch(shape, classes, batch)
+        t_torch = _timed(torch_step(name, x, y), steps, repeats)
+        row = {"model": name, "batch": batch, "torch_eager_us": t_torch * 1e6}
+        for graph in (False, True):
+            fn, stream = pyrt_step(build, x, y, crit, graph)
+            with (stream if stream is not None else cupy.cuda.Stream.null):
+                t = _timed(fn, steps, repeats)
+            key = "pyrt_graph" if graph else "pyrt_eager"
+            row[f"{key}_us"] = t * 1e6
+            row[f"{key}_vs_torch"] = t / t_torch
+        if name != "xor":
+            row["epoch_s_pyrt_eager"] = row["pyrt_eager_us"] * 60000 / batch / 1e6
+            row["epoch_s_pyrt_graph"] = row["pyrt_graph_us"] * 60000 / batch / 1e6
+            row["epoch_s_torch"] = row["torch_eager_us"] * 60000 / batch / 1e6
+        rows.append(row)
+    return rows
+
+
+def bench_bias_grad(steps, repeats):
+    """Read bandwidth of ops.bias_grad beside the copy bandwidth of the same array."""
+    import cupy
+
+    from pyrt import ops
+
+    rows = []
+    shapes = [("conv1 NCHW [256, 8, 28, 28]", (256, 8, 28, 28), "planes"),
+              ("conv2 NCHW [256, 16, 14, 14]", (256, 16, 14, 14), "planes"),
+              ("conv1 NHWC [256*28*28, 8]", (256 * 28 * 28, 8), "rows"),
+              ("conv2 NHWC [256*14*14, 16]", (256 * 14 * 14, 16), "rows"),
+              ("linear [256, 128]", (256, 128), "rows"),
+              ("linear [256, 10]", (256, 10), "rows")]
+    from pyrt.cuda.ops.elementwise import bias_grad_planes
+
+    for label, shape, layout in shapes:
+        g = cupy.asarray(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+        dst = cupy.empty_like(g)
+        reduce = (lambda: bias_grad_planes(g)) if layout == "planes" else (
+            lambda: ops.bias_grad(g))
+        t_reduce = _timed(reduce, steps, repeats)
+        t_copy = _timed(lambda: cupy.copyto(dst, g), steps, repeats)
+        read_gbs = g.nbytes / t_reduce / 1e9
+        copy_gbs = 2 * g.nbytes / t_copy / 1e9  # a copy reads and writes every byte
+        rows.append({"shape": label, "bytes": g.nbytes, "bias_grad_us": t_reduce * 1e6,
+                     "copy_us": t_copy * 1e6, "bias_grad_GBs": read_gbs, "copy_GBs": copy_gbs,
+                     "fraction_of_copy": read_gbs / copy_gbs})
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=int, default=200)
+    args = p.parse_args()
+    _require()
+    import cupy
+    import torch
+
+    device = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    result = {"device": device, "cupy": cupy.__version__, "torch": torch.__version__,
+              "repeats": args.repeats, "steps": args.steps,
+              "models": bench_models(args.steps, args.repeats),
+              "bias_grad": bench_bias_grad(args.steps, args.repeats)}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "cuda.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# CUDA backend on {device}", "",
+             f"CuPy {cupy.__version__}, PyTorch {torch.__version__}; medians of "
+             f"{args.repeats} runs of {args.steps} steps (CUDA events).", "",
+             "| model | batch | torch eager us/step | pyrt eager | ratio | pyrt graph | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for r in result["models"]:
+        lines.append(f"| {r['model']} | {r['batch']} | {r['torch_eager_us']:.1f} | "
+                     f"{r['pyrt_eager_us']:.1f} | {r['pyrt_eager_vs_torch']:.2f} | "
+                     f"{r['pyrt_graph_us']:.1f} | {r['pyrt_graph_vs_torch']:.2f} |")
+    lines += ["", "| bias gradient | reduce GB/s | copy GB/s | fraction |", "|---|---|---|---|"]
+    for r in result["bias_grad"]:
+        lines.append(f"| {r['shape']} | {r['bias_grad_GBs']:.0f} | {r['copy_GBs']:.0f} | "
+                     f"{r['fraction_of_copy']:.2f} |")
+    (RESULTS / "cuda.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+// Losses with their gradients in the same pass, launched as one block so that the mean is
+// summed in a fixed order and written without atomics or a second launch: the loss stays
+// on the device, nothing is copied to the host.
+#include "common.cuh"
+
+// Mean cross-entropy of softmax(z [n, c]) against labels [n] (int64), and, with want_grad,
+// grad = (softmax(z) - onehot(labels)) / n. Warp w takes rows w, w + PYRT_WARPS, ...; its
+// lanes stride over the row. A label outside [0, c) makes the loss nan (checking it on the
+// host would need a device-to-host copy).
+extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
+                                              const long long *__restrict__ labels,
+                                              float *__restrict__ loss,
+                                              float *__restrict__ grad, long long n,
+                                              long long c, long long want_grad) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const float inv_n = 1.0f / (float)n;
+    float warp_loss = 0.0f;  // kept by lane 0
+    for (long long r = warp; r < n; r += PYRT_WARPS) {
+        const float *row = z + r * c;
+        float m = -INFINITY;
+        for (long long j = lane; j < c; j += 32) m = fmaxf(m, row[j]);
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        float s = 0.0f;
+        for (long long j = lane; j < c; j += 32) s += expf(row[j] - m);
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        const long long label = labels[r];
+        const bool valid = label >= 0 && label < c;
+        if (lane == 0)
+            warp_loss += valid ? m + logf(s) - row[label] : __int_as_float(0x7fc00000);
+        if (want_grad) {
+            const float inv_s = 1.0f / s;
+            float *g = grad + r * c;
+            for (long long j = lane; j < c; j += 32)
+                g[j] = (expf(row[j] - m) * inv_s - (j == label ? 1.0f : 0.0f)) * inv_n;
+        }
+    }
+    const float total = pyrt_block_sum(lane == 0 ? warp_loss : 0.0f);
+    if (threadIdx.x == 0) loss[0] = total * inv_n;
+}
+
+// Mean binary cross-entropy of sigmoid(z) against targets t (same shape, n elements):
+// max(z, 0) - z t + log(1 + exp(-|z|)); with want_grad, grad = (sigmoid(z) - t) / n.
+extern "C" __global__ void pyrt_bce_with_logits(const float *__restrict__ z,
+                                                const float *__restrict__ t,
+                                                float *__restrict__ loss,
+                                                float *__restrict__ grad, long long n,
+                                                long long want_grad) {
+    const float inv_n = 1.0f / (float)n;
+    float acc = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += PYRT_BLOCK) {
+        const float x = z[i], y = t[i];
+        acc += fmaxf(x, 0.0f) - x * y + log1pf(expf(-fabsf(x)));
+        if (want_grad) grad[i] = (pyrt_sigmoid(x) - y) * inv_n;
+    }
+    const float total = pyrt_block_sum(acc);
+    if (threadIdx.x == 0) loss[0] = total * inv_n;
+}

@@ -1,0 +1,120 @@
+// Max and average pooling of [planes, h, w] inputs (planes = n * c) and their gradients.
+// The gradients gather: one thread per input pixel adds up the outputs whose windows cover
+// it, so no atomics and no zero-fill are needed and the sums run in a fixed order.
+#include "common.cuh"
+
+// the output rows (or columns) whose windows cover input row y: [*lo, *hi)
+__device__ __forceinline__ void pyrt_covering(long long y, long long k, long long s,
+                                              long long p, long long out, long long *lo,
+                                              long long *hi) {
+    const long long top = y + p - k + 1;  // first window start that still covers y
+    *lo = top <= 0 ? 0 : (top + s - 1) / s;
+    const long long last = (y + p) / s + 1;
+    *hi = last < out ? last : out;
+}
+
+// y = the maximum of each window (padding is -inf), idx = the flat h * w index of the
+// first maximum in its plane (the first nan, if any), when want_idx.
+extern "C" __global__ void pyrt_max_pool_forward(const float *__restrict__ x,
+                                                 float *__restrict__ y,
+                                                 long long *__restrict__ idx,
+                                                 long long planes, long long h, long long w,
+                                                 long long kh, long long kw, long long sh,
+                                                 long long sw, long long ph, long long pw,
+                                                 long long oh, long long ow,
+                                                 long long want_idx) {
+    const long long n = planes * oh * ow;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
+        const float *plane = x + p * h * w;
+        float best = -INFINITY;
+        long long at = -1;
+        for (long long a = 0; a < kh; ++a) {
+            const long long yy = oy * sh - ph + a;
+            if (yy < 0 || yy >= h) continue;
+            for (long long b = 0; b < kw; ++b) {
+                const long long xx = ox * sw - pw + b;
+                if (xx < 0 || xx >= w) continue;
+                const float v = plane[yy * w + xx];
+                if (at < 0 || v > best || (v != v && best == best)) {
+                    best = v;
+                    at = yy * w + xx;
+                }
+            }
+        }
+        y[i] = best;
+        if (want_idx) idx[i] = at;
+    }
+}
+
+extern "C" __global__ void pyrt_max_pool_backward(const float *__restrict__ gy,
+                                                  const long long *__restrict__ idx,
+                                                  float *__restrict__ dx, long long planes,
+                                                  long long h, long long w, long long kh,
+                                                  long long kw, long long sh, long long sw,
+                                                  long long ph, long long pw, long long oh,
+                                                  long long ow) {
+    const long long n = planes * h * w;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long xx = i % w, yy = (i / w) % h, p = i / (w * h), at = yy * w + xx;
+        long long y0, y1, x0, x1;
+        pyrt_covering(yy, kh, sh, ph, oh, &y0, &y1);
+        pyrt_covering(xx, kw, sw, pw, ow, &x0, &x1);
+        const long long base = p * oh * ow;
+        float acc = 0.0f;
+        for (long long a = y0; a < y1; ++a)
+            for (long long b = x0; b < x1; ++b)
+                if (idx[base + a * ow + b] == at) acc += gy[base + a * ow + b];
+        dx[i] = acc;
+    }
+}
+
+// the mean of each window, padding counted as zeros in the divisor kh * kw
+extern "C" __global__ void pyrt_avg_pool_forward(const float *__restrict__ x,
+                                                 float *__restrict__ y, long long planes,
+                                                 long long h, long long w, long long kh,
+                                                 long long kw, long long sh, long long sw,
+                                                 long long ph, long long pw, long long oh,
+                                                 long long ow) {
+    const long long n = planes * oh * ow;
+    const float scale = 1.0f / (float)(kh * kw);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
+        const float *plane = x + p * h * w;
+        float acc = 0.0f;
+        for (long long a = 0; a < kh; ++a) {
+            const long long yy = oy * sh - ph + a;
+            if (yy < 0 || yy >= h) continue;
+            for (long long b = 0; b < kw; ++b) {
+                const long long xx = ox * sw - pw + b;
+                if (xx >= 0 && xx < w) acc += plane[yy * w + xx];
+            }
+        }
+        y[i] = acc * scale;
+    }
+}
+
+extern "C" __global__ void pyrt_avg_pool_backward(const float *__restrict__ gy,
+                                                  float *__restrict__ dx, long long planes,
+                                                  long long h, long long w, long long kh,
+                                                  long long kw, long long sh, long long sw,
+                                                  long long ph, long long pw, long long oh,
+                                                  long long ow) {
+    const long long n = planes * h * w;
+    const float scale = 1.0f / (float)(kh * kw);
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const long long xx = i % w, yy = (i / w) % h, p = i / (w * h);
+        long long y0, y1, x0, x1;
+        pyrt_covering(yy, kh, sh, ph, oh, &y0, &y1);
+        pyrt_covering(xx, kw, sw, pw, ow, &x0, &x1);
+        const float *plane = gy + p * oh * ow;
+        float acc = 0.0f;
+        for (long long a = y0; a < y1; ++a)
+            for (long long b = x0; b < x1; ++b) acc += plane[a * ow + b];
+        dx[i] = acc * scale;
+    }
+}

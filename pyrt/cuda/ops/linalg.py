@@ -1,0 +1,50 @@
+"""Matrix product on float32 CuPy arrays through cuBLAS (``cupy.matmul``, which hands the
+transposes to cuBLAS as flags, without copies), with pyrt.ops.matmul's arguments and checks."""
+
+import cupy
+
+from pyrt.cuda.ops._checks import F32, _device_array, out_f32
+
+__all__ = ["matmul"]
+
+
+def _operand(x, name):
+    x = _device_array(x, name, "a float32")
+    if x.dtype != F32:
+        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimensions")
+    return x
+
+
+def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
+    """``alpha * op(a) @ op(b)``, plus ``beta * out`` when `out` is given and beta != 0;
+    op(x) is x, or x.T when the matching ``trans_*`` flag is set. `out` must not share
+    memory with a or b."""
+    a = _operand(a, "a")
+    b = _operand(b, "b")
+    opa = a.T if trans_a else a
+    opb = b.T if trans_b else b
+    (m, k), (kb, n) = opa.shape, opb.shape
+    if k != kb:
+        raise ValueError(
+            f"matmul: a of shape {a.shape} and b of shape {b.shape} do not match"
+            f" (trans_a={trans_a}, trans_b={trans_b}): op(a) is ({m}, {k}) and op(b) is"
+            f" ({kb}, {n}), so the inner sizes {k} and {kb} differ")
+    if out is None:
+        res = cupy.matmul(opa, opb)
+        return res if alpha == 1.0 else cupy.multiply(res, F32.type(alpha), out=res)
+    res = out_f32(out, (m, n))
+    for x, name in ((a, "a"), (b, "b")):
+        if cupy.may_share_memory(res, x):
+            raise ValueError(f"out overlaps {name}: the product cannot be written over its "
+                             "input")
+    if beta == 0.0:
+        cupy.matmul(opa, opb, out=res)
+        if alpha != 1.0:
+            cupy.multiply(res, F32.type(alpha), out=res)
+    else:
+        product = cupy.matmul(opa, opb)
+        res *= F32.type(beta)
+        res += F32.type(alpha) * product
+    return res

@@ -1,0 +1,154 @@
+"""Fused SGD and Adam updates on CuPy arrays: every parameter of a model in one launch
+(kernels/optim.cu), hyper-parameters passed by value.
+
+``sgd_step_all``/``adam_step_all`` take lists of parameters, gradients and state arrays. The
+device tables of parameter and state addresses, sizes and the chunk map are built the first
+time a list of arrays is seen and kept under those arrays' addresses (with the arrays, so
+they stay alive), so a training loop uploads nothing after its first step. Gradients are
+passed by address as kernel arguments, PYRT_MAX_TENSORS a launch. ``sgd_step`` and
+``adam_step`` are the one-parameter forms of pyrt.ops, with the same checks.
+"""
+
+import operator
+
+import cupy
+import numpy as np
+
+from pyrt.cuda._module import BLOCK, CHUNK, MAX_TENSORS, kernel
+from pyrt.cuda.ops._checks import F32, as_f32, mixed_devices
+from pyrt.ops.optim import adam_hyperparameters, sgd_hyperparameters
+
+__all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all"]
+
+_TABLES = {}  # addresses of (params, state...) -> _Tables
+_TABLES_LIMIT = 64
+
+
+class _Tables:
+    """Device tables for one list of parameters and their state arrays, cut into launches of
+    at most MAX_TENSORS tensors."""
+
+    def __init__(self, arrays_by_role):
+        self.arrays = arrays_by_role  # kept alive: the tables hold their addresses
+        params = arrays_by_role[0]
+        self.launches = []
+        for lo in range(0, len(params), MAX_TENSORS):
+            part = [role[lo:lo + MAX_TENSORS] for role in arrays_by_role]
+            sizes = [p.size for p in part[0]]
+            tensor, start = [], []
+            for t, size in enumerate(sizes):
+                for s in range(0, size, CHUNK):
+                    tensor.append(t)
+                    start.append(s)
+            pointers = [cupy.asarray(np.array([a.data.ptr for a in role], np.uint64))
+                        for role in part]
+            self.launches.append((lo, len(tensor), pointers,
+                                  cupy.asarray(np.array(sizes, np.int64)),
+                                  cupy.asarray(np.array(tensor, np.int32)),
+                                  cupy.asarray(np.array(start, np.int64))))
+
+
+def _tables(arrays_by_role):
+    key = tuple(tuple((a.data.ptr, a.size) for a in role) for role in arrays_by_role)
+    tables = _TABLES.get(key)
+    if tables is None:
+        if len(_TABLES) >= _TABLES_LIMIT:
+            _TABLES.clear()
+        tables = _TABLES[key] = _Tables(arrays_by_role)
+    return tables
+
+
+def _grad_args(grads, lo):
+    """The gradient addresses of one launch as MAX_TENSORS uint64 kernel arguments."""
+    ptrs = [np.uint64(g.data.ptr) for g in grads[lo:lo + MAX_TENSORS]]
+    return tuple(ptrs) + (np.uint64(0),) * (MAX_TENSORS - len(ptrs))
+
+
+def sgd_step_all(params, grads, buffers, lr, momentum, dampening, weight_decay, nesterov,
+                 first_step):
+    """torch.optim.SGD's update of every (param, grad, momentum buffer) in one launch per
+    MAX_TENSORS parameters. Arrays are C-contiguous float32 on the device; buffers is None
+    without momentum. Hyper-parameters must be checked already (sgd_hyperparameters)."""
+    if not params:
+        return
+    roles = (params,) if buffers is None else (params, buffers)
+    f = np.float32
+    for lo, blocks, pointers, sizes, tensor, start in _tables(roles).launches:
+        table = pointers + [pointers[0]] * (2 - len(pointers))  # no buffers: never read
+        kernel("optim", "pyrt_sgd_multi")((blocks,), (BLOCK,), (
+            table[0], table[1], sizes, tensor, start, *_grad_args(grads, lo), f(lr),
+            f(momentum if buffers is not None else 0.0), f(dampening), f(weight_decay),
+            int(nesterov), int(first_step)))
+
+
+def adam_step_all(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps,
+                  weight_decay):
+    """torch.optim.Adam's update at step `step` (a host int, counting from 1) of every
+    parameter in one launch per MAX_TENSORS parameters; the bias corrections are computed
+    here, on the host, and passed by value."""
+    if not params:
+        return
+    f = np.float32
+    bias1 = 1.0 - beta1 ** step
+    bias2_sqrt = (1.0 - beta2 ** step) ** 0.5
+    for lo, blocks, pointers, sizes, tensor, start in _tables(
+            (params, exp_avgs, exp_avg_sqs)).launches:
+        kernel("optim", "pyrt_adam_multi")((blocks,), (BLOCK,), (
+            *pointers, sizes, tensor, start, *_grad_args(grads, lo), f(lr), f(beta1),
+            f(beta2), f(eps), f(weight_decay), f(bias1), f(bias2_sqrt)))
+
+
+# ---- the one-parameter ops of pyrt.ops ---------------------------------------------------------
+
+def _in_place(x, name, shape=None):
+    if type(x) is not cupy.ndarray:
+        if isinstance(x, np.ndarray):
+            raise mixed_devices(name)
+        raise TypeError(f"{name} must be a float32 cupy.ndarray, got {type(x).__name__}")
+    if x.dtype != F32:
+        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+    if shape is not None and x.shape != shape:
+        raise ValueError(f"{name} has shape {x.shape}, expected the shape of param {shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name} must be C-contiguous: it is updated in place")
+    return x
+
+
+def _grad(grad, shape):
+    grad = as_f32(grad, "grad")
+    if grad.shape != shape:
+        raise ValueError(f"grad has shape {grad.shape}, expected the shape of param {shape}")
+    return grad
+
+
+def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0,
+             weight_decay=0.0, nesterov=False, first_step=False):
+    """One step of torch.optim.SGD on one parameter, in place (pyrt.ops.sgd_step)."""
+    lr, momentum, dampening, weight_decay, nesterov = sgd_hyperparameters(
+        lr, momentum, dampening, weight_decay, nesterov)
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    buffers = None
+    if momentum != 0.0:
+        if momentum_buffer is None:
+            raise ValueError("momentum_buffer is required when momentum != 0")
+        buffers = [_in_place(momentum_buffer, "momentum_buffer", param.shape)]
+    sgd_step_all([param], [grad], buffers, lr, momentum, dampening, weight_decay, nesterov,
+                 bool(first_step))
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.999),
+              eps=1e-8, weight_decay=0.0):
+    """One step of torch.optim.Adam on one parameter, in place (pyrt.ops.adam_step)."""
+    lr, beta1, beta2, eps, weight_decay = adam_hyperparameters(lr, betas, eps, weight_decay)
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
+    if step < 1:
+        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    param = _in_place(param, "param")
+    grad = _grad(grad, param.shape)
+    m = _in_place(exp_avg, "exp_avg", param.shape)
+    v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+    adam_step_all([param], [grad], [m], [v], step, lr, beta1, beta2, eps, weight_decay)

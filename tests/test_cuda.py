@@ -1,0 +1,309 @@
+"""The CUDA backend against the CPU backend: every op within float tolerance, gradients
+through models, Module.to round trips, training, CUDA-graph replay, and the absence of
+device-to-host copies inside training steps. Skipped without a GPU."""
+
+import numpy as np
+import pytest
+
+import pyrt
+from pyrt import cuda, nn, ops, optim
+
+if not cuda.is_available():
+    pytest.skip(f"no CUDA device: {cuda._probe()[1]}", allow_module_level=True)
+
+import cupy
+
+cuda.require()
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def f32(*shape, seed=0):
+    return rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def close(dev, host, rtol=RTOL, atol=ATOL):
+    np.testing.assert_allclose(cupy.asnumpy(dev), host, rtol=rtol, atol=atol)
+
+
+def g(a):
+    return cupy.asarray(a)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", [((4, 5), (4, 5)), ((4, 5), (5,)), ((4, 5), (4, 1)),
+                                    ((3, 1, 5), (4, 1))])
+def test_binary(name, shapes):
+    a, b = f32(*shapes[0]), f32(*shapes[1], seed=1) + 3.0
+    close(getattr(ops, name)(g(a), g(b)), getattr(ops, name)(a, b))
+    close(getattr(ops, name)(g(a), 2.5), getattr(ops, name)(a, 2.5))
+    close(getattr(ops, name)(2.5, g(b)), getattr(ops, name)(2.5, b))
+
+
+@pytest.mark.parametrize("name", ["neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu"])
+def test_unary_and_backward(name):
+    x = np.abs(f32(7, 9)) + 0.1 if name in ("log", "sqrt") else f32(7, 9) * 3
+    close(getattr(ops, name)(g(x)), getattr(ops, name)(x))
+    if name != "neg":
+        saved = x if name in ("relu", "log") else getattr(ops, name)(x)
+        grad = f32(7, 9, seed=2)
+        bw = getattr(ops, name + "_backward")
+        close(bw(g(grad), g(saved)), bw(grad, saved))
+
+
+@pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh"])
+def test_bias_act(act):
+    x, b = f32(33, 17), f32(17, seed=1)
+    close(ops.bias_act(g(x), g(b), act), ops.bias_act(x, b, act))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (64, 10), (256, 128), (3, 1000), (50176, 8),
+                                   (12544, 16), (7, 300), (1000, 257)])
+def test_bias_grad(shape):
+    x = f32(*shape)
+    for _ in range(2):  # the second call reuses the workspace and its reset tickets
+        close(ops.bias_grad(g(x)), ops.bias_grad(x), rtol=1e-4, atol=1e-3)
+
+
+def test_reductions_and_softmax():
+    x = f32(6, 7, 8)
+    for axis in (None, 0, 1, -1, (0, 2)):
+        close(ops.sum(g(x), axis), ops.sum(x, axis), atol=1e-4)
+        close(ops.mean(g(x), axis), ops.mean(x, axis))
+        close(ops.max(g(x), axis), ops.max(x, axis))
+    for axis in (None, 1):
+        np.testing.assert_array_equal(cupy.asnumpy(ops.argmax(g(x), axis)), ops.argmax(x, axis))
+    for axis in (-1, 0, 1):
+        close(ops.softmax(g(x), axis), ops.softmax(x, axis))
+        close(ops.log_softmax(g(x), axis), ops.log_softmax(x, axis))
+
+
+@pytest.mark.parametrize("n,c", [(1, 1), (64, 10), (1000, 10), (5, 100)])
+def test_cross_entropy_fused(n, c):
+    z = f32(n, c)
+    labels = rng(1).integers(0, c, n)
+    loss, grad = ops.cross_entropy(g(z), g(labels), return_grad=True)
+    ref_loss, ref_grad = ops.cross_entropy(z, labels, return_grad=True)
+    close(loss, ref_loss)
+    close(grad, ref_grad)
+    assert isinstance(loss, cupy.ndarray) and loss.shape == ()
+
+
+def test_bce_with_logits_fused():
+    z, t = f32(32, 1), (rng(1).random((32, 1)) > 0.5).astype(np.float32)
+    loss, grad = ops.binary_cross_entropy_with_logits(g(z), g(t), return_grad=True)
+    ref_loss, ref_grad = ops.binary_cross_entropy_with_logits(z, t, return_grad=True)
+    close(loss, ref_loss)
+    close(grad, ref_grad)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul(ta, tb):
+    a = f32(*((9, 5) if ta else (5, 9)))
+    b = f32(*((7, 9) if tb else (9, 7)), seed=1)
+    close(ops.matmul(g(a), g(b), trans_a=ta, trans_b=tb),
+          ops.matmul(a, b, trans_a=ta, trans_b=tb), atol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 0), (1, 1), (2, 1), ((2, 1), (0, 1))])
+def test_conv2d_forward_backward(stride, padding):
+    x, w, b = f32(3, 4, 9, 8), f32(5, 4, 3, 3, seed=1), f32(5, seed=2)
+    y = ops.conv2d(x, w, b, stride=stride, padding=padding)
+    close(ops.conv2d(g(x), g(w), g(b), stride=stride, padding=padding), y, atol=1e-4)
+    gy = f32(*y.shape, seed=3)
+    dev = ops.conv2d_backward(g(x), g(w), g(gy), stride=stride, padding=padding)
+    ref = ops.conv2d_backward(x, w, gy, stride=stride, padding=padding)
+    for d, r in zip(dev, ref):
+        close(d, r, atol=1e-3)
+
+
+@pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 1, 1), (3, 2, 1)])
+def test_pools(k, s, p):
+    x = f32(2, 3, 9, 10)
+    y, idx = ops.max_pool2d(x, k, s, p, return_indices=True)
+    yd, idxd = ops.max_pool2d(g(x), k, s, p, return_indices=True)
+    close(yd, y)
+    np.testing.assert_array_equal(cupy.asnumpy(idxd), idx)
+    gy = f32(*y.shape, seed=1)
+    close(ops.max_pool2d_backward(g(gy), idxd, x.shape, k, s, p),
+          ops.max_pool2d_backward(gy, idx, x.shape, k, s, p))
+    close(ops.avg_pool2d(g(x), k, s, p), ops.avg_pool2d(x, k, s, p))
+    close(ops.avg_pool2d_backward(g(gy), x.shape, k, s, p),
+          ops.avg_pool2d_backward(gy, x.shape, k, s, p))
+
+
+@pytest.mark.parametrize("momentum,nesterov,wd,damp", [(0, False, 0, 0), (0.9, False, 1e-2, 0.1),
+                                                       (0.9, True, 1e-2, 0)])
+def test_sgd_step(momentum, nesterov, wd, damp):
+    p, grad, buf = f32(300, 7), f32(300, 7, seed=1), f32(300, 7, seed=2)
+    pd, bd = g(p), g(buf)
+    for first in (True, False):
+        kw = dict(lr=0.1, momentum=momentum, dampening=damp, weight_decay=wd,
+                  nesterov=nesterov, first_step=first)
+        ops.sgd_step(p, grad, buf if momentum else None, **kw)
+        ops.sgd_step(pd, g(grad), bd if momentum else None, **kw)
+        close(pd, p)
+
+
+def test_adam_step():
+    p, grad = f32(5000), f32(5000, seed=1)
+    m, v = np.zeros_like(p), np.zeros_like(p)
+    pd, md, vd = g(p), g(m), g(v)
+    for step in (1, 2, 3):
+        ops.adam_step(p, grad, m, v, step=step, lr=1e-2, weight_decay=0.1)
+        ops.adam_step(pd, g(grad), md, vd, step=step, lr=1e-2, weight_decay=0.1)
+        close(pd, p, atol=1e-5)
+
+
+def test_errors_match_cpu():
+    with pytest.raises(TypeError, match="float32"):
+        ops.add(g(np.ones(3)), g(np.ones(3)))
+    with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+        ops.add(g(np.ones(3, np.float32)), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        ops.bias_act(g(f32(2, 3)), g(f32(4)))
+
+
+def _models():
+    pyrt.manual_seed(0)
+    from pyrt.cli.models import cnn, mlp
+
+    return [(mlp(), f32(8, 1, 28, 28)), (cnn(), f32(8, 1, 28, 28))]
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_model_gradients_match_cpu(which):
+    model, x = _models()[which]
+    labels = rng(1).integers(0, 10, len(x))
+    crit = nn.CrossEntropyLoss()
+    loss = crit(model(pyrt.tensor(x)), pyrt.tensor(labels))
+    loss.backward()
+    host_grads = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+    model.to("cuda")
+    loss_d = crit(model(pyrt.tensor(x, device="cuda")), pyrt.tensor(labels, device="cuda"))
+    loss_d.backward()
+    close(loss_d.data, loss.numpy())
+    for p, h in zip(model.parameters(), host_grads):
+        assert p.device == "cuda:0"
+        close(p.grad.data, h, atol=1e-4)
+
+
+def test_module_to_round_trip_keeps_parameter_identity():
+    model, _ = _models()[0]
+    before = [p for p in model.parameters()]
+    values = [p.numpy().copy() for p in before]
+    model.to("cuda")
+    assert [id(p) for p in model.parameters()] == [id(p) for p in before]
+    assert all(p.device == "cuda:0" for p in model.parameters())
+    with pytest.raises(TypeError, match="cpu()"):
+        before[0].detach().numpy()
+    model.cpu()
+    for p, v in zip(model.parameters(), values):
+        np.testing.assert_array_equal(p.numpy(), v)
+
+
+def test_tensor_device_api():
+    t = pyrt.tensor([1.0, 2.0], device="cuda")
+    assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)
+    assert t.cpu().device == "cpu" and t.cpu().to("cuda").device == "cuda:0"
+    assert pyrt.zeros(3).cuda().device == "cuda:0"
+    with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+        t + pyrt.tensor([1.0, 2.0])
+
+
+def _xor_run(device, steps, optimizer_cls=optim.SGD, **kw):
+    from pyrt.cli.models import xor_net
+    from pyrt.data import make_xor
+
+    pyrt.manual_seed(0)
+    model = xor_net().to(device)
+    opt = optimizer_cls(model.parameters(), **kw)
+    x, y = make_xor(32 * steps, seed=0)
+    crit = nn.BCEWithLogitsLoss()
+    for i in range(steps):
+        xb = pyrt.tensor(x[32 * i:32 * i + 32], device=device)
+        yb = pyrt.tensor(y[32 * i:32 * i + 32], device=device)
+        loss = crit(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return [p.cpu().numpy() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("cls,kw", [(optim.SGD, dict(lr=0.1, momentum=0.9)),
+                                    (optim.Adam, dict(lr=1e-2))])
+def test_xor_training_matches_cpu(cls, kw):
+    for d, h in zip(_xor_run("cuda", 20, cls, **kw), _xor_run("cpu", 20, cls, **kw)):
+        np.testing.assert_allclose(d, h, rtol=1e-3, atol=1e-4)
+
+
+def _mnist_batches(n, batch=32):
+    r = rng(5)
+    return [(pyrt.tensor(r.standard_normal((batch, 1, 28, 28)).astype(np.float32)),
+             pyrt.tensor(r.integers(0, 10, batch))) for _ in range(n)]
+
+
+def test_graph_replay_equals_eager():
+    from pyrt.cli.models import mlp, train_step
+    from pyrt.cuda.graph import CapturedStep
+
+    batches = _mnist_batches(6) + [(pyrt.tensor(f32(7, 1, 28, 28)),
+                                    pyrt.tensor(rng(2).integers(0, 10, 7)))]
+    results = []
+    for captured in (False, True):
+        pyrt.manual_seed(0)
+        model = mlp().to("cuda")
+        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        crit = nn.CrossEntropyLoss()
+        step = (CapturedStep(model, crit, opt) if captured
+                else lambda x, y: train_step(model, crit, opt, x, y, "cuda"))
+        losses = [float(step(x, y).item()) for x, y in batches]
+        results.append((losses, [p.cpu().numpy() for p in model.parameters()]))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(results[1][1], results[0][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+class _TransferCounter:
+    """Counts device-to-host reads: ndarray.get, cupy.asnumpy, float()/item() on device
+    arrays."""
+
+    def __init__(self, monkeypatch):
+        self.count = 0
+        for owner, name in ((cupy.ndarray, "get"), (cupy, "asnumpy"),
+                            (cupy.ndarray, "item"), (cupy.ndarray, "__float__")):
+            original = getattr(owner, name)
+
+            def counted(*a, _original=original, **k):
+                self.count += 1
+                return _original(*a, **k)
+
+            monkeypatch.setattr(owner, name, counted)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_no_device_to_host_transfers_inside_steps(monkeypatch, graph):
+    from pyrt.cli.models import mlp
+    from pyrt.cli.options import mean_loss, step_function
+
+    class Args:
+        device, cuda_graph = "cuda", graph
+
+    pyrt.manual_seed(0)
+    model = mlp().to("cuda")
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    step = step_function(Args, model, nn.CrossEntropyLoss(), opt)
+    batches = _mnist_batches(12)
+    for x, y in batches[:4]:  # warm-up (and capture) outside the count
+        step(x, y)
+    counter = _TransferCounter(monkeypatch)
+    losses = []
+    for x, y in batches[4:]:
+        losses.append(step(x, y))
+        assert counter.count == 0
+    value = mean_loss(losses)  # the logging point: one read
+    assert counter.count == 1 and np.isfinite(value)

@@ -1,0 +1,84 @@
+"""Tests of the CUDA backend that run without a GPU: every kernel source compiles (nvcc,
+else NVRTC through CuPy), the CPU-only paths say clearly that no GPU is there, and
+importing pyrt does not import CuPy."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyrt.cuda import _module
+
+KERNELS = sorted(p.stem for p in _module.KERNEL_DIR.glob("*.cu"))
+
+
+def test_every_kernel_file_is_listed():
+    assert {"bias_grad", "conv", "elementwise", "loss", "optim", "pool"} <= set(KERNELS)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_kernel_compiles_with_nvcc(name, tmp_path):
+    nvcc = shutil.which("nvcc") or ("/usr/local/bin/nvcc"
+                                    if Path("/usr/local/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("no nvcc on this machine")
+    # the source exactly as NVRTC gets it at run time, with the same defines
+    source = tmp_path / f"{name}.cu"
+    source.write_text(_module.kernel_source(name))
+    defines = [f"-D{k}={v}" for k, v in _module.COMPILE_DEFINES.items()]
+    result = subprocess.run([nvcc, "-ptx", "-arch=compute_80", *defines, "-o",
+                             str(tmp_path / f"{name}.ptx"), str(source)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / f"{name}.ptx").read_text()
+    for kernel in ("pyrt_",):
+        assert f".entry {kernel}" in ptx
+
+
+def test_import_pyrt_does_not_import_cupy():
+    code = ("import sys, pyrt, pyrt.nn, pyrt.optim, pyrt.ops, pyrt.cuda; "
+            "pyrt.Tensor([1.0]).to('cpu'); print('cupy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _no_gpu():
+    from pyrt import cuda
+
+    if cuda.is_available():
+        pytest.skip("a CUDA device is present: the no-GPU messages do not apply")
+
+
+def test_tensor_on_cuda_without_gpu_raises_clear_error():
+    _no_gpu()
+    import pyrt
+
+    with pytest.raises(RuntimeError, match="device 'cuda' is not available: .*(CuPy|GPU)"):
+        pyrt.tensor([1.0, 2.0], device="cuda")
+    with pytest.raises(RuntimeError, match="not available"):
+        pyrt.zeros(2).to("cuda")
+
+
+def test_is_available_never_raises():
+    from pyrt import cuda
+
+    assert cuda.is_available() in (True, False)
+
+
+def test_cli_device_cuda_without_gpu_exits_2():
+    _no_gpu()
+    out = subprocess.run([sys.executable, "-m", "pyrt", "train", "xor", "--device", "cuda",
+                          "--limit-steps", "2"], capture_output=True, text=True, check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--device cuda is not usable" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_cli_cuda_graph_needs_device_cuda():
+    out = subprocess.run([sys.executable, "-m", "pyrt", "train", "xor", "--cuda-graph",
+                          "--limit-steps", "2"], capture_output=True, text=True, check=False)
+    assert out.returncode == 2 and "--cuda-graph needs --device cuda" in out.stderr
