@@ -35,6 +35,8 @@ def _check_device(device):
 
 def _move(array, device):
     """`array` on `device` (a canonical name): itself when it is there already."""
+    if device == "cpu" and isinstance(array, np.ndarray):
+        return array
     from pyrt import cuda
 
     return cuda.to_host(array) if device == "cpu" else cuda.to_device(array)
@@ -312,7 +314,7 @@ def tensor(data, requires_grad=False, device="cpu", dtype=None):
     arr = _as_array(data, dtype).copy()
     if requires_grad and arr.dtype != np.float32:
         raise RuntimeError("only floating-point tensors can require gradients")
-    return Tensor(arr if device == "cpu" else _move(arr, device), requires_grad=requires_grad)
+    return Tensor(_move(arr, device), requires_grad=requires_grad)
 
 
 def from_numpy(array):
@@ -336,19 +338,19 @@ def _shape(size):
 def zeros(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = np.zeros(_shape(size), np.float32)
-    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
+    return Tensor(_move(data, device), requires_grad)
 
 
 def ones(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = np.ones(_shape(size), np.float32)
-    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
+    return Tensor(_move(data, device), requires_grad)
 
 
 def empty(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = np.empty(_shape(size), np.float32)
-    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
+    return Tensor(_move(data, device), requires_grad)
 
 
 # ---- random numbers --------------------------------------------------------------------------
@@ -372,10 +374,10 @@ def generator():
 def randn(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = _generator.standard_normal(_shape(size), dtype=np.float32)
-    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
+    return Tensor(_move(data, device), requires_grad)
 
 
 def rand(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = _generator.random(_shape(size), dtype=np.float32)
-    return Tensor(data if device == "cpu" else _move(data, device), requires_grad)
+    return Tensor(_move(data, device), requires_grad)
