@@ -14,20 +14,23 @@ import datetime
 import importlib
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 KERNELS_BUILD = ROOT / "benchmarks" / "build" / "kernels"
 
-# The STREAM-style ceilings are compiled as STREAM is: for this CPU, with OpenMP threads.
-STREAM_FLAGS = ("-O3", "-march=native", "-fopenmp")
-
+# Shared with `python -m pyrt bench scaling`, which lives in the package: machine facts,
+# timing passes, the C programs' builds, thread lists and markdown tables.
+from pyrt.bench import machine
+from pyrt.bench.machine import cpu_model, first_line, version  # noqa: F401
+from pyrt.bench.options import parse_thread_list
+from pyrt.bench.programs import STREAM_FLAGS, build_stream  # noqa: F401
+from pyrt.bench.report import markdown_table
+from pyrt.bench.timing import calls_per_sample, timed_passes  # noqa: F401
 
 # ---- command line ---------------------------------------------------------------------------
 
@@ -52,18 +55,6 @@ def positive_float(text):
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not positive")
     return value
-
-
-def parse_thread_list(text):
-    """argparse type: "1,2,4" -> [1, 2, 4], the thread counts to run at (each >= 1)."""
-    try:
-        threads = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of thread counts") from None
-    if not threads or min(threads) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: thread counts must be positive")
-    return threads
 
 
 def short_count(n):
@@ -132,44 +123,10 @@ def optional_import(name, notes, skipped):
 # ---- machine and settings -------------------------------------------------------------------
 
 
-def first_line(cmd):
-    """The first line `cmd` prints, or None when it cannot run or prints nothing."""
-    try:
-        proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-        return proc.stdout.splitlines()[0]
-    except (OSError, IndexError):
-        return None
-
-
-def cpu_model():
-    """The "model name" of /proc/cpuinfo, or None."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
-
-
-def version(module):
-    """module.__version__, or None for a module that optional_import did not find (None)."""
-    return module.__version__ if module is not None else None
-
-
 def machine_info(extra):
-    """The machine a report was measured on: CPU model and count, gcc, Python, then the
-    script's own `extra` facts (library versions, ..., in order), the git commit and the load
-    average at the start (write_report adds the one at the end)."""
-    return {
-        "cpu_model": cpu_model(),
-        "affinity_cpus": len(os.sched_getaffinity(0)),
-        "gcc": first_line(["gcc", "--version"]),
-        "python": platform.python_version(),
-        **extra,
-        "git_commit": first_line(["git", "-C", str(ROOT), "rev-parse", "HEAD"]),
-        "loadavg_start": os.getloadavg(),
-    }
+    """The machine a report was measured on (pyrt.bench.machine.machine_info of this checkout);
+    write_report adds the load average at the end."""
+    return machine.machine_info(extra, ROOT)
 
 
 def run_settings(script, argv, args, **extra):
@@ -188,58 +145,6 @@ def run_settings(script, argv, args, **extra):
 
 
 # ---- timing ---------------------------------------------------------------------------------
-
-
-def calls_per_sample(run, sample_s):
-    """How many calls of run() make one sample of about sample_s seconds (at least 1)."""
-    run()
-    t0 = time.perf_counter()
-    run()
-    one = max(time.perf_counter() - t0, 1e-7)
-    return max(1, int(sample_s / one))
-
-
-def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_result=None,
-                 show_passes=False):
-    """Time `variants`, (key, setup, run) triples, in `repeat` interleaved passes; return
-    {key: [seconds per call of run(), one per pass]}.
-
-    A pass takes every variant in turn, so drift on a shared machine (other jobs, clock
-    changes) spreads over all of them instead of landing on one. A variant's sample is:
-    setup() (untimed: it sets the library's thread count); with `untimed`, a quarter of the
-    sample's calls (at least one) untimed, so that the library's threads are awake and its data
-    in cache, as in STREAM's back-to-back loops; the sample's calls of run(), timed together,
-    divided by their number; on_result(key, value of the last call), if given; then a sleep of
-    pause_s, so that threads a library leaves spinning after a call have gone to sleep before
-    the next variant runs. A sample is one call, or with `sample_s`, as many calls as take
-    about sample_s seconds (counted once per variant, after its setup(), before the passes).
-    show_passes prints "pass i/n" after each pass.
-    """
-    calls = {}
-    for key, setup, run in variants:
-        if sample_s is None:
-            calls[key] = 1
-        else:
-            setup()
-            calls[key] = calls_per_sample(run, sample_s)
-    samples = {}
-    for rep in range(repeat):
-        for key, setup, run in variants:
-            setup()
-            n = calls[key]
-            if untimed:
-                for _ in range(max(1, n // 4)):
-                    run()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                value = run()
-            samples.setdefault(key, []).append((time.perf_counter() - t0) / n)
-            if on_result is not None:
-                on_result(key, value)
-            time.sleep(pause_s)
-        if show_passes:
-            print(f"pass {rep + 1}/{repeat}", flush=True)
-    return samples
 
 
 def timing_phrase(settings):
@@ -277,13 +182,8 @@ def stream_ceiling(src, label, n, repeat, threads, samples, notes, wrong, includ
     Its samples go into samples[(label, threads)]; a result it did not check adds the note
     "<label> threads=<t>: <wrong>". When it does not build, a note says why and nothing runs.
     """
-    KERNELS_BUILD.mkdir(parents=True, exist_ok=True)
-    exe = KERNELS_BUILD / Path(src).stem
-    cmd = ["gcc", *STREAM_FLAGS, "-std=gnu11", *([f"-I{include}"] if include else []),
-           str(src), "-o", str(exe)]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0:
-        notes.append(f"{label} skipped: {' '.join(cmd)} failed: {proc.stderr.strip()[:300]}")
+    exe = build_stream(src, KERNELS_BUILD, notes, include)
+    if exe is None:
         return {}
     runs = {}
     for t in threads:
@@ -353,12 +253,6 @@ def markdown_report(report, title, libraries, method, blocks, load_at_end=False)
     for block in blocks:
         lines += [""] + block
     return "\n".join(lines) + "\n"
-
-
-def markdown_table(head, rows):
-    """Lines of a markdown table: the header, the rule, one line per row of cells."""
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
-        "| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
 def write_report(out, name, info, settings, notes, results, markdown):

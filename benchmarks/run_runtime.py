@@ -30,31 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
+from pyrt.bench import programs  # noqa: E402
+from pyrt.bench.machine import tbb_version  # noqa: E402
 
-SRC = ROOT / "benchmarks" / "runtime"
 BUILD = ROOT / "benchmarks" / "build" / "runtime"
-
-CFLAGS = ["-O2", "-std=gnu11", "-pthread", "-Wall", "-Wextra", f"-I{SRC}", f"-I{ROOT / 'csrc'}"]
-CXXFLAGS = ["-O2", "-std=c++17", "-pthread", "-Wall", "-Wextra", f"-I{SRC}"]
-
-# Program name -> (source relative to SRC, kind). The kind picks the compiler and libraries.
-PROGRAMS = {
-    "fib_serial": ("fib/fib_serial.c", "serial"),
-    "fib_pyrt": ("fib/fib_pyrt.c", "pyrt"),
-    "fib_omp": ("fib/fib_omp.c", "omp"),
-    "fib_tbb": ("fib/fib_tbb.cpp", "tbb"),
-    "loop_serial": ("loop/loop_serial.c", "serial"),
-    "loop_pyrt": ("loop/loop_pyrt.c", "pyrt"),
-    "loop_omp": ("loop/loop_omp.c", "omp"),
-    "loop_tbb": ("loop/loop_tbb.cpp", "tbb"),
-    "sum_serial": ("sum/sum_serial.c", "serial"),
-    "sum_pyrt": ("sum/sum_pyrt.c", "pyrt"),
-    "sum_omp": ("sum/sum_omp.c", "omp"),
-    "stream_read": ("sum/stream_read.c", "omp"),
-    "idle_pyrt": ("idle/idle_pyrt.c", "pyrt"),
-    "idle_omp": ("idle/idle_omp.c", "omp"),
-    "idle_tbb": ("idle/idle_tbb.cpp", "tbb"),
-}
 
 # Problem sizes: (full, --quick).
 SIZES = {
@@ -137,74 +116,6 @@ def workloads(quick):
          Variant("omp", "idle_omp", [window]),
          Variant("tbb", "idle_tbb", [window])])
     return [fib] + loops + [sum_, idle]
-
-
-# ---- building -------------------------------------------------------------------------------
-
-def compile_step(cmd, notes):
-    """Run one compiler command; echo its diagnostics; return True on success."""
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.stderr.strip():
-        print(proc.stderr.rstrip(), file=sys.stderr)
-    if proc.returncode != 0:
-        notes.append(f"build failed: {' '.join(map(str, cmd))}: "
-                     f"{(proc.stderr.strip().splitlines() or ['?'])[0]}")
-        return False
-    return True
-
-
-def have_tbb():
-    probe = "#include <oneapi/tbb/task_group.h>\n"
-    try:
-        proc = subprocess.run(["g++", "-x", "c++", "-E", "-", "-o", os.devnull], input=probe,
-                              capture_output=True, text=True)
-    except FileNotFoundError:
-        return False
-    return proc.returncode == 0
-
-
-def build(needed, notes):
-    """Build the programs in `needed`; return the set of names that built."""
-    BUILD.mkdir(parents=True, exist_ok=True)
-    kinds = {PROGRAMS[p][1] for p in needed}
-    tbb_ok = "tbb" in kinds and have_tbb()
-    if "tbb" in kinds and not tbb_ok:
-        notes.append("TBB variants skipped: oneTBB headers not found (install libtbb-dev).")
-
-    # The runtime is compiled once into objects that every pyrt program links.
-    runtime_objs = []
-    runtime_ok = "pyrt" in kinds
-    if runtime_ok:
-        sources = sorted((ROOT / "csrc" / "runtime").glob("*.c"))
-        if not sources:
-            notes.append("pyrt variants skipped: no csrc/runtime/*.c")
-            runtime_ok = False
-        objdir = BUILD / "pyrt"
-        objdir.mkdir(exist_ok=True)
-        for old in objdir.glob("*.o"):
-            old.unlink()
-        for src in sources:
-            obj = objdir / (src.stem + ".o")
-            if not compile_step(["gcc", *CFLAGS, "-c", src, "-o", obj], notes):
-                runtime_ok = False
-                break
-            runtime_objs.append(obj)
-
-    built = set()
-    for name in sorted(needed):
-        src, kind = PROGRAMS[name]
-        exe = BUILD / name
-        if (kind == "pyrt" and not runtime_ok) or (kind == "tbb" and not tbb_ok):
-            continue
-        if kind == "tbb":
-            cmd = ["g++", *CXXFLAGS, SRC / src, "-o", exe, "-ltbb"]
-        else:
-            extra = ["-fopenmp"] if kind == "omp" else []
-            cmd = ["gcc", *CFLAGS, *extra, SRC / src, *(runtime_objs if kind == "pyrt" else []),
-                   "-o", exe, "-lm"]
-        if compile_step(cmd, notes):
-            built.add(name)
-    return built
 
 
 # ---- running --------------------------------------------------------------------------------
@@ -312,21 +223,6 @@ def table(wl, rows):
     return harness.markdown_table(head, cells)
 
 
-def tbb_version():
-    """oneTBB's "major.minor" from its headers, or None without them."""
-    try:
-        proc = subprocess.run(["g++", "-x", "c++", "-E", "-dM", "-"],
-                              input="#include <oneapi/tbb/version.h>\n",
-                              capture_output=True, text=True)
-    except OSError:
-        return None
-    defs = dict(ln.split()[1:3] for ln in proc.stdout.splitlines()
-                if ln.startswith("#define TBB_VERSION_M") and len(ln.split()) >= 3)
-    if not defs:
-        return None
-    return f"{defs.get('TBB_VERSION_MAJOR')}.{defs.get('TBB_VERSION_MINOR')}"
-
-
 def runtime_machine_info():
     info = harness.machine_info({"nproc": os.cpu_count(),
                                  "gxx": harness.first_line(["g++", "--version"]),
@@ -377,7 +273,7 @@ def main(argv=None):
 
     notes = []
     info = runtime_machine_info()
-    built = build({v.program for wl in selected for v in wl.variants}, notes)
+    built = programs.build({v.program for wl in selected for v in wl.variants}, notes, ROOT, BUILD)
 
     plan = [(wl, v, t) for wl in selected for v in wl.variants if v.program in built
             for t in (args.threads if v.threaded else [1])]
@@ -402,7 +298,8 @@ def main(argv=None):
                 if note not in notes:
                     notes.append(note)
 
-    settings = harness.run_settings(__file__, argv, args, cflags=CFLAGS, cxxflags=CXXFLAGS)
+    settings = harness.run_settings(__file__, argv, args, cflags=programs.cflags(ROOT),
+                                    cxxflags=programs.cxxflags(ROOT))
     sections = [(wl, summarise(wl, records[wl.name])) for wl in selected]
     harness.write_report(args.out, "runtime", info, settings, notes, {
         "summary": {wl.name: [{k: v for k, v in row.items() if k != "first"} for row in rows]

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
 import pyrt  # noqa: E402
-from pyrt.ops.conv import conv2d, conv2d_backward  # noqa: E402
+from pyrt.bench.kernels import conv_variants  # noqa: E402
 from pyrt.ops.pool import max_pool2d, max_pool2d_backward  # noqa: E402
 
 PAUSE_S = 0.005
@@ -52,31 +52,6 @@ WORKLOADS = [
     ("max_pool2d 2x2 [64, 8, 28, 28]", "pool", (64, 8, 28, 28), 2),
     ("max_pool2d 2x2 [64, 16, 14, 14]", "pool", (64, 16, 14, 14), 2),
 ]
-
-
-def conv_variants(rng, shape, filters, torch):
-    """{variant: (forward, backward, results)} for a 3x3 convolution with padding 1."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    w = (rng.standard_normal((filters, shape[1], 3, 3)) / 3).astype(np.float32)
-    b = rng.standard_normal(filters).astype(np.float32)
-    y = np.empty((shape[0], filters, shape[2], shape[3]), np.float32)
-    dy = rng.standard_normal(y.shape).astype(np.float32)
-    out = {"pyrt": (lambda: conv2d(x, w, b, padding=1, out=y),
-                    lambda: conv2d_backward(x, w, dy, padding=1),
-                    lambda: (conv2d(x, w, b, padding=1), *conv2d_backward(x, w, dy, padding=1)))}
-    if torch is not None:
-        aten = torch.ops.aten
-        xt, wt, bt, dyt = (torch.from_numpy(a) for a in (x, w, b, dy))
-        args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
-
-        def t_fwd():
-            return aten.convolution(xt, wt, bt, *args)
-
-        def t_bwd():
-            return aten.convolution_backward(dyt, xt, wt, [filters], *args, [True, True, True])
-
-        out["torch"] = (t_fwd, t_bwd, lambda: tuple(t.numpy() for t in (t_fwd(), *t_bwd())))
-    return out
 
 
 def pool_variants(rng, shape, k, torch):

@@ -34,52 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
-import pyrt  # noqa: E402
-from pyrt.ops.elementwise import addcmul  # noqa: E402
+from pyrt.bench.kernels import ADDCMUL_PYRT, addcmul_close, addcmul_variants  # noqa: E402
 
 TRIAD_SRC = ROOT / "benchmarks" / "kernels" / "stream_triad.c"
-STREAM, MINE = "STREAM triad", "pyrt.ops.addcmul"  # the ceiling's and pyrt's labels
+STREAM, MINE = "STREAM triad", ADDCMUL_PYRT  # the ceiling's and pyrt's labels
 PAUSE_S = 0.02
 BYTES_PER_ELEMENT = 16  # three arrays read, one written
-
-
-def in_process_variants(a, b, c, threads_list, numexpr, torch):
-    """((label, threads), setup, run, out): setup() picks the thread count (untimed), run()
-    computes a * b + c into out."""
-    variants = []
-    for t in threads_list:
-        o = np.empty_like(a)
-        variants.append(((MINE, t), lambda t=t: pyrt.set_num_threads(t),
-                         lambda o=o: addcmul(c, a, b, out=o), o))
-
-    o_np = np.empty_like(a)
-
-    def numpy_two_passes():
-        np.multiply(a, b, out=o_np)
-        np.add(o_np, c, out=o_np)
-
-    variants.append((("NumPy multiply+add", 1), lambda: None, numpy_two_passes, o_np))
-    if numexpr is not None:
-        for t in threads_list:
-            o = np.empty_like(a)
-            variants.append((("numexpr", t), lambda t=t: numexpr.set_num_threads(t),
-                             lambda o=o: numexpr.evaluate("a*b+c", local_dict={
-                                 "a": a, "b": b, "c": c}, out=o), o))
-    if torch is not None:
-        ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-        for t in threads_list:
-            o = np.empty_like(a)
-            to = torch.from_numpy(o)
-            variants.append((("torch.addcmul", t), lambda t=t: torch.set_num_threads(t),
-                             lambda to=to: torch.addcmul(tc, ta, tb, out=to), o))
-    return variants
-
-
-def check(out, ref, a, b, c):
-    """Within two float32 roundings of the float64 value (fused or not)."""
-    eps = float(np.finfo(np.float32).eps)
-    bound = 2 * eps * (np.abs(a * b).astype(np.float64) + np.abs(c)) + 1e-38
-    return bool(np.all(np.abs(out.astype(np.float64) - ref) <= bound))
 
 
 def markdown(report):
@@ -109,11 +69,11 @@ def main(argv=None):
     a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
     ref = a.astype(np.float64) * b + c
 
-    variants = in_process_variants(a, b, c, args.threads, numexpr, torch)
+    variants = addcmul_variants(a, b, c, args.threads, numexpr, torch)
     for (label, t), setup, run, out in variants:  # warm-up: pools, pages, first-call costs
         setup()
         run()
-        if not check(out, ref, a, b, c):
+        if not addcmul_close(out, ref, a, b, c):
             notes.append(f"{label} threads={t}: result differs from a * b + c in float64")
         time.sleep(PAUSE_S)
     samples = harness.timed_passes([v[:3] for v in variants], args.repeat, PAUSE_S,

@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
-import pyrt  # noqa: E402
-from pyrt.ops.linalg import matmul, sgemm_kernel  # noqa: E402
+from pyrt.bench.kernels import MLP_GEMMS, gemm_close, gemm_operands, gemm_variants  # noqa: E402
+from pyrt.ops.linalg import sgemm_kernel  # noqa: E402
 
 # Between two timed samples: OpenBLAS's threads keep spinning for tens of milliseconds after a
 # call (and libgomp's for a few), which would eat into the next library's time on 2 threads.
@@ -53,12 +53,7 @@ SHAPES = [
     ("square", "64^3", 64, 64, 64, False, False),
     ("square", "256^3", 256, 256, 256, False, False),
     ("square", "1024^3", 1024, 1024, 1024, False, False),
-    ("MLP", "fc1 forward X W1^T", 64, 128, 784, False, True),
-    ("MLP", "fc1 dX = dY W1", 64, 784, 128, False, False),
-    ("MLP", "fc1 dW = dY^T X", 128, 784, 64, True, False),
-    ("MLP", "fc2 forward H W2^T", 64, 10, 128, False, True),
-    ("MLP", "fc2 dH = dY W2", 64, 128, 10, False, False),
-    ("MLP", "fc2 dW = dY^T H", 10, 128, 64, True, False),
+    *(("MLP", *shape) for shape in MLP_GEMMS),
     ("CNN", "conv1 forward W col", 8, 64 * 28 * 28, 9, False, False),
     ("CNN", "conv1 dW = dY col^T", 8, 9, 64 * 28 * 28, False, True),
     ("CNN", "conv1 dcol = W^T dY", 9, 64 * 28 * 28, 8, True, False),
@@ -69,50 +64,17 @@ SHAPES = [
 QUICK_SHAPES = {"64^3", "256^3", "fc1 forward X W1^T", "conv2 dW = dY col^T"}
 
 
-def operands(rng, m, n, k, trans_a, trans_b):
-    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(np.float32)
-    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(np.float32)
-    return a, b
-
-
-def check(c, a, b, trans_a, trans_b):
-    """c == op(a) @ op(b) within float32 rounding (a bound on the sum of |products|)."""
-    a64 = (a.T if trans_a else a).astype(np.float64)
-    b64 = (b.T if trans_b else b).astype(np.float64)
-    k = a64.shape[1]
-    err = np.abs(c - a64 @ b64)
-    return bool(np.all(err <= 2 * (k + 2) * np.finfo(np.float32).eps
-                       * (np.abs(a64) @ np.abs(b64)) + 1e-30))
-
-
-def variants(a, b, c, trans_a, trans_b, threads, blas, torch):
-    """((label, threads), setup, run): setup() picks the thread count (untimed); run() does one
-    product."""
-    A, B = (a.T if trans_a else a), (b.T if trans_b else b)
-    out = [(("pyrt", threads), lambda: pyrt.set_num_threads(threads),
-            lambda: matmul(a, b, trans_a=trans_a, trans_b=trans_b, out=c))]
-    if blas is not None:
-        out.append((("numpy", threads), lambda: blas.limit(limits=threads, user_api="blas"),
-                    lambda: np.matmul(A, B, out=c)))
-    if torch is not None:
-        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
-        ta, tb = (ta.T if trans_a else ta), (tb.T if trans_b else tb)
-        out.append((("torch", threads), lambda: torch.set_num_threads(threads),
-                    lambda: torch.matmul(ta, tb, out=tc)))
-    return out
-
-
 def measure(shape, args, blas, torch, rng, notes, pyrt_results):
     _, name, m, n, k, trans_a, trans_b = shape
-    a, b = operands(rng, m, n, k, trans_a, trans_b)
+    a, b = gemm_operands(rng, m, n, k, trans_a, trans_b)
     c = np.empty((m, n), np.float32)
     samples = {}
     for threads in args.threads:
-        vs = variants(a, b, c, trans_a, trans_b, threads, blas, torch)
+        vs = gemm_variants(a, b, c, trans_a, trans_b, threads, blas, torch)
         for (label, _), setup, run in vs:  # warm-up, and every library's result checked
             setup()
             run()
-            if not check(c, a, b, trans_a, trans_b):
+            if not gemm_close(c, a, b, trans_a, trans_b):
                 notes.append(f"{label} {name} threads={threads}: wrong result")
             if label == "pyrt":
                 pyrt_results.setdefault(name, []).append(c.copy())

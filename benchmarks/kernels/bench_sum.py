@@ -30,41 +30,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
-import pyrt  # noqa: E402
-from pyrt.ops.reduction import sum as pyrt_sum  # noqa: E402
+from pyrt.bench.kernels import SUM_PYRT, sum_values, sum_variants  # noqa: E402
 
 STREAM_SRC = ROOT / "benchmarks" / "runtime" / "sum" / "stream_read.c"
-STREAM, MINE = "STREAM read", "pyrt.ops.sum"  # the ceiling's and pyrt's labels in the report
+STREAM, MINE = "STREAM read", SUM_PYRT  # the ceiling's and pyrt's labels in the report
 PAUSE_S = 0.02
-
-
-def sum_values(n, chunk=1 << 24):
-    """x[i] = sum_value(i) of benchmarks/runtime/sum/sum_common.h, in chunks."""
-    x = np.empty(n, np.float32)
-    for start in range(0, n, chunk):
-        h = np.arange(start, min(n, start + chunk), dtype=np.uint32)
-        h *= np.uint32(0x9E3779B1)
-        h ^= h >> np.uint32(15)
-        h *= np.uint32(0x85EBCA77)
-        h ^= h >> np.uint32(13)
-        x[start:start + len(h)] = ((2 * (h & 255)).astype(np.float32) - 255.0) / 512.0
-    return x
-
-
-def in_process_variants(x, threads_list, torch):
-    """((label, threads), setup, run): setup() picks the thread count (untimed), run() does one
-    sum and returns its value."""
-    variants = []
-    for t in threads_list:
-        variants.append(((MINE, t), lambda t=t: pyrt.set_num_threads(t),
-                         lambda: pyrt_sum(x)))
-    variants.append((("np.sum", 1), lambda: None, lambda: np.sum(x)))
-    if torch is not None:
-        tx = torch.from_numpy(x)
-        for t in threads_list:
-            variants.append((("torch.sum", t), lambda t=t: torch.set_num_threads(t),
-                             lambda: torch.sum(tx).item()))
-    return variants
 
 
 def markdown(report):
@@ -89,7 +59,7 @@ def main(argv=None):
     exact = float(np.sum(x, dtype=np.float64))  # exact: every partial sum is a float
 
     results = {}
-    variants = in_process_variants(x, args.threads, torch)
+    variants = sum_variants(x, args.threads, torch)
     for key, setup, run in variants:  # warm-up: the pool, the pages, torch's threads
         setup()
         results[key] = [float(run())]

@@ -34,7 +34,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -42,202 +41,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pyrt.bench.training import (  # noqa: E402
+    epoch_pyrt,
+    epoch_torch,
+    load_fashion,
+    xor_numpy,
+    xor_pyrt,
+    xor_torch,
+)
+
 TASKS = ("xor", "mlp", "cnn")
 FRAMEWORKS = ("pyrt", "torch", "numpy")  # numpy: the hand-written XOR reference only
-XOR_WARMUP = 200
 
 
-# ---- the workloads (run inside a worker subprocess) -------------------------------------------
-
-
-def _xor_batches():
-    from pyrt.data import make_xor
-
-    x, y = make_xor(3200, seed=0)
-    return [(x[i:i + 32], y[i:i + 32]) for i in range(0, len(x), 32)]
-
-
-def _pyrt_xor_model(seed):
-    import pyrt
-    from pyrt.cli.models import xor_net
-
-    pyrt.manual_seed(seed)
-    return xor_net()
-
-
-def _time_steps(step, batches, steps, repeat):
-    """Median microseconds per step over `repeat` runs of `steps` steps, after a warm-up."""
-    n = len(batches)
-    for i in range(XOR_WARMUP):
-        step(*batches[i % n])
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for i in range(steps):
-            step(*batches[i % n])
-        samples.append((time.perf_counter() - start) / steps * 1e6)
-    return samples
-
-
-def xor_pyrt(args):
-    import pyrt
-    from pyrt import nn, optim
-
-    model = _pyrt_xor_model(0)
-    criterion = nn.BCEWithLogitsLoss()
-    opt = optim.SGD(model.parameters(), lr=0.01)
-    batches = [(pyrt.Tensor(x), pyrt.Tensor(y)) for x, y in _xor_batches()]
-
-    def step(x, y):
-        loss = criterion(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return {"us_per_step": _time_steps(step, batches, args.xor_steps, args.repeat)}
-
-
-def xor_torch(args):
-    import torch
-
-    w1, w2 = (p.data.copy() for p in _pyrt_xor_model(0).parameters())
-    model = torch.nn.Sequential(torch.nn.Linear(2, 3, bias=False), torch.nn.ReLU(),
-                                torch.nn.Linear(3, 1, bias=False))
-    with torch.no_grad():
-        model[0].weight.copy_(torch.from_numpy(w1))
-        model[2].weight.copy_(torch.from_numpy(w2))
-    criterion = torch.nn.BCEWithLogitsLoss()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    batches = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in _xor_batches()]
-
-    def step(x, y):
-        loss = criterion(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return {"us_per_step": _time_steps(step, batches, args.xor_steps, args.repeat)}
-
-
-def xor_numpy(args):
-    """The same step written out in NumPy: forward, stable BCE-with-logits, backward, SGD."""
-    w1, w2 = (p.data.copy() for p in _pyrt_xor_model(0).parameters())
-    lr = np.float32(0.01)
-
-    def step(x, y):
-        h = x @ w1.T
-        a = np.maximum(h, 0)
-        z = a @ w2.T
-        loss = np.mean(np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z))))
-        dz = (1 / (1 + np.exp(-z)) - y) / np.float32(len(z))
-        dw2 = dz.T @ a
-        dh = (dz @ w2) * (h > 0)
-        dw1 = dh.T @ x
-        w1[...] -= lr * dw1
-        w2[...] -= lr * dw2
-        return loss
-
-    return {"us_per_step": _time_steps(step, _xor_batches(), args.xor_steps, args.repeat)}
-
-
-def _epoch_batches(n, seed, batch):
-    order = np.random.default_rng(seed).permutation(n)
-    return [order[i:i + batch] for i in range(0, n, batch)]
-
-
-def _load_fashion(args):
-    from pyrt.data import load_mnist
-
-    return load_mnist(args.data, download=False)
-
-
-def _pyrt_model(task, seed):
-    import pyrt
-    from pyrt.cli.models import build_model
-
-    pyrt.manual_seed(seed)
-    return build_model(task)
-
-
-def epoch_pyrt(args, task):
-    import pyrt
-    from pyrt import nn, optim
-    from pyrt.cli.train_mnist import evaluate
-
-    data = _load_fashion(args)
-    times, accuracies, losses = [], [], []
-    for run in range(args.runs):
-        model = _pyrt_model(task, run)
-        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        criterion = nn.CrossEntropyLoss()
-        batches = [(pyrt.Tensor(data.train_images[i]), pyrt.Tensor(data.train_labels[i]))
-                   for i in _epoch_batches(args.train_limit, run, 64)]
-        last = None
-        start = time.perf_counter()
-        for x, y in batches:
-            loss = criterion(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            last = loss
-        times.append(time.perf_counter() - start)
-        losses.append(float(last.item()))
-        accuracies.append(evaluate(model, data.test_images, data.test_labels, "cpu"))
-    return {"epoch_s": times, "test_accuracy": accuracies, "last_loss": losses}
-
-
-def _torch_model(task, seed):
-    import torch
-
-    tn = torch.nn
-    if task == "mlp":
-        model = tn.Sequential(tn.Flatten(), tn.Linear(784, 128), tn.ReLU(), tn.Linear(128, 10))
-    else:
-        model = tn.Sequential(
-            tn.Conv2d(1, 8, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
-            tn.Conv2d(8, 16, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
-            tn.Flatten(), tn.Linear(16 * 7 * 7, 10))
-    # the same initial weights as pyrt's model of this seed
-    source = [p.data for p in _pyrt_model(task, seed).parameters()]
-    params = list(model.parameters())
-    assert [tuple(p.shape) for p in params] == [s.shape for s in source]
-    with torch.no_grad():
-        for p, s in zip(params, source):
-            p.copy_(torch.from_numpy(s))
-    return model
-
-
-def epoch_torch(args, task):
-    import torch
-
-    data = _load_fashion(args)
-    test_x = torch.from_numpy(data.test_images)
-    test_y = torch.from_numpy(data.test_labels)
-    times, accuracies, losses = [], [], []
-    for run in range(args.runs):
-        model = _torch_model(task, run)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        criterion = torch.nn.CrossEntropyLoss()
-        batches = [(torch.from_numpy(data.train_images[i]),
-                    torch.from_numpy(data.train_labels[i]))
-                   for i in _epoch_batches(args.train_limit, run, 64)]
-        last = None
-        start = time.perf_counter()
-        for x, y in batches:
-            loss = criterion(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            last = loss
-        times.append(time.perf_counter() - start)
-        losses.append(float(last.item()))
-        with torch.no_grad():
-            correct = 0
-            for lo in range(0, len(test_x), 1000):
-                pred = model(test_x[lo:lo + 1000]).argmax(dim=1)
-                correct += int((pred == test_y[lo:lo + 1000]).sum())
-        accuracies.append(correct / len(test_x))
-    return {"epoch_s": times, "test_accuracy": accuracies, "last_loss": losses}
+# ---- the worker subprocess -----------------------------------------------------------------
 
 
 def worker(args):
@@ -255,7 +72,8 @@ def worker(args):
             out[task] = {"pyrt": xor_pyrt, "torch": xor_torch, "numpy": xor_numpy}[
                 args.framework](args)
         elif args.framework != "numpy":
-            out[task] = (epoch_pyrt if args.framework == "pyrt" else epoch_torch)(args, task)
+            epoch = epoch_pyrt if args.framework == "pyrt" else epoch_torch
+            out[task] = epoch(args, task, load_fashion(args.data))
     print(json.dumps(out))
 
 

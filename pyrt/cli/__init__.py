@@ -1,4 +1,5 @@
-"""pyrt's command line: ``python -m pyrt train xor`` and ``python -m pyrt train mnist``.
+"""pyrt's command line: ``python -m pyrt train xor``, ``python -m pyrt train mnist`` and
+``python -m pyrt bench scaling``.
 
 Each command module adds its parser with ``add_parser(subparsers)`` and sets ``run``, which
 returns the exit status. Problems the user can fix raise CLIError: its message is printed
@@ -9,6 +10,7 @@ import argparse
 import sys
 
 import pyrt
+from pyrt.bench import cli as bench
 from pyrt.cli import train_mnist, train_xor
 from pyrt.cli.options import CLIError
 
@@ -29,6 +31,7 @@ def build_parser():
     tasks = train.add_subparsers(dest="task", metavar="TASK", required=True)
     for command in TRAIN_COMMANDS:
         command.add_parser(tasks)
+    bench.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Scaling benchmarks of pyrt beside its peers: ``python -m pyrt bench scaling`` (see cli)."""

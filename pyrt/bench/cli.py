@@ -1,0 +1,253 @@
+"""``python -m pyrt bench scaling``: how pyrt's workloads scale with threads, beside its peers.
+
+For each thread count, every workload's variants (pyrt, its peers, its references) run in
+fresh processes (pyrt.bench.runner); the medians, speedups, efficiencies and ratios
+(pyrt.bench.report) go into DIR/scaling.json, DIR/scaling.md and DIR/scaling.png
+(pyrt.bench.plot). A peer that is not installed, and the C programs when pyrt runs without its
+source checkout, are reported as skipped with the reason.
+"""
+
+import argparse
+import dataclasses
+import datetime
+import importlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy
+from threadpoolctl import threadpool_info
+from tqdm import tqdm
+
+import pyrt
+from pyrt.bench import machine, programs, report, runner, workloads
+from pyrt.bench.options import PEERS, SUITES, parse_peers, parse_threads
+from pyrt.bench.plot import write_plot
+from pyrt.cli.options import CLIError, positive_float, positive_int
+from pyrt.data.mnist import find_mnist
+
+__all__ = ["add_parser", "run"]
+
+NOT_INSTALLED = "{name} is not installed ({error})"
+
+
+def _only(text):
+    """argparse type for --only: comma-separated names of workloads."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in workloads.NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown workload(s) {', '.join(map(repr, unknown)) or repr(text)}: expected "
+            f"names from {', '.join(workloads.NAMES)}")
+    return names
+
+
+def add_parser(subparsers):
+    bench = subparsers.add_parser(
+        "bench", help="benchmark pyrt beside its peers",
+        description="Benchmark pyrt beside the libraries a user would use instead.")
+    kinds = bench.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    p = kinds.add_parser(
+        "scaling", help="how each workload scales with threads, beside its peers",
+        description="Run every workload at each thread count in fresh processes (pyrt through "
+                    "PYRT_NUM_THREADS, each peer through its own knob), take the median of R "
+                    "runs, and write DIR/scaling.json, DIR/scaling.md and DIR/scaling.png: "
+                    "time, speedup over pyrt's one-thread run, parallel efficiency, and each "
+                    "peer's figure with the ratio pyrt/peer.")
+    p.add_argument("--threads", type=parse_threads, default="max", metavar="1,2,4,...|max",
+                   help="thread counts (1 is always added: speedups are over it); max: 1, 2, "
+                        "4, ... up to the CPUs this process may run on (default: max)")
+    p.add_argument("--suite", choices=SUITES, default="all",
+                   help="runtime: C-level fib and parallel_for; kernels: sum, a*b+c, GEMM, "
+                        "conv2d; train: XOR step, Fashion-MNIST MLP and CNN epochs "
+                        "(default: all)")
+    p.add_argument("--repeat", type=positive_int, default=5, metavar="R",
+                   help="timed runs per variant and thread count; the median is reported "
+                        "(default: 5)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="where the results go (default: benchmarks/results/ in a source "
+                        "checkout, else ./pyrt-bench-results)")
+    p.add_argument("--peers", type=parse_peers, default="auto",
+                   metavar="auto|none|" + ",".join(PEERS),
+                   help="the peers to run beside pyrt; auto: every one that is installed "
+                        "(default: auto)")
+    p.add_argument("--only", type=_only, default=None, metavar="W1,W2",
+                   help=f"only these workloads of the suite: {', '.join(workloads.NAMES)}")
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes and synthetic data: a smoke test of a few seconds, not a "
+                        "measurement")
+    p.add_argument("--timeout", type=positive_float, default=900.0, metavar="S",
+                   help="seconds one process may run before it is stopped (default: 900)")
+    p.set_defaults(run=run)
+    return bench
+
+
+def default_out():
+    root = programs.source_root()
+    return root / "benchmarks" / "results" if root else Path.cwd() / "pyrt-bench-results"
+
+
+def _python_peers(requested):
+    """{peer: module or None} for the importable peers among `requested`, and {peer: why
+    not} for the others."""
+    found, missing = {}, {}
+    for peer in ("torch", "numexpr"):
+        if peer in requested:
+            try:
+                found[peer] = importlib.import_module(peer)
+            except ImportError as exc:
+                missing[peer] = NOT_INSTALLED.format(name=peer, error=exc)
+    return found, missing
+
+
+def _select(catalogue, args, missing, root):
+    """The workloads to run, each with the variants to run; and the skipped variants, each
+    with the reason."""
+    chosen, skipped = [], []
+    for w in catalogue:
+        if (args.suite != "all" and w.suite != args.suite) or (args.only
+                                                               and w.name not in args.only):
+            continue
+        keep = []
+        for v in w.variants:
+            if v.peer is not None and v.peer not in args.peers:
+                continue
+            reason = missing.get(v.peer)
+            if reason is None and v.program is not None and root is None:
+                reason = ("the C programs live in benchmarks/ of pyrt's source checkout, and "
+                          "this pyrt runs without it")
+            if reason is None:
+                keep.append(v)
+            else:
+                skipped.append({"workload": w.name, "variant": v.label, "reason": reason})
+        if w.pyrt in keep:
+            chosen.append(dataclasses.replace(w, variants=tuple(keep)))
+    return chosen, skipped
+
+
+def _build(chosen, root, build_dir, notes, skipped):
+    """Build the C programs the chosen variants need; drop the variants whose program did not
+    build (as skipped, with the reason) and the workloads left without pyrt."""
+    needed = {v.program for w in chosen for v in w.variants if v.program is not None}
+    if not needed:
+        return chosen
+    print(f"building {len(needed)} C programs from {root / 'benchmarks'} ...", file=sys.stderr,
+          flush=True)
+    built = programs.build_with_stream(needed, notes, root, build_dir)
+    out = []
+    for w in chosen:
+        keep = []
+        for v in w.variants:
+            if v.program is None or v.program in built:
+                keep.append(v)
+                continue
+            kind = programs.PROGRAMS.get(v.program, (None, "stream"))[1]
+            reason = ("oneTBB headers not found (install libtbb-dev)"
+                      if kind == "tbb" and not programs.have_tbb()
+                      else f"{v.program} did not build (see the notes)")
+            skipped.append({"workload": w.name, "variant": v.label, "reason": reason})
+        if w.pyrt in keep:
+            out.append(dataclasses.replace(w, variants=tuple(keep)))
+    return out
+
+
+def _machine(root, peers):
+    blas = [f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')})"
+            for i in threadpool_info() if i.get("user_api") == "blas"]
+    libraries = {"pyrt": pyrt.__version__, "NumPy": numpy.__version__,
+                 "BLAS": ", ".join(blas) or None,
+                 "PyTorch": machine.version(peers.get("torch")),
+                 "numexpr": machine.version(peers.get("numexpr")),
+                 "oneTBB": machine.tbb_version()}
+    return machine.machine_info({"cores": os.cpu_count(), "affinity": machine.affinity(),
+                                 "libraries": libraries}, root)
+
+
+def _notes(records):
+    """The problems the runs reported, each once."""
+    notes = []
+    for r in records:
+        where = f"{r['workload']} · {r['variant']} · threads={r['threads']}"
+        for text in r.get("notes", []) + ([r["error"]] if "error" in r else []):
+            if f"{where}: {text}" not in notes:
+                notes.append(f"{where}: {text}")
+    return notes
+
+
+def _command_line(args):
+    """The command that repeats this run, every setting spelt out."""
+    words = ["python -m pyrt bench scaling", "--threads", ",".join(map(str, args.threads)),
+             "--suite", args.suite, "--repeat", str(args.repeat),
+             "--peers", ",".join(args.peers) or "none"]
+    if args.only:
+        words += ["--only", ",".join(args.only)]
+    if args.quick:
+        words.append("--quick")
+    if args.out:
+        words += ["--out", str(args.out)]
+    return " ".join(words)
+
+
+def run(args):
+    root = programs.source_root()
+    out = args.out or default_out()
+    cpus = len(os.sched_getaffinity(0))
+    peers, missing = _python_peers(args.peers)
+    data = None if args.quick else find_mnist()
+    chosen, skipped = _select(workloads.catalogue(args.quick, data), args, missing, root)
+    notes = []
+    if any(t > cpus for t in args.threads):
+        notes.append(f"Thread counts above {cpus}, the CPUs this process may run on, are "
+                     "oversubscribed: marked * in the tables.")
+    settings = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": _command_line(args),
+        "threads": args.threads, "suite": args.suite, "repeat": args.repeat,
+        "peers": args.peers, "only": args.only, "quick": args.quick,
+        "data": None if data is None else str(data),
+    }
+    info = _machine(root, peers)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="pyrt-bench-") as build_dir:
+        chosen = _build(chosen, root, Path(build_dir), notes, skipped) if root else chosen
+        runs = runner.plan(chosen, args.threads, args.repeat)
+        bar = tqdm(total=sum(r.processes for r in runs), unit="run", file=sys.stderr,
+                   dynamic_ncols=True)
+        try:
+            runner.execute(runs, args.repeat, Path(build_dir),
+                           {"quick": args.quick, "data": settings["data"]}, args.timeout,
+                           records, bar)
+        except KeyboardInterrupt:
+            bar.close()
+            result = _report(info, settings, notes, skipped, chosen, records, cpus, args)
+            print(report.markdown(result, chosen), end="", flush=True)
+            raise CLIError(f"interrupted: {len(records)} of {bar.total} runs finished (shown "
+                           f"above); nothing was written to {out}", code=130) from None
+        bar.close()
+    result = _report(info, settings, notes, skipped, chosen, records, cpus, args)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_note = write_plot(out / "scaling.png", result["summary"], chosen, args.threads)
+    if plot_note:
+        result["notes"].append(plot_note)
+    text = report.write_files(out, result, chosen)
+    print(text, end="", flush=True)
+    written = ["scaling.json", "scaling.md"] + ([] if plot_note else ["scaling.png"])
+    print(f"wrote {', '.join(str(out / name) for name in written)}", file=sys.stderr)
+    return 0
+
+
+def _report(info, settings, notes, skipped, chosen, records, cpus, args):
+    info["loadavg_end"] = os.getloadavg()
+    return {
+        "machine": info, "settings": settings, "notes": notes + _notes(records),
+        "skipped": skipped,
+        "workloads": [{"name": w.name, "suite": w.suite, "title": w.title, "what": w.what,
+                       "rate_unit": w.rate[0] if w.rate else None,
+                       "variants": [{"label": v.label, "peer": v.peer,
+                                     "reference": v.reference, "threaded": v.threaded,
+                                     "program": v.program} for v in w.variants]}
+                      for w in chosen],
+        "summary": report.summarise(chosen, records, args.threads, cpus),
+        "runs": records,
+    }

@@ -1,0 +1,238 @@
+"""python -m pyrt bench scaling: end to end on --quick sizes, the report's arithmetic, argument
+errors, skipped peers and C programs, and Ctrl-C leaving no process behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pyrt.bench import programs
+from pyrt.bench.options import parse_threads, power_of_two_counts
+from pyrt.bench.report import markdown_table, summarise, workload_table
+from pyrt.bench.workloads import NAMES, Variant, Workload
+from pyrt.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CPUS = len(os.sched_getaffinity(0))
+REPORT_KEYS = {"machine", "settings", "notes", "skipped", "workloads", "summary", "runs"}
+MACHINE_KEYS = {"cpu_model", "cores", "affinity", "libraries", "gcc", "python"}
+
+
+def scaling(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "pyrt", "bench", "scaling", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """The whole sweep at --quick sizes with the cheap peers (NumPy, OpenMP)."""
+    out = tmp_path_factory.mktemp("scaling")
+    start = time.monotonic()
+    proc = scaling("--threads", "1,2", "--repeat", "1", "--quick", "--peers", "numpy,omp",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out, proc, time.monotonic() - start
+
+
+def test_quick_sweep_writes_json_and_markdown(quick_run):
+    out, proc, seconds = quick_run
+    assert seconds < 60
+    report = json.loads((out / "scaling.json").read_text())
+    assert REPORT_KEYS <= set(report)
+    assert MACHINE_KEYS <= set(report["machine"])
+    assert report["machine"]["affinity"] == sorted(os.sched_getaffinity(0))
+    assert report["settings"]["threads"] == [1, 2] and report["settings"]["quick"]
+    assert [w["name"] for w in report["workloads"]] == list(NAMES)
+    for summary in report["summary"]:
+        assert [row["threads"] for row in summary["rows"]] == [1, 2], summary["workload"]
+        assert summary["rows"][0]["speedup"] == pytest.approx(1.0)
+    for run in report["runs"]:
+        assert run["samples"] and all(s > 0 for s in run["samples"]), run
+    # the NumPy peers are there, with their ratios
+    gemm = next(s for s in report["summary"] if s["workload"] == "gemm1024")
+    assert set(gemm["rows"][1]["others"]) == {"np.matmul"}
+    text = (out / "scaling.md").read_text()
+    assert text == proc.stdout
+    assert text.count("\n## ") == len(NAMES)
+    assert "| threads | pyrt | speedup | efficiency | np.matmul | pyrt ÷ np.matmul |" in text
+    assert "Synthetic data (--quick)" in text
+
+
+def test_quick_sweep_plots_or_says_why_not(quick_run):
+    out, _, _ = quick_run
+    report = json.loads((out / "scaling.json").read_text())
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert any("matplotlib is not installed" in n for n in report["notes"])
+        assert not (out / "scaling.png").exists()
+    else:
+        assert (out / "scaling.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _workload():
+    return Workload("w", "a workload", "what it does",
+                    (Variant("pyrt"), Variant("peer", peer="numpy"),
+                     Variant("serial", threaded=False, reference=True)),
+                    rate=("items/s", 8.0))
+
+
+def _records(timings):
+    return [{"workload": "w", "variant": v, "threads": t, "samples": s}
+            for (v, t), s in timings.items()]
+
+
+def test_speedup_efficiency_and_ratios_on_made_up_timings():
+    records = _records({("pyrt", 1): [4.0, 3.0, 5.0], ("pyrt", 2): [2.5], ("pyrt", 4): [2.0],
+                        ("peer", 1): [8.0], ("peer", 2): [5.0], ("serial", 1): [2.0]})
+    [summary] = summarise([_workload()], records, [1, 2, 4], cpus=2)
+    one, two, four = summary["rows"]
+    assert one["pyrt_s"] == 4.0 and one["speedup"] == 1.0 and one["efficiency"] == 1.0
+    assert two["speedup"] == pytest.approx(1.6) and two["efficiency"] == pytest.approx(0.8)
+    assert four["speedup"] == pytest.approx(2.0) and four["efficiency"] == pytest.approx(0.5)
+    assert two["pyrt_rate"] == pytest.approx(8.0 / 2.5)
+    assert two["others"]["peer"]["pyrt_over"] == pytest.approx(0.5)
+    assert two["others"]["peer"]["speedup"] == pytest.approx(0.8)
+    # a one-thread variant is compared with its one-thread time at every thread count
+    assert two["others"]["serial"]["seconds"] == 2.0
+    assert two["others"]["serial"]["pyrt_over"] == pytest.approx(1.25)
+    assert "peer" not in four["others"]
+    assert [r["oversubscribed"] for r in summary["rows"]] == [False, False, True]
+
+    lines = workload_table(_workload(), summary, cpus=2)
+    assert lines[0] == ("| threads | pyrt | speedup | efficiency | peer | pyrt ÷ peer "
+                        "| serial (1 thread) | pyrt ÷ serial |")
+    assert lines[3].startswith("| 2 | 2.5 s (3.2 items/s) | 1.60x | 80% | 5 s (1.6 items/s) "
+                               "| 0.50 |")
+    assert lines[4].startswith("| 4* | 2 s") and "| - | - |" in lines[4]
+    assert "oversubscribed" in lines[-1]
+
+
+def test_no_speedup_without_a_one_thread_figure():
+    [summary] = summarise([_workload()], _records({("pyrt", 2): [1.0]}), [1, 2], cpus=2)
+    [row] = summary["rows"]
+    assert row["speedup"] is None and row["efficiency"] is None
+    assert markdown_table(["a", "b"], [[1, 2]]) == ["| a | b |", "|---|---|", "| 1 | 2 |"]
+
+
+def test_thread_lists():
+    assert power_of_two_counts(1) == [1]
+    assert power_of_two_counts(16) == [1, 2, 4, 8, 16]
+    assert power_of_two_counts(6) == [1, 2, 4, 6]
+    assert parse_threads("max") == power_of_two_counts(CPUS)
+    assert parse_threads("4,2,2") == [1, 2, 4]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--threads", "0"], "argument --threads: '0': thread counts must be positive"),
+    (["--threads=-2"], "argument --threads: '-2': thread counts must be positive"),
+    (["--threads", "1,x"], "argument --threads: '1,x' is not a comma-separated list"),
+    (["--threads", ""], "argument --threads"),
+    (["--suite", "gpu"], "argument --suite: invalid choice: 'gpu'"),
+    (["--peers", "mkl"], "argument --peers: unknown peer(s) 'mkl'"),
+    (["--peers", "torch,mkl"], "unknown peer(s) 'mkl'"),
+    (["--repeat", "0"], "argument --repeat: expected a positive integer, got '0'"),
+    (["--repeat", "-1"], "argument --repeat"),
+    (["--only", "fib,nope"], "argument --only: unknown workload(s) 'nope'"),
+])
+def test_bad_arguments_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "scaling", *args])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_peer_is_skipped_with_the_reason(tmp_path):
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "numexpr.py").write_text("raise ImportError('no numexpr here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(stub), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    proc = scaling("--only", "addcmul", "--peers", "numexpr", "--quick", "--threads", "1",
+                   "--repeat", "1", "--out", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "scaling.json").read_text())
+    assert report["skipped"] == [{"workload": "addcmul", "variant": "numexpr",
+                                  "reason": "numexpr is not installed (no numexpr here)"}]
+    assert "- addcmul · numexpr: numexpr is not installed" in proc.stdout
+    assert {r["variant"] for r in report["runs"]} == {"pyrt.ops.addcmul", "STREAM triad"}
+
+
+def test_without_the_checkout_c_programs_are_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(programs, "source_root", lambda: None)
+    code = main(["bench", "scaling", "--only", "fib,xor", "--peers", "none", "--quick",
+                 "--threads", "1", "--repeat", "1", "--out", str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "scaling.json").read_text())
+    assert {(s["workload"], s["variant"]) for s in report["skipped"]} == {
+        ("fib", "pyrt"), ("fib", "serial C")}
+    assert all("source checkout" in s["reason"] for s in report["skipped"])
+    assert [w["name"] for w in report["workloads"]] == ["xor"]
+    assert report["summary"][0]["rows"][0]["pyrt_s"] > 0
+    assert "fib · pyrt: the C programs live in benchmarks/" in capsys.readouterr().out
+
+
+def test_oversubscribed_thread_counts_are_flagged(tmp_path, capsys):
+    over = CPUS + 1
+    code = main(["bench", "scaling", "--only", "xor", "--peers", "none", "--quick",
+                 "--threads", f"1,{over}", "--repeat", "1", "--out", str(tmp_path)])
+    assert code == 0
+    report = json.loads((tmp_path / "scaling.json").read_text())
+    rows = report["summary"][0]["rows"]
+    assert [(r["threads"], r["oversubscribed"]) for r in rows] == [(1, False), (over, True)]
+    text = capsys.readouterr().out
+    assert f"| {over}* |" in text and "oversubscribed" in text
+
+
+def _children(pid):
+    """The pids of the live processes whose parent is `pid`."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_ctrl_c_kills_the_running_child_and_exits_130(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pyrt", "bench", "scaling", "--only", "xor", "--peers", "none",
+         "--threads", "1", "--repeat", "1000", "--out", str(tmp_path)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        children = []
+        while not children and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            children = _children(proc.pid)
+        assert children, "no worker process started"
+        time.sleep(0.5)  # let the worker get into its timed steps
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted: 0 of 1 runs finished" in err
+    assert "# pyrt scaling across thread counts" in out
+    assert not (tmp_path / "scaling.json").exists()
+    for child in children:
+        assert not _group_alive(child)
