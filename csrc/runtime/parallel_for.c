@@ -111,7 +111,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 typedef struct cost_entry {
     pyrt_range_fn fn;
     void *ctx;
-    double ticks_per_index;
+    double chunk; /* indices that take about AUTO_CHUNK_US */
     unsigned uses;
 } cost_entry;
 
@@ -136,12 +136,16 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
         start = n < AUTO_PROBE ? n : AUTO_PROBE;
         uint64_t t0 = ticks();
         *rc = fn(ctx, 0, start);
-        *e = (cost_entry){fn, ctx, (double)(ticks() - t0) / (double)start, 1};
+        double per_index = (double)(ticks() - t0) / (double)start;
+        if (per_index < 1.0)
+            per_index = 1.0;
+        /* the chunk length is kept rather than the cost, so that the calls in between (the
+         * common case: the same kernel again) do no arithmetic */
+        *e = (cost_entry){fn, ctx, AUTO_CHUNK_US * ticks_per_us() / per_index, 1};
         if (*rc || start == n)
             return n;
     }
-    double per_index = e->ticks_per_index > 1.0 ? e->ticks_per_index : 1.0;
-    double want = AUTO_CHUNK_US * ticks_per_us() / per_index;
+    double want = e->chunk;
     int64_t rest = n - start;
     *grain = want >= (double)rest ? rest : want >= 1.0 ? (int64_t)want : 1;
     return start;
@@ -154,8 +158,9 @@ int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
     if (n == 0)
         return PYRT_OK;
     int64_t start = 0;
+    const int threads = pyrt_get_num_threads();
     if (grain == 0) {
-        if (pyrt_get_num_threads() <= 1)
+        if (threads <= 1)
             return fn(ctx, 0, n);
         int rc;
         start = auto_grain(n, fn, ctx, &rc, &grain);
@@ -164,7 +169,7 @@ int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
     }
     /* A split needs two grains left after the first chunk: below three grains, or with no
      * other thread to take a half, the loop is one chunk, and the body is called once. */
-    if (n - start < 3 * grain || pyrt_get_num_threads() == 1)
+    if (n - start < 3 * grain || threads == 1)
         return fn(ctx, start, n);
     worker *w = worker_enter();
     if (!w)
