@@ -47,6 +47,7 @@ class LinearChain:
         self.steps = tuple(zip(self.layers, acts))  # for running the layers one by one
         dims = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
         self.dims = tuple(dims)
+        self._width = sum(dims[1:])  # floats of the outputs of all layers, per row
         self._dims = ffi.new("int64_t[]", dims)
         self._acts = ffi.new("int[]", [F._ACT_CODES[act] for act in acts])
         self._dicts = [layer._parameters for layer in self.layers]
@@ -54,8 +55,9 @@ class LinearChain:
         self._needs = {}  # requires_grad flags of the parameters -> C table of needs
 
     def _current(self):
-        """(weights, biases, tables) for the layers' parameters now, or None if one no longer
-        fits the chain (a weight replaced by one of another shape, an array that is not plain
+        """(biases, C tables, size of all parameter gradients, the parameters, where each
+        one's gradient lies) for the layers' parameters now, or None if one no longer fits
+        the chain (a weight replaced by one of another shape, an array that is not plain
         float32). The checks and the C tables are redone only when a parameter or its array
         was replaced since the last call."""
         params = [d[name] for d in self._dicts for name in ("weight", "bias")]
@@ -71,9 +73,15 @@ class LinearChain:
                 return None
         tables = _Tables([w.data for w in weights],
                          [None if b is None else b.data for b in biases])
-        grad_size = sum(n * k + (0 if b is None else n)
-                        for k, n, b in zip(self.dims, self.dims[1:], biases))
-        found = (weights, biases, tables, grad_size)
+        # the parameters in the order of the C gradient layout, and where each one's
+        # gradient lies in it
+        present = tuple(p for p in params if p is not None)
+        slots, at = [], 0
+        for p in present:
+            slots.append((at, at + p.data.size, p.data.shape))
+            at += p.data.size
+        found = (biases, tables, at, present, tuple(slots))
+        self._needs = {}
         self._cached = (key, found, params)  # params: keeps the ids in the key unique
         return found
 
@@ -87,51 +95,41 @@ class LinearChain:
         found = self._current()
         if found is None:
             return None
-        weights, biases, tables, grad_size = found
-        dims, m = self.dims, xd.shape[0]
-        out = _empty(m * sum(dims[1:]), F32)
+        biases, tables, grad_size, params, slots = found
+        layers, m, n = len(biases), xd.shape[0], self.dims[-1]
+        out = _empty(m * self._width, F32)
         px, pout = _from_buffer(_FLOATS, xd), _from_buffer(_FLOATS, out)
-        rc = lib.pyrt_linear_chain_forward(len(weights), self._dims, m, tables.weights,
-                                           tables.biases, self._acts, px, pout)
+        rc = lib.pyrt_linear_chain_forward(layers, self._dims, m, tables.weights, tables.biases,
+                                           self._acts, px, pout)
         if rc:
             check_rc(rc, "linear")
-        y = out[out.size - m * dims[-1]:].reshape(m, dims[-1])
-        parents = [x]
-        for w, b in zip(weights, biases):
-            parents.append(w)
-            if b is not None:
-                parents.append(b)
+        y = out[out.size - m * n:].reshape(m, n)
 
         def backward(g):
             if not _plain(g):
                 g = np.ascontiguousarray(g, F32)
-            wanted = tuple(p.requires_grad for p in parents)
+            wanted = tuple([p.requires_grad for p in params])
             needs = self._needs.get(wanted)
             if needs is None:
                 needs = self._needs[wanted] = self._needs_table(wanted, biases)
             grads = _empty(grad_size + (xd.size if x.requires_grad else 0), F32)
-            pgrads = _from_buffer(_FLOATS, grads)
-            dx = grads[grads.size - xd.size:].reshape(xd.shape) if x.requires_grad else None
+            dx = grads[grad_size:].reshape(xd.shape) if x.requires_grad else None
             rc = lib.pyrt_linear_chain_backward(
-                len(weights), self._dims, m, tables.weights, tables.biases, self._acts, needs,
-                px, pout, _from_buffer(_FLOATS, g), pgrads,
+                layers, self._dims, m, tables.weights, tables.biases, self._acts, needs, px,
+                pout, _from_buffer(_FLOATS, g), _from_buffer(_FLOATS, grads),
                 _NULL if dx is None else _from_buffer(_FLOATS, dx))
             if rc:
                 check_rc(rc, "linear backward")
-            result, at = [dx], 0
-            for p in parents[1:]:
-                size = p.data.size
-                result.append(grads[at:at + size].reshape(p.data.shape) if p.requires_grad
-                              else None)
-                at += size
-            return result
+            return [dx] + [grads[lo:hi].reshape(shape) if want else None
+                           for want, (lo, hi, shape) in zip(wanted, slots)]
 
-        return F._make(y, tuple(parents), backward)
+        return F._make(y, (x,) + params, backward)
 
     @staticmethod
     def _needs_table(wanted, biases):
-        """needs[l] for the C backward: bit 1 the weight gradient, bit 2 the bias gradient."""
-        needs, i = [], 1
+        """needs[l] for the C backward: bit 1 the weight gradient, bit 2 the bias gradient;
+        `wanted` holds requires_grad of each parameter, weight then bias (if any), by layer."""
+        needs, i = [], 0
         for b in biases:
             flags = 1 if wanted[i] else 0
             i += 1
