@@ -2,6 +2,7 @@
 else NVRTC through CuPy), the CPU-only paths say clearly that no GPU is there, and
 importing pyrt does not import CuPy."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -33,8 +34,20 @@ def test_kernel_compiles_with_nvcc(name, tmp_path):
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     ptx = (tmp_path / f"{name}.ptx").read_text()
-    for kernel in ("pyrt_",):
-        assert f".entry {kernel}" in ptx
+    kernels = re.findall(r'extern "C" __global__ void (\w+)\(', source.read_text())
+    assert kernels
+    for kernel in kernels:
+        assert f".entry {kernel}(" in ptx
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_kernel_source_needs_no_host_header(name):
+    # nvcc pulls in <math.h> and the CUDA runtime headers; NVRTC, which compiles these at
+    # run time, has neither: their macros and any #include <...> would fail only on a GPU
+    source = _module.kernel_source(name)
+    for word in ("INFINITY", "NAN", "HUGE_VAL", "HUGE_VALF", "FLT_MAX", "M_PI"):
+        assert not re.search(rf"\b{word}\b", source), word
+    assert "#include" not in source
 
 
 def test_import_pyrt_does_not_import_cupy():

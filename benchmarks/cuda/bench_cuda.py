@@ -159,10 +159,9 @@ def bench_bias_grad(steps, repeats):
     for label, shape, layout in shapes:
         g = cupy.asarray(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
         dst = cupy.empty_like(g)
-        reduce = (lambda: bias_grad_planes(g)) if layout == "planes" else (
-            lambda: ops.bias_grad(g))
-        t_reduce = _timed(reduce, steps, repeats)
-        t_copy = _timed(lambda: cupy.copyto(dst, g), steps, repeats)
+        reduce = bias_grad_planes if layout == "planes" else ops.bias_grad
+        t_reduce = _timed(lambda g=g, reduce=reduce: reduce(g), steps, repeats)
+        t_copy = _timed(lambda g=g, dst=dst: cupy.copyto(dst, g), steps, repeats)
         read_gbs = g.nbytes / t_reduce / 1e9
         copy_gbs = 2 * g.nbytes / t_copy / 1e9  # a copy reads and writes every byte
         rows.append({"shape": label, "bytes": g.nbytes, "bias_grad_us": t_reduce * 1e6,
@@ -188,8 +187,8 @@ def main():
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "cuda.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# CUDA backend on {device}", "",
-             f"CuPy {cupy.__version__}, PyTorch {torch.__version__}; medians of "
-             f"{args.repeats} runs of {args.steps} steps (CUDA events).", "",
+             (f"CuPy {cupy.__version__}, PyTorch {torch.__version__}; medians of "
+              f"{args.repeats} runs of {args.steps} steps (CUDA events)."), "",
              "| model | batch | torch eager us/step | pyrt eager | ratio | pyrt graph | ratio |",
              "|---|---|---|---|---|---|---|"]
     for r in result["models"]:

@@ -3,22 +3,27 @@ replayed per batch: one graph launch instead of dozens of kernel launches, for s
 where launch overhead dominates.
 
 What capture allows and how this respects it (CuPy's Stream.begin_capture, relaxed mode):
-- capture runs on a non-default stream, and a captured graph writes to fixed addresses: the
+- capture runs on a stream of its own, and a captured graph writes to fixed addresses: the
   batch is copied into static input buffers before each replay, and the loss is read from
   the static array the captured step produced;
 - no device-to-host copy or synchronisation may happen inside the step: the step reads no
   device value on the host (losses stay on the device, Adam's step count would be baked in,
   so only SGD is captured);
-- kernels are compiled, cuBLAS is initialised, and every cached table and work buffer
-  (optimizer pointer tables, momentum buffers, bias-gradient workspaces) is created by
-  eager warm-up steps before capture;
-- the step's arrays come from a memory pool of its own, so that memory the graph writes on
-  each replay is never handed to anything else.
+- kernels are compiled, cuBLAS is initialised on the capture stream, and every cached table
+  and work buffer (optimizer pointer tables, momentum buffers, bias-gradient workspaces) is
+  created by eager warm-up steps before capture;
+- the arrays allocated during capture (activations, gradients, the loss) come from a memory
+  pool that nothing else allocates from, so that the memory a replay writes is never handed
+  to another array, even after those arrays are freed;
+- the step's stream waits for the caller's stream before each step, and the caller's stream
+  for the step, through events: the caller reads parameters and losses in order without the
+  host waiting.
 A batch of another shape (the last, partial one) runs eagerly on the same stream.
 """
 
 import cupy
 
+from pyrt.cuda.ops.optim import tables_in_use
 from pyrt.tensor import Tensor
 
 __all__ = ["CapturedStep"]
@@ -36,11 +41,15 @@ class CapturedStep:
                              "would be fixed into the graph")
         self.model, self.criterion, self.optimizer = model, criterion, optimizer
         self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.pool = cupy.cuda.MemoryPool()
+        self.caller_done = cupy.cuda.Event(disable_timing=True)
+        self.step_done = cupy.cuda.Event(disable_timing=True)
+        self.pool = cupy.cuda.MemoryPool()  # allocations made during capture, and only those
         self.graph = None
         self.shape = None  # the batch shape the graph was captured for
         self.warmed = 0
         self.x = self.y = self.loss = None
+        self.grads = ()  # (parameter, its gradient tensor) as the captured step left them
+        self.keep = ()  # device tables the graph reads by address, kept alive with it
 
     def _step(self, x, y):
         loss = self.criterion(self.model(x), y)
@@ -49,9 +58,21 @@ class CapturedStep:
         self.optimizer.step()
         return loss.detach()
 
+    def _enter(self):
+        """Order the step's stream after the caller's; returns the caller's stream."""
+        caller = cupy.cuda.get_current_stream()
+        self.stream.wait_event(caller.record(self.caller_done))
+        return caller
+
+    def _leave(self, caller):
+        caller.wait_event(self.stream.record(self.step_done))
+
     def _eager(self, x, y):
-        with self.stream, cupy.cuda.using_allocator(self.pool.malloc):
-            return self._step(x.to("cuda"), y.to("cuda"))
+        caller = self._enter()
+        with self.stream:
+            loss = self._step(x.to("cuda"), y.to("cuda"))
+        self._leave(caller)
+        return loss
 
     def __call__(self, x, y):
         shape = (x.shape, y.shape)
@@ -63,21 +84,26 @@ class CapturedStep:
             return self._eager(x, y)
         if self.graph is None:
             self._capture(x, y)
+        caller = self._enter()
         self.x.set(x.numpy(), stream=self.stream)
         self.y.set(y.numpy(), stream=self.stream)
         self.graph.launch(stream=self.stream)
-        with self.stream:
-            return Tensor(self.loss.copy())
+        self._leave(caller)
+        for p, grad in self.grads:  # the gradients this replay wrote
+            p.grad = grad
+        return Tensor(self.loss.copy())  # on the caller's stream, after the replay
 
     def _capture(self, x, y):
         with self.stream, cupy.cuda.using_allocator(self.pool.malloc):
-            self.x = cupy.asarray(x.numpy())
-            self.y = cupy.asarray(y.numpy())
-            self.stream.synchronize()
+            self.x = cupy.empty(x.shape, x.dtype)
+            self.y = cupy.empty(y.shape, y.dtype)
             self.stream.begin_capture()
             try:
                 loss = self._step(Tensor(self.x), Tensor(self.y))
             finally:
                 graph = self.stream.end_capture()
-            self.loss = loss.data
-            self.graph = graph
+        self.loss = loss.data
+        self.grads = tuple((p, p.grad) for group in self.optimizer.param_groups
+                           for p in group["params"] if p.grad is not None)
+        self.keep = tables_in_use()
+        self.graph = graph

@@ -8,6 +8,13 @@
 // the shapes and the grid alone and is the same on every run.
 #include "common.cuh"
 
+// A partial sum written by another block, read by the last block with a volatile load, which
+// bypasses its SM's L1 (not coherent with the other SMs): the fence and the ticket order the
+// write before this read.
+__device__ __forceinline__ float pyrt_partial(const float *partial, long long at) {
+    return *(const volatile float *)(partial + at);
+}
+
 // Whether this block is the last of its grid column to finish: every thread gets the answer.
 __device__ __forceinline__ bool pyrt_last_block(unsigned int *ticket) {
     __shared__ bool last;
@@ -50,7 +57,7 @@ extern "C" __global__ void pyrt_bias_grad_rows(const float *__restrict__ grad,
         if (pyrt_last_block(&tickets[0])) {
             if (j < cols) {
                 float s = 0.0f;
-                for (long long b = 0; b < slices; ++b) s += partial[b * cols + j];
+                for (long long b = 0; b < slices; ++b) s += pyrt_partial(partial, b * cols + j);
                 out[j] = s;
             }
             if (j == 0) tickets[0] = 0;
@@ -65,7 +72,7 @@ extern "C" __global__ void pyrt_bias_grad_rows(const float *__restrict__ grad,
     if (pyrt_last_block(&tickets[blockIdx.x])) {
         if (c < cols) {
             float s = 0.0f;
-            for (long long b = 0; b < slices; ++b) s += partial[b * cols + c];
+            for (long long b = 0; b < slices; ++b) s += pyrt_partial(partial, b * cols + c);
             out[c] = s;
         }
         if (j == 0) tickets[blockIdx.x] = 0;
@@ -76,7 +83,7 @@ extern "C" __global__ void pyrt_bias_grad_rows(const float *__restrict__ grad,
 // out[c] = the sum over outer and inner. Grid (channels, slices): block (c, slice) reads
 // the flat index e = slice * PYRT_BLOCK + j, stepping by slices * PYRT_BLOCK, of channel c's
 // outer * inner elements, so a warp reads runs of consecutive addresses. The host keeps
-// outer * inner below 2^32, so the index arithmetic is 32-bit.
+// outer * inner below 2^31, so the 32-bit index arithmetic cannot wrap past the end.
 extern "C" __global__ void pyrt_bias_grad_planes(const float *__restrict__ grad,
                                                  float *__restrict__ out,
                                                  float *__restrict__ partial,
@@ -97,7 +104,7 @@ extern "C" __global__ void pyrt_bias_grad_planes(const float *__restrict__ grad,
     if (pyrt_last_block(&tickets[c]) && threadIdx.x == 0) {
         float total = 0.0f;
         for (unsigned int b = 0; b < slices; ++b)
-            total += partial[(unsigned long long)b * channels + c];
+            total += pyrt_partial(partial, (long long)b * channels + c);
         out[c] = total;
         tickets[c] = 0;
     }

@@ -9,6 +9,10 @@
 
 #define PYRT_WARPS (PYRT_BLOCK / 32)
 
+// NVRTC has no <math.h> and so none of its infinity and nan macros: the bit patterns instead
+#define PYRT_INF __int_as_float(0x7f800000)
+#define PYRT_NAN __int_as_float(0x7fc00000)
+
 // the activation and unary op codes, the same numbers as pyrt/cuda/_module.py's OP_*
 #define PYRT_OP_IDENTITY 0
 #define PYRT_OP_RELU 1

@@ -17,7 +17,7 @@ extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
     float warp_loss = 0.0f;  // kept by lane 0
     for (long long r = warp; r < n; r += PYRT_WARPS) {
         const float *row = z + r * c;
-        float m = -INFINITY;
+        float m = -PYRT_INF;
         for (long long j = lane; j < c; j += 32) m = fmaxf(m, row[j]);
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         float s = 0.0f;
@@ -26,7 +26,7 @@ extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
         const long long label = labels[r];
         const bool valid = label >= 0 && label < c;
         if (lane == 0)
-            warp_loss += valid ? m + logf(s) - row[label] : __int_as_float(0x7fc00000);
+            warp_loss += valid ? m + logf(s) - row[label] : PYRT_NAN;
         if (want_grad) {
             const float inv_s = 1.0f / s;
             float *g = grad + r * c;

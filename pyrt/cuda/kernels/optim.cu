@@ -1,7 +1,7 @@
 // Fused SGD and Adam updates of every parameter of a model in one launch (multi-tensor).
 //
 // The parameters and their optimizer state are fixed arrays: their addresses sit in device
-// tables built once by pyrt/cuda/optim.py, with the work cut into chunks of PYRT_CHUNK
+// tables built once by pyrt/cuda/ops/optim.py, with the work cut into chunks of PYRT_CHUNK
 // elements (chunk_tensor[b] and chunk_start[b] say which tensor and where block b works).
 // Gradients are new arrays every step, so their addresses come by value as kernel arguments
 // (up to PYRT_MAX_TENSORS of them), like the hyper-parameters: nothing is written to the
@@ -38,15 +38,15 @@ __device__ __forceinline__ const float *pyrt_grad(const pyrt_grads &g, int t) {
 #endif
 
 // torch.optim.SGD: g += weight_decay * p; with momentum, buf = g on the first step, else
-// momentum * buf + (1 - dampening) * g, and g = g + momentum * buf (nesterov) or buf;
-// p -= lr * g.
+// momentum * buf + keep * g with keep = 1 - dampening, and g = g + momentum * buf (nesterov)
+// or buf; p -= lr * g. keep comes from the host, computed in double as the CPU kernel does.
 extern "C" __global__ void pyrt_sgd_multi(const unsigned long long *__restrict__ params,
                                           const unsigned long long *__restrict__ buffers,
                                           const long long *__restrict__ sizes,
                                           const int *__restrict__ chunk_tensor,
                                           const long long *__restrict__ chunk_start,
                                           PYRT_GRAD_ARGS, float lr, float momentum,
-                                          float dampening, float weight_decay,
+                                          float keep, float weight_decay,
                                           long long nesterov, long long first_step) {
     const pyrt_grads grads = PYRT_GRADS;
     const int t = chunk_tensor[blockIdx.x];
@@ -59,7 +59,7 @@ extern "C" __global__ void pyrt_sgd_multi(const unsigned long long *__restrict__
         float g = grad[i];
         if (weight_decay != 0.0f) g = fmaf(weight_decay, p[i], g);
         if (buf != nullptr) {
-            const float b = first_step ? g : fmaf(momentum, buf[i], (1.0f - dampening) * g);
+            const float b = first_step ? g : fmaf(momentum, buf[i], keep * g);
             buf[i] = b;
             g = nesterov ? fmaf(momentum, b, g) : b;
         }
@@ -67,18 +67,20 @@ extern "C" __global__ void pyrt_sgd_multi(const unsigned long long *__restrict__
     }
 }
 
-// torch.optim.Adam (amsgrad off, L2 weight decay): m = beta1 m + (1 - beta1) g,
-// v = beta2 v + (1 - beta2) g^2, p -= lr / bias1 * m / (sqrt(v) / bias2_sqrt + eps), where
-// bias1 = 1 - beta1^t and bias2_sqrt = sqrt(1 - beta2^t) come from the host's step count t.
+// torch.optim.Adam (amsgrad off, L2 weight decay): m = lerp(m, g, w1) with w1 = 1 - beta1,
+// v = beta2 v + w2 g^2 with w2 = 1 - beta2, p += neg_step_size * m / (sqrt(v) / bc2_sqrt + eps)
+// with neg_step_size = -lr / (1 - beta1^t) and bc2_sqrt = sqrt(1 - beta2^t) for the host's
+// step count t. The host computes w1, w2 and the corrections in double, as the CPU kernel
+// does: 1 - beta rounded in float would be 1.3e-5 off for beta2 = 0.999.
 extern "C" __global__ void pyrt_adam_multi(const unsigned long long *__restrict__ params,
                                            const unsigned long long *__restrict__ exp_avgs,
                                            const unsigned long long *__restrict__ exp_avg_sqs,
                                            const long long *__restrict__ sizes,
                                            const int *__restrict__ chunk_tensor,
                                            const long long *__restrict__ chunk_start,
-                                           PYRT_GRAD_ARGS, float lr, float beta1, float beta2,
-                                           float eps, float weight_decay, float bias1,
-                                           float bias2_sqrt) {
+                                           PYRT_GRAD_ARGS, float w1, float beta2, float w2,
+                                           float eps, float weight_decay, float neg_step_size,
+                                           float bc2_sqrt) {
     const pyrt_grads grads = PYRT_GRADS;
     const int t = chunk_tensor[blockIdx.x];
     const long long start = chunk_start[blockIdx.x];
@@ -87,14 +89,15 @@ extern "C" __global__ void pyrt_adam_multi(const unsigned long long *__restrict_
     float *m = reinterpret_cast<float *>(exp_avgs[t]);
     float *v = reinterpret_cast<float *>(exp_avg_sqs[t]);
     const float *grad = pyrt_grad(grads, t);
-    const float step_size = lr / bias1;
     for (long long i = start + threadIdx.x; i < stop; i += blockDim.x) {
         float g = grad[i];
         if (weight_decay != 0.0f) g = fmaf(weight_decay, p[i], g);
-        const float mi = fmaf(1.0f - beta1, g - m[i], m[i]);  // lerp, as torch does
-        const float vi = fmaf(beta2, v[i], (1.0f - beta2) * g * g);
+        // lerp as torch computes it: from whichever end is nearer to the weight
+        const float d = g - m[i];
+        const float mi = w1 < 0.5f ? fmaf(w1, d, m[i]) : fmaf(-d, 1.0f - w1, g);
+        const float vi = fmaf(beta2, v[i], w2 * g * g);
         m[i] = mi;
         v[i] = vi;
-        p[i] -= step_size * mi / (sqrtf(vi) / bias2_sqrt + eps);
+        p[i] = fmaf(neg_step_size, mi / (sqrtf(vi) / bc2_sqrt + eps), p[i]);
     }
 }

@@ -14,7 +14,8 @@ __device__ __forceinline__ void pyrt_covering(long long y, long long k, long lon
 }
 
 // y = the maximum of each window (padding is -inf), idx = the flat h * w index of the
-// first maximum in its plane (the first nan, if any), when want_idx.
+// first maximum in its plane, when want_idx. A nan wins over any number and a later nan over
+// an earlier one, as in the CPU kernel (csrc/kernels/pool2d.c) and PyTorch.
 extern "C" __global__ void pyrt_max_pool_forward(const float *__restrict__ x,
                                                  float *__restrict__ y,
                                                  long long *__restrict__ idx,
@@ -28,7 +29,7 @@ extern "C" __global__ void pyrt_max_pool_forward(const float *__restrict__ x,
          i += (long long)gridDim.x * blockDim.x) {
         const long long ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
         const float *plane = x + p * h * w;
-        float best = -INFINITY;
+        float best = -PYRT_INF;
         long long at = -1;
         for (long long a = 0; a < kh; ++a) {
             const long long yy = oy * sh - ph + a;
@@ -37,7 +38,7 @@ extern "C" __global__ void pyrt_max_pool_forward(const float *__restrict__ x,
                 const long long xx = ox * sw - pw + b;
                 if (xx < 0 || xx >= w) continue;
                 const float v = plane[yy * w + xx];
-                if (at < 0 || v > best || (v != v && best == best)) {
+                if (at < 0 || v > best || v != v) {
                     best = v;
                     at = yy * w + xx;
                 }

@@ -245,7 +245,7 @@ def bias_grad_planes(grad):
     if grad.size == 0:
         res.fill(0)
         return res
-    if n * inner >= 2 ** 32:  # beyond the kernel's 32-bit indexing
+    if n * inner >= 2 ** 31:  # beyond the kernel's 32-bit indexing
         return grad.sum(axis=(0, 2, 3), dtype=F32)
     slices = _slices(n * inner, k, BLOCK)
     partial, tickets = _workspace(("planes", k, slices), slices * k, k)

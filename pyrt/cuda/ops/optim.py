@@ -18,7 +18,7 @@ from pyrt.cuda._module import BLOCK, CHUNK, MAX_TENSORS, kernel
 from pyrt.cuda.ops._checks import F32, as_f32, mixed_devices
 from pyrt.ops.optim import adam_hyperparameters, sgd_hyperparameters
 
-__all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all"]
+__all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all", "tables_in_use"]
 
 _TABLES = {}  # addresses of (params, state...) -> _Tables
 _TABLES_LIMIT = 64
@@ -40,6 +40,8 @@ class _Tables:
                 for s in range(0, size, CHUNK):
                     tensor.append(t)
                     start.append(s)
+            if not tensor:  # only empty parameters: a grid of 0 blocks is a launch error
+                continue
             pointers = [cupy.asarray(np.array([a.data.ptr for a in role], np.uint64))
                         for role in part]
             self.launches.append((lo, len(tensor), pointers,
@@ -56,6 +58,12 @@ def _tables(arrays_by_role):
             _TABLES.clear()
         tables = _TABLES[key] = _Tables(arrays_by_role)
     return tables
+
+
+def tables_in_use():
+    """The device tables built so far: a captured CUDA graph reads them by address and keeps
+    them alive, since the cache may drop them."""
+    return tuple(_TABLES.values())
 
 
 def _grad_args(grads, lo):
@@ -77,7 +85,7 @@ def sgd_step_all(params, grads, buffers, lr, momentum, dampening, weight_decay, 
         table = pointers + [pointers[0]] * (2 - len(pointers))  # no buffers: never read
         kernel("optim", "pyrt_sgd_multi")((blocks,), (BLOCK,), (
             table[0], table[1], sizes, tensor, start, *_grad_args(grads, lo), f(lr),
-            f(momentum if buffers is not None else 0.0), f(dampening), f(weight_decay),
+            f(momentum if buffers is not None else 0.0), f(1.0 - dampening), f(weight_decay),
             int(nesterov), int(first_step)))
 
 
@@ -85,17 +93,18 @@ def adam_step_all(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, 
                   weight_decay):
     """torch.optim.Adam's update at step `step` (a host int, counting from 1) of every
     parameter in one launch per MAX_TENSORS parameters; the bias corrections are computed
-    here, on the host, and passed by value."""
+    here, on the host, in double (as the CPU kernel does), and passed by value."""
     if not params:
         return
     f = np.float32
-    bias1 = 1.0 - beta1 ** step
-    bias2_sqrt = (1.0 - beta2 ** step) ** 0.5
+    neg_step_size = -(lr / (1.0 - beta1 ** step))
+    bc2_sqrt = (1.0 - beta2 ** step) ** 0.5
     for lo, blocks, pointers, sizes, tensor, start in _tables(
             (params, exp_avgs, exp_avg_sqs)).launches:
         kernel("optim", "pyrt_adam_multi")((blocks,), (BLOCK,), (
-            *pointers, sizes, tensor, start, *_grad_args(grads, lo), f(lr), f(beta1),
-            f(beta2), f(eps), f(weight_decay), f(bias1), f(bias2_sqrt)))
+            *pointers, sizes, tensor, start, *_grad_args(grads, lo), f(1.0 - beta1),
+            f(beta2), f(1.0 - beta2), f(eps), f(weight_decay), f(neg_step_size),
+            f(bc2_sqrt)))
 
 
 # ---- the one-parameter ops of pyrt.ops ---------------------------------------------------------
