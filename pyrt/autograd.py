@@ -117,17 +117,24 @@ def run_backward(root, grad):
                         acc, acc_owned = acc + pg, True
                     ready.append((parent, acc, acc_owned))
                 else:
-                    ready.append((parent, pg, pg is not g))
+                    ready.append((parent, pg, _owned(pg, g, owned)))
             else:
                 pending[key] = left - 1
                 if pg is not None:
                     if key in partial:
                         partial[key] = (partial[key][0] + pg, True)
                     else:
-                        partial[key] = (pg, pg is not g)
+                        partial[key] = (pg, _owned(pg, g, owned))
         # free the graph as we go, as PyTorch does (no retain_graph)
         node._parents = ()
         node._backward = _freed
+
+
+def _owned(pg, g, g_owned):
+    """Whether `pg`, a gradient a closure returned for the incoming gradient `g`, may be kept
+    as a leaf's .grad and added to in place: not `g` itself, and not a view (a reshape, say)
+    of a `g` that autograd does not own (a gradient the caller passed to backward())."""
+    return pg is not g and (g_owned or pg is None or pg.base is None)
 
 
 def _freed(grad):

@@ -339,7 +339,7 @@ def max(x, axis=None, keepdims=False):
         xp = _xp(g)
         if axis is None:
             dx = xp.zeros(x.data.size, np.float32)
-            dx[ops.argmax(x.data)] = g.reshape(())
+            dx[ops.argmax(x.data).reshape(1)] = g.reshape(1)  # no int(): no device read
             return (dx.reshape(x.shape),)
         idx = ops.argmax(x.data, axis, keepdims=True)
         dx = xp.zeros(x.shape, np.float32)

@@ -181,11 +181,14 @@ class Tensor:
 
                 g = implicit_gradient(self.shape)
         else:
-            g = gradient.data if isinstance(gradient, Tensor) else np.asarray(gradient,
-                                                                              np.float32)
+            g = gradient.data if isinstance(gradient, Tensor) else gradient
+            if not hasattr(g, "shape"):
+                g = np.asarray(g, np.float32)
             if g.shape != self.shape:
                 raise ValueError(f"gradient has shape {g.shape}, expected {self.shape}")
-            g = np.ascontiguousarray(g, dtype=np.float32)
+            # on the tensor's device, float32 and contiguous
+            g = _move(g, self.device)
+            g = F._xp(g).ascontiguousarray(g, dtype=np.float32)
         run_backward(self, g)
 
     # ---- ops ---------------------------------------------------------------------------------

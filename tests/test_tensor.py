@@ -301,3 +301,15 @@ def test_no_grad_decorator_is_reentrant():
 
     recurse(3)
     assert pyrt.is_grad_enabled()
+
+
+def test_backward_never_keeps_a_view_of_the_callers_gradient():
+    # reshape's backward hands back a view of the gradient it gets; with the gradient the
+    # caller passed, that view must not become w.grad, or the next backward would add into
+    # the caller's array
+    w = pyrt.tensor(np.ones(3), requires_grad=True)
+    g = np.ones((1, 3), np.float32)
+    w.reshape((1, 3)).backward(g)
+    w.reshape((1, 3)).backward(g)
+    np.testing.assert_array_equal(g, np.ones((1, 3), np.float32))
+    np.testing.assert_array_equal(w.grad.data, [2.0, 2.0, 2.0])

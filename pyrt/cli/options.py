@@ -10,7 +10,7 @@ import pyrt
 
 __all__ = ["CLIError", "add_common_options", "apply_common_options", "mean_loss",
            "non_negative_float", "non_negative_int", "positive_float", "positive_int",
-           "print_result", "step_function"]
+           "print_result", "step_function", "wait_for_device"]
 
 
 class CLIError(Exception):
@@ -85,6 +85,15 @@ def step_function(args, model, criterion, optimizer):
     from pyrt.cli.models import train_step
 
     return lambda x, y: train_step(model, criterion, optimizer, x, y, args.device)
+
+
+def wait_for_device(device):
+    """Return once the device has run the work queued for it, so that a clock read next
+    covers it (a CUDA launch returns before the GPU is done); nothing to wait for on the CPU."""
+    if device != "cpu":
+        from pyrt import cuda
+
+        cuda.synchronize()
 
 
 def mean_loss(losses):

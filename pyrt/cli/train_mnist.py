@@ -28,6 +28,7 @@ from pyrt.cli.options import (
     positive_int,
     print_result,
     step_function,
+    wait_for_device,
 )
 from pyrt.cli.progress import ProgressBar
 from pyrt.data import DataLoader, DatasetNotFoundError, load_mnist
@@ -207,6 +208,7 @@ def run(args):
                 if stop.requested or (args.limit_steps is not None
                                       and steps_run >= args.limit_steps):
                     break
+            wait_for_device(args.device)
             seconds = time.perf_counter() - start
             train_seconds += seconds
             images_run += images_epoch

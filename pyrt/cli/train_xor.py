@@ -28,6 +28,7 @@ from pyrt.cli.options import (
     positive_int,
     print_result,
     step_function,
+    wait_for_device,
 )
 from pyrt.data import DataLoader, make_xor
 from pyrt.data.xor import XOR_TRUTH_TABLE
@@ -89,6 +90,7 @@ def run(args):
             steps += 1
             if steps >= budget:
                 break
+        wait_for_device(args.device)
         train_seconds += time.perf_counter() - start
         epochs += 1
         epochs_since_start += 1

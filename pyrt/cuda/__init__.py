@@ -6,7 +6,7 @@ a Tensor moved to ``"cuda"`` (or a ``device="cuda"`` argument) loads it. ``is_av
 says whether the backend can run; ``require()`` raises a RuntimeError saying what is missing.
 """
 
-__all__ = ["DEVICE", "is_available", "require", "to_device", "to_host"]
+__all__ = ["DEVICE", "is_available", "require", "synchronize", "to_device", "to_host"]
 
 DEVICE = "cuda:0"  # the one device pyrt uses, named as PyTorch names it
 
@@ -66,3 +66,9 @@ def to_host(array):
     if type(array).__module__.startswith("cupy"):
         return array.get()
     return array
+
+
+def synchronize():
+    """Wait until the work queued on the current stream has run: for timing a loop whose
+    launches return before the GPU is done."""
+    require().cuda.get_current_stream().synchronize()
