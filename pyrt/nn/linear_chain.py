@@ -10,6 +10,8 @@ The C tables (layer widths, activation codes, weight and bias pointers) are buil
 rebuilt only when a parameter's array is replaced (``load_state_dict``, ``.data = ...``).
 """
 
+import operator
+
 import numpy as np
 
 from pyrt import functional as F
@@ -23,6 +25,9 @@ _from_buffer = ffi.from_buffer
 _empty = np.empty
 _plain = F._plain
 _NULL = ffi.NULL
+_NAMES = ("weight", "bias")
+_getitem = dict.__getitem__
+_is = operator.is_
 
 
 class _Tables:
@@ -50,8 +55,9 @@ class LinearChain:
         self._width = sum(dims[1:])  # floats of the outputs of all layers, per row
         self._dims = ffi.new("int64_t[]", dims)
         self._acts = ffi.new("int[]", [F._ACT_CODES[act] for act in acts])
-        self._dicts = [layer._parameters for layer in self.layers]
-        self._cached = None  # (key of the parameter arrays, what _current found, parameters)
+        # each layer's parameter dict twice, beside _NAMES: weight, bias, weight, bias, ...
+        self._dicts = [layer._parameters for layer in self.layers for _ in _NAMES]
+        self._cached = None  # (the parameters, their arrays, what _current found for them)
         self._needs = {}  # requires_grad flags of the parameters -> C table of needs
 
     def _current(self):
@@ -60,11 +66,13 @@ class LinearChain:
         the chain (a weight replaced by one of another shape, an array that is not plain
         float32). The checks and the C tables are redone only when a parameter or its array
         was replaced since the last call."""
-        params = [d[name] for d in self._dicts for name in ("weight", "bias")]
-        key = tuple([id(p) for p in params] + [id(p.data) for p in params if p is not None])
+        # the same objects as last time? (map and all run in C: this is on every call)
+        params = list(map(_getitem, self._dicts, _NAMES * len(self.layers)))
+        arrays = [p.data for p in params if p is not None]
         cached = self._cached
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        if (cached is not None and all(map(_is, params, cached[0]))
+                and all(map(_is, arrays, cached[1]))):
+            return cached[2]
         weights, biases = params[0::2], params[1::2]
         for w, b, k, n in zip(weights, biases, self.dims, self.dims[1:]):
             if not (_plain(w.data) and w.data.shape == (n, k)):
@@ -82,7 +90,7 @@ class LinearChain:
             at += p.data.size
         found = (biases, tables, at, present, tuple(slots))
         self._needs = {}
-        self._cached = (key, found, params)  # params: keeps the ids in the key unique
+        self._cached = (params, arrays, found)
         return found
 
     def __call__(self, x):
