@@ -276,9 +276,11 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="padding"):
         avg_pool2d(x, 3, padding=-1)
     y, ind = max_pool2d(x, 2, return_indices=True)
-    with pytest.raises(ValueError, match="grad_output"):
+    with pytest.raises(ValueError, match=r"grad_output must have shape \(1, 2, 2, 2\), got "
+                                         r"\(1, 2, 3, 3\)"):
         max_pool2d_backward(random((1, 2, 3, 3), 16), ind, x.shape, 2)
-    with pytest.raises(ValueError, match="indices"):
+    with pytest.raises(ValueError, match=r"indices must have shape \(1, 2, 2, 2\), got "
+                                         r"\(1, 1, 2, 2\)"):
         max_pool2d_backward(y, ind[:, :1], x.shape, 2)
     with pytest.raises(TypeError, match="indices"):
         max_pool2d_backward(y, ind.astype(np.float32), x.shape, 2)

@@ -1,16 +1,23 @@
-"""Argument checking shared by the CPU ops: clear errors, copies only where needed.
+"""Argument checking shared by the CPU and CUDA ops: clear errors, copies only where needed.
 
-Conventions every op follows:
-- inputs are float32 NumPy arrays (TypeError otherwise, naming the argument and the dtype);
-  a non-contiguous input is copied to a contiguous one, a contiguous one is used as it is;
+Conventions every op follows, on either backend:
+- inputs are float32 arrays of the backend's type (TypeError otherwise, naming the argument
+  and the dtype); a non-contiguous input is copied to a contiguous one, a contiguous one is
+  used as it is;
 - ``out=`` must be a float32, C-contiguous array of exactly the result's shape (TypeError for
   the dtype, ValueError for shape or layout); it is returned;
+- an array updated in place (a parameter, an optimizer's state) is never copied, since a copy
+  would lose the update: a wrong shape or layout is a ValueError;
 - ``out`` may be the same array as an input only where the op says so; a partial overlap is a
   ValueError, since the result would depend on the order of the writes;
 - C return codes become exceptions (``check_rc``).
+
+``array_checks`` writes these checks once for any array module; this file binds them to NumPy,
+pyrt/cuda/ops/_checks.py to CuPy.
 """
 
 import operator
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -20,58 +27,139 @@ F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
 
 
-def as_f32(x, name):
-    """`x` as a C-contiguous float32 ndarray, or TypeError naming `name`."""
-    if type(x) is not np.ndarray:
-        if isinstance(x, np.ndarray):
-            x = np.asarray(x)
-        else:
-            raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(x).__name__}")
-    if x.dtype is not F32 and x.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
-    if not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x)
-    return x
+class ArrayChecks(NamedTuple):
+    """The checks of one backend (see array_checks)."""
+
+    as_f32: Callable
+    as_i64: Callable
+    check_f32: Callable
+    out_f32: Callable
+    in_place: Callable
+    param_grad: Callable
+    check_out: Callable
+    check_disjoint: Callable
 
 
-def as_i64(x, name):
-    """`x` as a C-contiguous int64 ndarray (any integer array is converted)."""
+def array_checks(xp, other_type, address, can_be_read_only):
+    """The checks of the arrays of module `xp` (numpy or cupy). What differs between the
+    backends is passed in:
+
+    - ``other_type(x, name, what)`` is called when ``type(x)`` is not exactly ``xp.ndarray``:
+      it returns if the backend takes `x` all the same (a NumPy subclass), else it raises the
+      error naming `name`, `what` being the array expected ("a float32", "an integer");
+    - ``address(a)``: the address of a's first byte, to tell an input that is exactly `out`'s
+      buffer from one that overlaps it in part;
+    - `can_be_read_only`: whether arrays carry a writeable flag (NumPy's do; CuPy's are always
+      writable).
+
+    The checks close over these, so an exact, contiguous float32 array passes at the cost of
+    checks written for one backend alone.
+    """
+    array_type = xp.ndarray
+    empty, asarray, ascontiguousarray = xp.empty, xp.asarray, xp.ascontiguousarray
+    may_share_memory = xp.may_share_memory
+
+    def as_f32(x, name):
+        """`x` as a C-contiguous float32 array, or an error naming `name`."""
+        if type(x) is not array_type:
+            other_type(x, name, "a float32")
+            x = asarray(x)
+        if x.dtype is not F32 and x.dtype != F32:
+            raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+        if not x.flags.c_contiguous:
+            x = ascontiguousarray(x)
+        return x
+
+    def as_i64(x, name):
+        """`x` as a C-contiguous int64 array (any integer array is converted)."""
+        if type(x) is not array_type:
+            other_type(x, name, "an integer")
+        if x.dtype.kind not in "iu":
+            raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
+        if x.dtype != I64 or not x.flags.c_contiguous:
+            x = ascontiguousarray(x, dtype=I64)
+        return x
+
+    def check_f32(x, name):
+        """`x` itself if it is a float32 array of any layout, else an error naming `name`."""
+        if type(x) is not array_type:
+            other_type(x, name, "a float32")
+        if x.dtype != F32:
+            raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
+        return x
+
+    def out_f32(out, shape, name="out"):
+        """A float32 result array of `shape`: `out` checked, or a new one."""
+        if out is None:
+            return empty(shape, F32)
+        check_f32(out, name)
+        if out.shape != tuple(shape):
+            raise ValueError(f"{name} has shape {out.shape}, expected {tuple(shape)}")
+        if not out.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous")
+        if can_be_read_only and not out.flags.writeable:
+            raise ValueError(f"{name} is read-only")
+        return out
+
+    def in_place(x, name, shape=None):
+        """`x` as it is, or an error: an array updated in place cannot be copied. `shape` is
+        the parameter's, when `x` is a state array that must match it."""
+        check_f32(x, name)
+        if shape is not None and x.shape != shape:
+            raise ValueError(f"{name} has shape {x.shape}, expected the shape of param {shape}")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be C-contiguous: it is updated in place")
+        if can_be_read_only and not x.flags.writeable:
+            raise ValueError(f"{name} is read-only: it is updated in place")
+        return x
+
+    def param_grad(grad, shape):
+        """The gradient of a parameter of `shape`, as a C-contiguous float32 array."""
+        grad = as_f32(grad, "grad")
+        if grad.shape != shape:
+            raise ValueError(f"grad has shape {grad.shape}, expected the shape of param {shape}")
+        return grad
+
+    def check_out(res, *inputs):
+        """A given `out` may be an input, or share exactly its memory: element-for-element
+        kernels read each element before writing it. Any other overlap (out = a with b a row
+        of a, say) is a ValueError. `inputs` are (array or None, name) pairs."""
+        for arr, name in inputs:
+            if arr is None or arr is res or not may_share_memory(res, arr):
+                continue
+            if (address(arr), arr.nbytes) != (address(res), res.nbytes):
+                raise ValueError(f"out partially overlaps {name}")
+
+    def check_disjoint(res, *inputs):
+        """ValueError if `out` shares any memory with an input ((array or None, name) pairs):
+        for kernels that read an input element for several outputs."""
+        for arr, name in inputs:
+            if arr is not None and may_share_memory(res, arr):
+                raise ValueError(f"out overlaps {name}")
+
+    return ArrayChecks(as_f32, as_i64, check_f32, out_f32, in_place, param_grad, check_out,
+                       check_disjoint)
+
+
+def _numpy_subclass(x, name, what):
+    """A subclass of numpy.ndarray is taken (as_f32 views it as a plain ndarray)."""
     if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be an integer numpy.ndarray, got {type(x).__name__}")
-    if x.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
-    if x.dtype != I64 or not x.flags.c_contiguous:
-        x = np.ascontiguousarray(x, dtype=I64)
+        raise TypeError(f"{name} must be {what} numpy.ndarray, got {type(x).__name__}")
+
+
+def _numpy_address(a):
+    return a.__array_interface__["data"][0]
+
+
+(as_f32, as_i64, check_f32, out_f32, in_place, param_grad, check_out,
+ check_disjoint) = array_checks(np, _numpy_subclass, _numpy_address, can_be_read_only=True)
+
+
+def check_shape(x, name, expected):
+    """`x` if its shape is `expected`, else a ValueError naming `name`."""
+    if x.shape != expected:
+        raise ValueError(f"{name} must have shape {expected}, got {x.shape}")
     return x
-
-
-def out_f32(out, shape, name="out"):
-    """A float32 result array of `shape`: `out` checked, or a new one."""
-    if out is None:
-        return np.empty(shape, F32)
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(out).__name__}")
-    if out.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {out.dtype}")
-    if out.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {out.shape}, expected {tuple(shape)}")
-    if not out.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    if not out.flags.writeable:
-        raise ValueError(f"{name} is read-only")
-    return out
-
-
-def check_no_partial_overlap(out, name, *inputs):
-    """ValueError if `out` shares memory with an input without being exactly that array's
-    buffer (same start, same size); `allowed` aliasing is the caller's business."""
-    o0 = out.__array_interface__["data"][0]
-    o1 = o0 + out.nbytes
-    for arr, arr_name in inputs:
-        a0 = arr.__array_interface__["data"][0]
-        a1 = a0 + arr.nbytes
-        if a0 < o1 and o0 < a1 and (a0, a1) != (o0, o1):
-            raise ValueError(f"{name} partially overlaps {arr_name}")
 
 
 def fptr(a):

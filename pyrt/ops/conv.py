@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import as_f32, check_rc, fptr, out_f32
+from pyrt.ops._checks import as_f32, check_disjoint, check_rc, check_shape, fptr, out_f32
 
 __all__ = ["conv2d", "conv2d_backward"]
 
@@ -38,9 +38,9 @@ def _pair(value, name, minimum):
     return a, b
 
 
-def _check_4d(x, name, layout):
-    if x.ndim != 4:
-        raise ValueError(f"{name} must be 4-D {layout}, got shape {x.shape}")
+def _check_4d(shape, name, layout):
+    if len(shape) != 4:
+        raise ValueError(f"{name} must be 4-D {layout}, got shape {shape}")
 
 
 def _geometry(x_shape, window, stride, padding, window_name, k=0):
@@ -85,24 +85,30 @@ def _remember(key, value):
     return value
 
 
+def conv_geometry(x_shape, weight_shape, stride, padding):
+    """The checked pyrt_conv_shape, oh, ow of a convolution (the CUDA ops' too), from the
+    cache when these arguments were seen."""
+    key = _cache_key(x_shape, weight_shape, stride, padding)
+    hit = _CACHE.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    _check_4d(x_shape, "x", "[n, c, h, w]")
+    _check_4d(weight_shape, "weight", "[out_channels, in_channels, kh, kw]")
+    if weight_shape[1] != x_shape[1]:
+        raise ValueError(
+            f"weight has {weight_shape[1]} input channels (shape {weight_shape}) but x has "
+            f"{x_shape[1]} (shape {x_shape})"
+        )
+    geometry = _geometry(x_shape, weight_shape[2:], _pair(stride, "stride", 1),
+                         _pair(padding, "padding", 0), "weight's kernel", k=weight_shape[0])
+    return _remember(key, geometry)
+
+
 def _conv_args(x, weight, stride, padding):
     """Checked x, weight and geometry shared by the forward and backward passes."""
     x = as_f32(x, "x")
     weight = as_f32(weight, "weight")
-    key = _cache_key(x.shape, weight.shape, stride, padding)
-    hit = _CACHE.get(key) if key is not None else None
-    if hit is not None:
-        return (x, weight, *hit)
-    _check_4d(x, "x", "[n, c, h, w]")
-    _check_4d(weight, "weight", "[out_channels, in_channels, kh, kw]")
-    if weight.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"weight has {weight.shape[1]} input channels (shape {weight.shape}) but x has "
-            f"{x.shape[1]} (shape {x.shape})"
-        )
-    geometry = _geometry(x.shape, weight.shape[2:], _pair(stride, "stride", 1),
-                         _pair(padding, "padding", 0), "weight's kernel", k=weight.shape[0])
-    return (x, weight, *_remember(key, geometry))
+    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding))
 
 
 def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
@@ -112,15 +118,11 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
     k = weight.shape[0]
     if bias is not None:
-        bias = as_f32(bias, "bias")
-        if bias.shape != (k,):
-            raise ValueError(f"bias must have shape ({k},), got {bias.shape}")
+        bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
     res = out_f32(out, (x.shape[0], k, oh, ow))
     if out is not None:
         # every input element is read for several outputs: no overlap at all is safe
-        for arr, name in ((x, "x"), (weight, "weight"), (bias, "bias")):
-            if arr is not None and np.may_share_memory(res, arr):
-                raise ValueError(f"out overlaps {name}")
+        check_disjoint(res, (x, "x"), (weight, "weight"), (bias, "bias"))
     rc = lib.pyrt_conv2d_forward(shape, fptr(x), fptr(weight),
                                  ffi.NULL if bias is None else fptr(bias), fptr(res))
     check_rc(rc, "conv2d")
@@ -133,11 +135,8 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_
     [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested.
     grad_weight and grad_bias sum over the batch in a fixed order."""
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
-    grad_output = as_f32(grad_output, "grad_output")
     n, k = x.shape[0], weight.shape[0]
-    if grad_output.shape != (n, k, oh, ow):
-        raise ValueError(f"grad_output must have shape {(n, k, oh, ow)}, "
-                         f"got {grad_output.shape}")
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
     gx = np.empty(x.shape, np.float32) if needs_input_grad else None
     gw = np.empty(weight.shape, np.float32) if needs_weight_grad else None
     gb = np.empty((k,), np.float32) if needs_bias_grad else None

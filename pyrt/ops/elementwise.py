@@ -10,12 +10,15 @@ equal shapes; a scalar or a one-element array; the smaller operand of shape ``x.
 (a row repeated over all leading axes, leading 1s allowed); the smaller operand of shape
 ``x.shape[:-1] + (1,)`` (a column repeated along the last axis), with the smaller operand on
 either side. Any other broadcastable pair is first expanded into contiguous arrays.
+
+The checks of shapes and values (broadcast_shape, check_saved, activation, check_bias,
+check_addcmul) serve the CUDA ops too, on arrays each backend has checked already.
 """
 
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import F32, as_f32, check_no_partial_overlap, check_rc, fptr, out_f32
+from pyrt.ops._checks import F32, as_f32, check_out, check_rc, fptr, out_f32
 
 __all__ = [
     "add", "addcmul", "bias_act", "bias_grad", "div", "exp", "exp_backward", "log",
@@ -23,22 +26,12 @@ __all__ = [
     "sqrt", "sqrt_backward", "sub", "tanh", "tanh_backward",
 ]
 
-_SCALARS = (int, float, np.integer, np.floating)
+SCALARS = (int, float, np.integer, np.floating)
 _NONE, _SCALAR = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
 _ROW, _COL = lib.PYRT_BCAST_ROW, lib.PYRT_BCAST_COL
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _empty = np.empty
-
-
-def _check_out(res, *inputs):
-    """A given `out` may be an input, or share exactly its memory: the kernels work element
-    for element. Any other overlap (out = a with b a row of a, say) is a ValueError, since
-    the result would depend on the order of the writes."""
-    shared = [(arr, name) for arr, name in inputs
-              if arr is not res and np.may_share_memory(res, arr)]
-    if shared:
-        check_no_partial_overlap(res, "out", *shared)
 
 
 # ---- binary ops ------------------------------------------------------------------------------
@@ -66,7 +59,7 @@ def _binary(op, a, b, out, what):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return _binary_arrays(op, as_f32(a, "a"), as_f32(b, "b"), out, what)
     for x, name in ((a, "a"), (b, "b")):
-        if not isinstance(x, (np.ndarray,) + _SCALARS):
+        if not isinstance(x, (np.ndarray,) + SCALARS):
             raise TypeError(f"{name} must be a float32 numpy.ndarray or a real number, "
                             f"got {type(x).__name__}")
     if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
@@ -78,7 +71,7 @@ def _binary(op, a, b, out, what):
         big, scalar, swap, name = as_f32(b, "b"), a, 1, "b"
     res = out_f32(out, big.shape)
     if out is not None:
-        _check_out(res, (big, name))
+        check_out(res, (big, name))
     rc = lib.pyrt_binary(op, fptr(big), ffi.new("float[1]", [float(scalar)]), fptr(res), 1,
                          big.size, _SCALAR, swap)
     if rc:
@@ -101,7 +94,7 @@ def _binary_arrays(op, a, b, out, what):
             big, small, mode, shape = _expand(a, b, what)
     res = out_f32(out, shape)
     if out is not None:
-        _check_out(res, (a, "a"), (b, "b"))
+        check_out(res, (a, "a"), (b, "b"))
     cols = shape[-1] if shape else 1
     rows = big.size // cols if cols else 0
     rc = lib.pyrt_binary(op, fptr(big), fptr(small), fptr(res), rows, cols, mode, swap)
@@ -110,14 +103,19 @@ def _binary_arrays(op, a, b, out, what):
     return res
 
 
+def broadcast_shape(a_shape, b_shape, what):
+    """The shape of a op b under NumPy broadcasting, or a ValueError."""
+    try:
+        return np.broadcast_shapes(a_shape, b_shape)
+    except ValueError:
+        raise ValueError(f"{what}: operands could not be broadcast together with shapes "
+                         f"{a_shape} and {b_shape}") from None
+
+
 def _expand(a, b, what):
     """General NumPy broadcasting: expand a into the result shape, then b unless it is now a
     row, column or scalar against it."""
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ValueError(f"{what}: operands could not be broadcast together with shapes "
-                         f"{a.shape} and {b.shape}") from None
+    shape = broadcast_shape(a.shape, b.shape, what)
     if a.shape != shape:
         a = np.ascontiguousarray(np.broadcast_to(a, shape))
     mode = _NONE if b.shape == shape else _bcast_mode(shape, b.shape)
@@ -165,8 +163,7 @@ def _unary(op, x, out, what):
     if out is None:
         return unary_raw(op, x, what)
     res = out_f32(out, x.shape)
-    if out is not None:
-        _check_out(res, (x, "x"))
+    check_out(res, (x, "x"))
     check_rc(lib.pyrt_unary(op, fptr(x), fptr(res), x.size), what)
     return res
 
@@ -221,17 +218,21 @@ def unary_backward_raw(op, grad, saved, what="unary_backward"):
     return res
 
 
-def _backward(op, grad, saved, saved_name, out, what):
-    grad = as_f32(grad, "grad")
-    saved = as_f32(saved, saved_name)
+def check_saved(grad, saved, saved_name, what):
+    """The array a unary op saved for its gradient must have the shape of grad."""
     if saved.shape != grad.shape:
         raise ValueError(f"{what}: {saved_name} has shape {saved.shape}, expected the shape "
                          f"of grad {grad.shape}")
+
+
+def _backward(op, grad, saved, saved_name, out, what):
+    grad = as_f32(grad, "grad")
+    saved = as_f32(saved, saved_name)
+    check_saved(grad, saved, saved_name, what)
     if out is None:
         return unary_backward_raw(op, grad, saved, what)
     res = out_f32(out, grad.shape)
-    if out is not None:
-        _check_out(res, (grad, "grad"), (saved, saved_name))
+    check_out(res, (grad, "grad"), (saved, saved_name))
     check_rc(lib.pyrt_unary_backward(op, fptr(grad), fptr(saved), fptr(res), grad.size), what)
     return res
 
@@ -300,28 +301,38 @@ def bias_grad_raw(grad):
     return res
 
 
-def bias_act(x, bias=None, act=None, *, out=None):
-    """act(x + bias) in one pass: x is [..., cols], bias is [cols] or None, act is None,
-    "relu", "sigmoid" or "tanh". `out` may be x."""
+def activation(act, codes):
+    """The backend's code for `act` from `codes` (keyed by None, "relu", "sigmoid", "tanh")."""
     try:
-        code = _ACTS[act]
+        return codes[act]
     except (KeyError, TypeError):
         raise ValueError(f"act must be None, 'relu', 'sigmoid' or 'tanh', got {act!r}") from None
-    x = as_f32(x, "x")
-    res = out_f32(out, x.shape)
-    if bias is None:
-        if out is not None:
-            _check_out(res, (x, "x"))
-        check_rc(lib.pyrt_bias_act(fptr(x), ffi.NULL, fptr(res), 1, x.size, code), "bias_act")
-        return res
-    bias = as_f32(bias, "bias")
+
+
+def check_bias(x, bias):
+    """A bias of bias_act must have the shape of x's last axis."""
     if x.ndim == 0:
         raise ValueError("x must have at least one dimension when a bias is given")
     if bias.shape != x.shape[-1:]:
         raise ValueError(f"bias must have shape {x.shape[-1:]} (the last axis of x), got "
                          f"{bias.shape}")
+
+
+def bias_act(x, bias=None, act=None, *, out=None):
+    """act(x + bias) in one pass: x is [..., cols], bias is [cols] or None, act is None,
+    "relu", "sigmoid" or "tanh". `out` may be x."""
+    code = activation(act, _ACTS)
+    x = as_f32(x, "x")
+    res = out_f32(out, x.shape)
+    if bias is None:
+        if out is not None:
+            check_out(res, (x, "x"))
+        check_rc(lib.pyrt_bias_act(fptr(x), ffi.NULL, fptr(res), 1, x.size, code), "bias_act")
+        return res
+    bias = as_f32(bias, "bias")
+    check_bias(x, bias)
     if out is not None:
-        _check_out(res, (x, "x"), (bias, "bias"))
+        check_out(res, (x, "x"), (bias, "bias"))
     cols = x.shape[-1]
     rows = x.size // cols if cols else 0
     check_rc(lib.pyrt_bias_act(fptr(x), fptr(bias), fptr(res), rows, cols, code), "bias_act")
@@ -340,10 +351,19 @@ def bias_grad(grad, *, out=None):
     cols = grad.shape[-1]
     rows = grad.size // cols if cols else 0
     res = out_f32(out, (cols,))
-    if out is not None:
-        _check_out(res, (grad, "grad"))
+    check_out(res, (grad, "grad"))
     check_rc(lib.pyrt_bias_grad(fptr(grad), fptr(res), rows, cols), "bias_grad")
     return res
+
+
+def check_addcmul(input, tensor1, tensor2, value):
+    """addcmul's tensors must have the shape of input, and value must be a real number."""
+    for arr, name in ((tensor1, "tensor1"), (tensor2, "tensor2")):
+        if arr.shape != input.shape:
+            raise ValueError(f"addcmul: {name} has shape {arr.shape}, expected the shape of "
+                             f"input {input.shape}")
+    if not isinstance(value, SCALARS):
+        raise TypeError(f"value must be a real number, got {type(value).__name__}")
 
 
 def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
@@ -353,15 +373,10 @@ def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
     input = as_f32(input, "input")
     tensor1 = as_f32(tensor1, "tensor1")
     tensor2 = as_f32(tensor2, "tensor2")
-    for arr, name in ((tensor1, "tensor1"), (tensor2, "tensor2")):
-        if arr.shape != input.shape:
-            raise ValueError(f"addcmul: {name} has shape {arr.shape}, expected the shape of "
-                             f"input {input.shape}")
-    if not isinstance(value, _SCALARS):
-        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    check_addcmul(input, tensor1, tensor2, value)
     res = out_f32(out, input.shape)
     if out is not None:
-        _check_out(res, (input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2"))
+        check_out(res, (input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2"))
     check_rc(lib.pyrt_addcmul(fptr(input), fptr(tensor1), fptr(tensor2), float(value),
                               fptr(res), input.size), "addcmul")
     return res

@@ -10,7 +10,7 @@ count: every element sums over k in an order fixed by the shapes alone.
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import F32, check_rc, out_f32
+from pyrt.ops._checks import F32, check_f32, check_rc, out_f32
 
 __all__ = ["matmul", "sgemm_kernel"]
 
@@ -45,6 +45,22 @@ def matmul_ptr(trans_a, trans_b, m, n, k, pa, lda, pb, ldb):
     return res
 
 
+def check_matrix(x, name):
+    """`x` if it is 2-D, else a ValueError naming `name`."""
+    if x.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimensions")
+    return x
+
+
+def mismatch(a_shape, b_shape, trans_a, trans_b, op_a, op_b):
+    """The error for operands whose op(a) and op(b) shapes have different inner sizes."""
+    return ValueError(
+        f"matmul: a of shape {a_shape} and b of shape {b_shape} do not match"
+        f" (trans_a={trans_a}, trans_b={trans_b}): op(a) is {op_a} and op(b) is"
+        f" {op_b}, so the inner sizes {op_a[1]} and {op_b[0]} differ"
+    )
+
+
 def _operand(x, name, trans):
     """`x` as (array, pointer, row stride in elements, trans) for the kernel.
 
@@ -52,13 +68,7 @@ def _operand(x, name, trans):
     base with `trans` flipped, and a view whose rows are contiguous but spaced apart passes its
     row stride; anything else is copied.
     """
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(x).__name__}")
-    if x.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimensions")
-    x = np.asarray(x)
+    x = np.asarray(check_matrix(check_f32(x, name), name))
     if x.flags.c_contiguous:
         return x, _from_buffer(_FLOATS, x), x.shape[1] or 1, trans
     s0, s1 = x.strides
@@ -116,11 +126,7 @@ def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None)
     else:
         kb, n = b_arr.shape
     if k != kb:
-        raise ValueError(
-            f"matmul: a of shape {a_arr.shape} and b of shape {b_arr.shape} do not match"
-            f" (trans_a={trans_a}, trans_b={trans_b}): op(a) is ({m}, {k}) and op(b) is"
-            f" ({kb}, {n}), so the inner sizes {k} and {kb} differ"
-        )
+        raise mismatch(a_arr.shape, b_arr.shape, trans_a, trans_b, (m, k), (kb, n))
     if out is None:
         res = np.empty((m, n), F32)
         beta = 0.0

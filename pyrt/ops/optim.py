@@ -12,33 +12,13 @@ import operator
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import F32, as_f32, check_rc, fptr
+from pyrt.ops._checks import check_rc, fptr
+from pyrt.ops._checks import in_place as _in_place
+from pyrt.ops._checks import param_grad as _grad
 
 __all__ = ["adam_step", "sgd_step"]
 
 _FLOATS = ffi.typeof("float[]")
-
-
-def _in_place(x, name, shape=None):
-    """`x` as it is, or an error: an array updated in place cannot be copied."""
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a float32 numpy.ndarray, got {type(x).__name__}")
-    if x.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
-    if shape is not None and x.shape != shape:
-        raise ValueError(f"{name} has shape {x.shape}, expected the shape of param {shape}")
-    if not x.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous: it is updated in place")
-    if not x.flags.writeable:
-        raise ValueError(f"{name} is read-only: it is updated in place")
-    return x
-
-
-def _grad(grad, shape):
-    grad = as_f32(grad, "grad")
-    if grad.shape != shape:
-        raise ValueError(f"grad has shape {grad.shape}, expected the shape of param {shape}")
-    return grad
 
 
 def _real(x, name):
@@ -112,12 +92,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
         param -= lr / (1 - beta1**step) * exp_avg / (sqrt(exp_avg_sq / (1 - beta2**step)) + eps)
     """
     lr, beta1, beta2, eps, weight_decay = adam_hyperparameters(lr, betas, eps, weight_decay)
-    try:
-        step = operator.index(step)
-    except TypeError:
-        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
-    if step < 1:
-        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    step = adam_step_count(step)
     param = _in_place(param, "param")
     grad = _grad(grad, param.shape)
     m = _in_place(exp_avg, "exp_avg", param.shape)
@@ -149,6 +124,17 @@ def adam_hyperparameters(lr, betas, eps, weight_decay):
     if not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
     return lr, beta1, beta2, eps, weight_decay
+
+
+def adam_step_count(step):
+    """Adam's step number checked: an integer counting from 1."""
+    try:
+        step = operator.index(step)
+    except TypeError:
+        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
+    if step < 1:
+        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    return step
 
 
 def adam_step_raw(param, grad, exp_avg, exp_avg_sq, n, lr, beta1, beta2, eps, weight_decay,

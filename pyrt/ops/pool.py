@@ -11,7 +11,7 @@ pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``)
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, fptr, iptr
+from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, check_shape, fptr, iptr
 from pyrt.ops.conv import _CACHE, _cache_key, _check_4d, _geometry, _pair, _remember
 
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
@@ -43,18 +43,19 @@ def _input_shape(input_shape):
     return shape
 
 
-def _grad_output(grad_output, expected):
-    grad_output = as_f32(grad_output, "grad_output")
-    if grad_output.shape != expected:
-        raise ValueError(f"grad_output must have shape {expected}, got {grad_output.shape}")
-    return grad_output
+def backward_geometry(input_shape, kernel_size, stride, padding):
+    """(input_shape checked, pyrt_conv_shape, the shape grad_output must have) for the
+    backward pass of a pooling, here and in the CUDA ops."""
+    input_shape = _input_shape(input_shape)
+    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
+    return input_shape, shape, (*input_shape[:2], oh, ow)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
     """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
     int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward."""
     x = as_f32(x, "x")
-    _check_4d(x, "x", "[n, c, h, w]")
+    _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
     n, c = x.shape[:2]
     y = np.empty((n, c, oh, ow), np.float32)
@@ -69,13 +70,9 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
                         padding=0):
     """Gradient of max_pool2d with respect to its input: each grad_output entry goes to the
     input pixel its index names. Returns an array of input_shape."""
-    input_shape = _input_shape(input_shape)
-    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
-    expected = (*input_shape[:2], oh, ow)
-    grad_output = _grad_output(grad_output, expected)
-    indices = as_i64(indices, "indices")
-    if indices.shape != expected:
-        raise ValueError(f"indices must have shape {expected}, got {indices.shape}")
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
+    indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = np.empty(input_shape, np.float32)
     rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
     check_rc(rc, "max_pool2d_backward")
@@ -85,7 +82,7 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
 def avg_pool2d(x, kernel_size, stride=None, padding=0):
     """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros."""
     x = as_f32(x, "x")
-    _check_4d(x, "x", "[n, c, h, w]")
+    _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
     y = np.empty((*x.shape[:2], oh, ow), np.float32)
     rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
@@ -95,9 +92,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
 
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0):
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
-    input_shape = _input_shape(input_shape)
-    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
-    grad_output = _grad_output(grad_output, (*input_shape[:2], oh, ow))
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     dx = np.empty(input_shape, np.float32)
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
     check_rc(rc, "avg_pool2d_backward")

@@ -19,7 +19,7 @@ from pyrt.ops._checks import (
     I64,
     as_f32,
     axis_index,
-    check_no_partial_overlap,
+    check_out,
     check_rc,
     fptr,
     iptr,
@@ -64,8 +64,8 @@ def _result_shape(shape, axes, keepdims):
 def _out(out, shape, x):
     """The result array: `out` checked (it may not overlap `x` in part), or a new one."""
     res = out_f32(out, shape)
-    if out is not None and np.may_share_memory(res, x):
-        check_no_partial_overlap(res, "out", (x, "x"))
+    if out is not None:
+        check_out(res, (x, "x"))
     return res
 
 

@@ -15,7 +15,7 @@ from pyrt.ops._checks import (
     as_f32,
     as_i64,
     axis_index,
-    check_no_partial_overlap,
+    check_out,
     check_rc,
     fptr,
     iptr,
@@ -32,8 +32,8 @@ _empty = np.empty
 def _softmax(x, axis, out, log, what):
     x = as_f32(x, "x")
     res = out_f32(out, x.shape)
-    if out is not None and res is not x and np.may_share_memory(res, x):
-        check_no_partial_overlap(res, "out", (x, "x"))  # out is x: allowed, done in place
+    if out is not None:
+        check_out(res, (x, "x"))  # out is x: allowed, done in place
     if x.ndim == 0:
         # a single element: the softmax of one value (axis must still be -1 or 0)
         axis_index(axis, 1)
@@ -72,13 +72,23 @@ def cross_entropy(logits, labels, *, return_grad=False):
     d(loss)/d(logits), computed in the same pass. N == 0 gives NaN, as in PyTorch.
     """
     logits = as_f32(logits, "logits")
+    check_logits(logits)
+    labels = as_i64(labels, "labels")
+    check_labels(logits, labels)
+    return cross_entropy_raw(logits, labels, return_grad)
+
+
+def check_logits(logits):
+    """cross_entropy's logits must be [N, C] (the CUDA op's check too)."""
     if logits.ndim != 2:
         raise ValueError(f"logits must be 2-D [N, C], got shape {logits.shape}")
+
+
+def check_labels(logits, labels):
+    """cross_entropy's labels must be [N], N the rows of logits."""
     n = logits.shape[0]
-    labels = as_i64(labels, "labels")
     if labels.shape != (n,):
         raise ValueError(f"labels must have shape ({n},) to match logits, got {labels.shape}")
-    return cross_entropy_raw(logits, labels, return_grad)
 
 
 def cross_entropy_raw(logits, labels, return_grad):
@@ -107,11 +117,16 @@ def binary_cross_entropy_with_logits(logits, targets, *, return_grad=False):
     """
     logits = as_f32(logits, "logits")
     targets = as_f32(targets, "targets")
+    check_targets(logits, targets)
+    return bce_with_logits_raw(logits, targets, return_grad)
+
+
+def check_targets(logits, targets):
+    """binary_cross_entropy_with_logits' targets must have the shape of logits."""
     if targets.shape != logits.shape:
         raise ValueError(
             f"targets must have the shape of logits {logits.shape}, got {targets.shape}"
         )
-    return bce_with_logits_raw(logits, targets, return_grad)
 
 
 def bce_with_logits_raw(logits, targets, return_grad):

@@ -10,10 +10,11 @@ by the gather-form col2im.
 import cupy
 
 from pyrt.cuda._module import BLOCK, grid_for, kernel
-from pyrt.cuda.ops._checks import F32, I64, as_f32, as_i64, out_f32
+from pyrt.cuda.ops._checks import as_f32, as_i64, check_disjoint, out_f32
 from pyrt.cuda.ops.elementwise import bias_grad_planes, bias_planes_
-from pyrt.ops.conv import _check_4d, _geometry, _pair
-from pyrt.ops.pool import _input_shape, _pool_geometry
+from pyrt.ops._checks import F32, I64, check_shape
+from pyrt.ops.conv import _check_4d, conv_geometry
+from pyrt.ops.pool import _pool_geometry, backward_geometry
 
 __all__ = ["avg_pool2d", "avg_pool2d_backward", "conv2d", "conv2d_backward", "max_pool2d",
            "max_pool2d_backward"]
@@ -28,16 +29,7 @@ def _dims(shape):
 def _conv_args(x, weight, stride, padding):
     x = as_f32(x, "x")
     weight = as_f32(weight, "weight")
-    _check_4d(x, "x", "[n, c, h, w]")
-    _check_4d(weight, "weight", "[out_channels, in_channels, kh, kw]")
-    if weight.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"weight has {weight.shape[1]} input channels (shape {weight.shape}) but x has "
-            f"{x.shape[1]} (shape {x.shape})")
-    shape, oh, ow = _geometry(x.shape, weight.shape[2:], _pair(stride, "stride", 1),
-                              _pair(padding, "padding", 0), "weight's kernel",
-                              k=weight.shape[0])
-    return x, weight, shape, oh, ow
+    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding))
 
 
 def _im2col(x, shape):
@@ -54,14 +46,10 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
     n, k = x.shape[0], weight.shape[0]
     if bias is not None:
-        bias = as_f32(bias, "bias")
-        if bias.shape != (k,):
-            raise ValueError(f"bias must have shape ({k},), got {bias.shape}")
+        bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
     res = out_f32(out, (n, k, oh, ow))
     if out is not None:
-        for arr, name in ((x, "x"), (weight, "weight"), (bias, "bias")):
-            if arr is not None and cupy.may_share_memory(res, arr):
-                raise ValueError(f"out overlaps {name}")
+        check_disjoint(res, (x, "x"), (weight, "weight"), (bias, "bias"))
     if res.size == 0:
         return res
     cols = _im2col(x, shape)
@@ -77,11 +65,8 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_
     """Gradients of conv2d with respect to x, weight and bias, given grad_output
     [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested."""
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
-    grad_output = as_f32(grad_output, "grad_output")
     n, k = x.shape[0], weight.shape[0]
-    if grad_output.shape != (n, k, oh, ow):
-        raise ValueError(f"grad_output must have shape {(n, k, oh, ow)}, "
-                         f"got {grad_output.shape}")
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
     g = grad_output.reshape(n, k, oh * ow)
     w2 = weight.reshape(k, -1)
     gx = gw = gb = None
@@ -107,15 +92,8 @@ def _pool_dims(shape):
 
 def _pool_input(x):
     x = as_f32(x, "x")
-    _check_4d(x, "x", "[n, c, h, w]")
+    _check_4d(x.shape, "x", "[n, c, h, w]")
     return x
-
-
-def _grad_output(grad_output, expected):
-    grad_output = as_f32(grad_output, "grad_output")
-    if grad_output.shape != expected:
-        raise ValueError(f"grad_output must have shape {expected}, got {grad_output.shape}")
-    return grad_output
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
@@ -134,13 +112,9 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
                         padding=0):
     """Gradient of max_pool2d: each grad_output entry goes to the input pixel its index
     names (gathered per input pixel). Returns an array of input_shape."""
-    input_shape = _input_shape(input_shape)
-    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
-    expected = (*input_shape[:2], oh, ow)
-    grad_output = _grad_output(grad_output, expected)
-    indices = as_i64(indices, "indices")
-    if indices.shape != expected:
-        raise ValueError(f"indices must have shape {expected}, got {indices.shape}")
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
+    indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = cupy.empty(input_shape, F32)
     kernel("pool", "pyrt_max_pool_backward")(
         grid_for(dx.size), (BLOCK,), (grad_output, indices, dx) + _pool_dims(shape))
@@ -159,9 +133,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
 
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0):
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
-    input_shape = _input_shape(input_shape)
-    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
-    grad_output = _grad_output(grad_output, (*input_shape[:2], oh, ow))
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     dx = cupy.empty(input_shape, F32)
     kernel("pool", "pyrt_avg_pool_backward")(grid_for(dx.size), (BLOCK,),
                                              (grad_output, dx) + _pool_dims(shape))

@@ -9,15 +9,22 @@ import cupy
 import numpy as np
 
 from pyrt.cuda._module import BLOCK, OP, grid_for, kernel
-from pyrt.cuda.ops._checks import F32, as_f32, check_out, mixed_devices, out_f32
+from pyrt.cuda.ops._checks import as_f32, check_out, mixed_devices, out_f32
+from pyrt.ops._checks import F32
+from pyrt.ops.elementwise import (
+    SCALARS,
+    activation,
+    broadcast_shape,
+    check_addcmul,
+    check_bias,
+    check_saved,
+)
 
 __all__ = [
     "add", "addcmul", "bias_act", "bias_grad", "bias_grad_planes", "div", "exp",
     "exp_backward", "log", "log_backward", "mul", "neg", "relu", "relu_backward", "sigmoid",
     "sigmoid_backward", "sqrt", "sqrt_backward", "sub", "tanh", "tanh_backward",
 ]
-
-_SCALARS = (int, float, np.integer, np.floating)
 
 
 # ---- binary ops ------------------------------------------------------------------------------
@@ -26,7 +33,7 @@ def _binary(ufunc, a, b, out, what):
     for x, name in ((a, "a"), (b, "b")):
         if isinstance(x, np.ndarray):
             raise mixed_devices(name)
-        if not isinstance(x, (cupy.ndarray,) + _SCALARS) or isinstance(x, (bool, np.bool_)):
+        if not isinstance(x, (cupy.ndarray,) + SCALARS) or isinstance(x, (bool, np.bool_)):
             raise TypeError(f"{name} must be a float32 cupy.ndarray or a real number, "
                             f"got {type(x).__name__}")
     arrays = [(x, n) for x, n in ((a, "a"), (b, "b")) if isinstance(x, cupy.ndarray)]
@@ -38,12 +45,7 @@ def _binary(ufunc, a, b, out, what):
     # a scalar is rounded to float32, as the CPU kernels do
     a = a if isinstance(a, cupy.ndarray) else np.float32(a)
     b = b if isinstance(b, cupy.ndarray) else np.float32(b)
-    try:
-        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
-    except ValueError:
-        raise ValueError(f"{what}: operands could not be broadcast together with shapes "
-                         f"{np.shape(a)} and {np.shape(b)}") from None
-    res = out_f32(out, shape)
+    res = out_f32(out, broadcast_shape(np.shape(a), np.shape(b), what))
     if out is not None:
         check_out(res, *arrays)
     return ufunc(a, b, out=res)
@@ -123,9 +125,7 @@ def unary_backward_raw(op, grad, saved, out=None):
 def _backward(op, grad, saved, saved_name, out, what):
     grad = as_f32(grad, "grad")
     saved = as_f32(saved, saved_name)
-    if saved.shape != grad.shape:
-        raise ValueError(f"{what}: {saved_name} has shape {saved.shape}, expected the shape "
-                         f"of grad {grad.shape}")
+    check_saved(grad, saved, saved_name, what)
     res = out_f32(out, grad.shape)
     if out is not None:
         check_out(res, (grad, "grad"), (saved, saved_name))
@@ -163,19 +163,12 @@ _ACTS = {None: "identity", "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
 
 def bias_act(x, bias=None, act=None, *, out=None):
     """act(x + bias) in one pass over x [..., cols]; bias [cols] or None. `out` may be x."""
-    try:
-        code = OP[_ACTS[act]]
-    except (KeyError, TypeError):
-        raise ValueError(f"act must be None, 'relu', 'sigmoid' or 'tanh', got {act!r}") from None
+    code = OP[activation(act, _ACTS)]
     x = as_f32(x, "x")
     res = out_f32(out, x.shape)
     if bias is not None:
         bias = as_f32(bias, "bias")
-        if x.ndim == 0:
-            raise ValueError("x must have at least one dimension when a bias is given")
-        if bias.shape != x.shape[-1:]:
-            raise ValueError(f"bias must have shape {x.shape[-1:]} (the last axis of x), got "
-                             f"{bias.shape}")
+        check_bias(x, bias)
     if out is not None:
         check_out(res, (x, "x"), (bias, "bias"))
     cols = x.shape[-1] if x.ndim else 1
@@ -274,12 +267,7 @@ def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
     input = as_f32(input, "input")
     tensor1 = as_f32(tensor1, "tensor1")
     tensor2 = as_f32(tensor2, "tensor2")
-    for arr, name in ((tensor1, "tensor1"), (tensor2, "tensor2")):
-        if arr.shape != input.shape:
-            raise ValueError(f"addcmul: {name} has shape {arr.shape}, expected the shape of "
-                             f"input {input.shape}")
-    if not isinstance(value, _SCALARS):
-        raise TypeError(f"value must be a real number, got {type(value).__name__}")
+    check_addcmul(input, tensor1, tensor2, value)
     res = out_f32(out, input.shape)
     if out is not None:
         check_out(res, (input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2"))

@@ -3,34 +3,24 @@ transposes to cuBLAS as flags, without copies), with pyrt.ops.matmul's arguments
 
 import cupy
 
-from pyrt.cuda.ops._checks import F32, _device_array, out_f32
+from pyrt.cuda.ops._checks import check_f32, out_f32
+from pyrt.ops._checks import F32
+from pyrt.ops.linalg import check_matrix, mismatch
 
 __all__ = ["matmul"]
-
-
-def _operand(x, name):
-    x = _device_array(x, name, "a float32")
-    if x.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
-    if x.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got {x.ndim} dimensions")
-    return x
 
 
 def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
     """``alpha * op(a) @ op(b)``, plus ``beta * out`` when `out` is given and beta != 0;
     op(x) is x, or x.T when the matching ``trans_*`` flag is set. `out` must not share
     memory with a or b."""
-    a = _operand(a, "a")
-    b = _operand(b, "b")
+    a = check_matrix(check_f32(a, "a"), "a")
+    b = check_matrix(check_f32(b, "b"), "b")
     opa = a.T if trans_a else a
     opb = b.T if trans_b else b
     (m, k), (kb, n) = opa.shape, opb.shape
     if k != kb:
-        raise ValueError(
-            f"matmul: a of shape {a.shape} and b of shape {b.shape} do not match"
-            f" (trans_a={trans_a}, trans_b={trans_b}): op(a) is ({m}, {k}) and op(b) is"
-            f" ({kb}, {n}), so the inner sizes {k} and {kb} differ")
+        raise mismatch(a.shape, b.shape, trans_a, trans_b, (m, k), (kb, n))
     if out is None:
         res = cupy.matmul(opa, opb)
         return res if alpha == 1.0 else cupy.multiply(res, F32.type(alpha), out=res)

@@ -9,14 +9,12 @@ passed by address as kernel arguments, PYRT_MAX_TENSORS a launch. ``sgd_step`` a
 ``adam_step`` are the one-parameter forms of pyrt.ops, with the same checks.
 """
 
-import operator
-
 import cupy
 import numpy as np
 
 from pyrt.cuda._module import BLOCK, CHUNK, MAX_TENSORS, kernel
-from pyrt.cuda.ops._checks import F32, as_f32, mixed_devices
-from pyrt.ops.optim import adam_hyperparameters, sgd_hyperparameters
+from pyrt.cuda.ops._checks import in_place, param_grad
+from pyrt.ops.optim import adam_hyperparameters, adam_step_count, sgd_hyperparameters
 
 __all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all", "tables_in_use"]
 
@@ -109,39 +107,18 @@ def adam_step_all(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, 
 
 # ---- the one-parameter ops of pyrt.ops ---------------------------------------------------------
 
-def _in_place(x, name, shape=None):
-    if type(x) is not cupy.ndarray:
-        if isinstance(x, np.ndarray):
-            raise mixed_devices(name)
-        raise TypeError(f"{name} must be a float32 cupy.ndarray, got {type(x).__name__}")
-    if x.dtype != F32:
-        raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
-    if shape is not None and x.shape != shape:
-        raise ValueError(f"{name} has shape {x.shape}, expected the shape of param {shape}")
-    if not x.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous: it is updated in place")
-    return x
-
-
-def _grad(grad, shape):
-    grad = as_f32(grad, "grad")
-    if grad.shape != shape:
-        raise ValueError(f"grad has shape {grad.shape}, expected the shape of param {shape}")
-    return grad
-
-
 def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0,
              weight_decay=0.0, nesterov=False, first_step=False):
     """One step of torch.optim.SGD on one parameter, in place (pyrt.ops.sgd_step)."""
     lr, momentum, dampening, weight_decay, nesterov = sgd_hyperparameters(
         lr, momentum, dampening, weight_decay, nesterov)
-    param = _in_place(param, "param")
-    grad = _grad(grad, param.shape)
+    param = in_place(param, "param")
+    grad = param_grad(grad, param.shape)
     buffers = None
     if momentum != 0.0:
         if momentum_buffer is None:
             raise ValueError("momentum_buffer is required when momentum != 0")
-        buffers = [_in_place(momentum_buffer, "momentum_buffer", param.shape)]
+        buffers = [in_place(momentum_buffer, "momentum_buffer", param.shape)]
     sgd_step_all([param], [grad], buffers, lr, momentum, dampening, weight_decay, nesterov,
                  bool(first_step))
 
@@ -150,14 +127,9 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
               eps=1e-8, weight_decay=0.0):
     """One step of torch.optim.Adam on one parameter, in place (pyrt.ops.adam_step)."""
     lr, beta1, beta2, eps, weight_decay = adam_hyperparameters(lr, betas, eps, weight_decay)
-    try:
-        step = operator.index(step)
-    except TypeError:
-        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
-    if step < 1:
-        raise ValueError(f"Invalid step: {step} (steps count from 1)")
-    param = _in_place(param, "param")
-    grad = _grad(grad, param.shape)
-    m = _in_place(exp_avg, "exp_avg", param.shape)
-    v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+    step = adam_step_count(step)
+    param = in_place(param, "param")
+    grad = param_grad(grad, param.shape)
+    m = in_place(exp_avg, "exp_avg", param.shape)
+    v = in_place(exp_avg_sq, "exp_avg_sq", param.shape)
     adam_step_all([param], [grad], [m], [v], step, lr, beta1, beta2, eps, weight_decay)

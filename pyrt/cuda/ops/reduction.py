@@ -8,9 +8,10 @@ import cupy
 import numpy as np
 
 from pyrt.cuda._module import BLOCK, kernel
-from pyrt.cuda.ops._checks import F32, I64, as_f32, as_i64, check_out, out_f32
-from pyrt.ops._checks import axis_index
+from pyrt.cuda.ops._checks import as_f32, as_i64, check_out, out_f32
+from pyrt.ops._checks import F32, I64, axis_index
 from pyrt.ops.reduction import _EMPTY_ARGMAX, _EMPTY_MAX, _axes, _result_shape
+from pyrt.ops.softmax import check_labels, check_logits, check_targets
 
 __all__ = ["argmax", "binary_cross_entropy_with_logits", "cross_entropy", "log_softmax",
            "max", "mean", "softmax", "sum"]
@@ -113,11 +114,9 @@ def cross_entropy(logits, labels, *, return_grad=False):
     [0, c) gives a nan loss: checking it here would copy the labels to the host. An empty
     batch gives nan, as on the CPU."""
     logits = as_f32(logits, "logits")
+    check_logits(logits)
     labels = as_i64(labels, "labels")
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-D [batch, classes], got shape {logits.shape}")
-    if labels.shape != logits.shape[:1]:
-        raise ValueError(f"labels must have shape {logits.shape[:1]}, got {labels.shape}")
+    check_labels(logits, labels)
     return cross_entropy_raw(logits, labels, return_grad)
 
 
@@ -134,7 +133,5 @@ def binary_cross_entropy_with_logits(logits, targets, *, return_grad=False):
     with return_grad its gradient (sigmoid(logits) - targets) / n, in one kernel."""
     logits = as_f32(logits, "logits")
     targets = as_f32(targets, "targets")
-    if targets.shape != logits.shape:
-        raise ValueError(f"targets must have the shape of logits {logits.shape}, got "
-                         f"{targets.shape}")
+    check_targets(logits, targets)
     return bce_with_logits_raw(logits, targets, return_grad)
