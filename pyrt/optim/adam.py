@@ -1,13 +1,18 @@
 """Adam, as torch.optim.Adam (amsgrad=False, L2 weight decay); each parameter is updated by
 one fused kernel pass (pyrt.ops.adam_step)."""
 
-import operator
 
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi
 from pyrt.ops._checks import F32
-from pyrt.ops.optim import _grad, _in_place, adam_hyperparameters, adam_step_raw
+from pyrt.ops.optim import (
+    _grad,
+    _in_place,
+    adam_hyperparameters,
+    adam_step_count,
+    adam_step_raw,
+)
 from pyrt.optim.optimizer import Optimizer
 
 __all__ = ["Adam"]
@@ -71,7 +76,7 @@ class Adam(Optimizer):
                 g = grad.data
                 if not (g.shape == param.shape and g.dtype is F32 and g.flags.c_contiguous):
                     g = _grad(g, param.shape)
-                step = _step_count(state["step"]) + 1
+                step = adam_step_count(state["step"] + 1)  # the state counts the steps done
                 adam_step_raw(cached[4], _from_buffer(_FLOATS, g), cached[5], cached[6],
                               param.size, lr, beta1, beta2, eps, weight_decay, step)
                 state["step"] = step
@@ -97,13 +102,3 @@ class Adam(Optimizer):
                   _from_buffer(_FLOATS, exp_avg), _from_buffer(_FLOATS, exp_avg_sq))
         self._cache[id(p)] = cached
         return cached
-
-
-def _step_count(step):
-    try:
-        step = operator.index(step)
-    except TypeError:
-        raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
-    if step < 0:
-        raise ValueError(f"Invalid step: {step + 1} (steps count from 1)")
-    return step
