@@ -1,7 +1,6 @@
 """Adam, as torch.optim.Adam (amsgrad=False, L2 weight decay); each parameter is updated by
 one fused kernel pass (pyrt.ops.adam_step)."""
 
-
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi
