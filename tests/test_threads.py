@@ -209,3 +209,29 @@ def test_numpy_work_scales_correctly():
 
     pyrt.parallel_for(len(x), body)
     np.testing.assert_array_equal(out, x * 2)
+
+
+def test_a_small_network_never_wakes_a_worker():
+    # the XOR step's kernels are each far below a chunk's worth of work: at 2 threads they
+    # must run on the caller alone, with no worker started (a worker that is woken for them
+    # is what makes small networks slower with more threads); the MLP's first layer, in
+    # the same process, does start them
+    result = run_python("""
+        import numpy as np, pyrt
+        from pyrt import nn, optim
+        from pyrt._pyrt_cffi import lib
+        from pyrt.cli.models import xor_net
+        from pyrt.data import make_xor
+        pyrt.manual_seed(0)
+        model, crit = xor_net(), nn.BCEWithLogitsLoss()
+        opt = optim.SGD(model.parameters(), lr=0.01)
+        x, y = (pyrt.Tensor(a) for a in make_xor(32, seed=0))
+        for _ in range(300):
+            loss = crit(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+        small = lib.pyrt_workers_started()
+        big = nn.Linear(784, 128)
+        big(pyrt.randn(256, 784)).sum().backward()
+        print(small, lib.pyrt_workers_started())
+    """, {"PYRT_NUM_THREADS": "2"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"]
