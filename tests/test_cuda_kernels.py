@@ -1,6 +1,7 @@
-"""Tests of the CUDA backend that run without a GPU: every kernel source compiles (nvcc,
-else NVRTC through CuPy), the CPU-only paths say clearly that no GPU is there, and
-importing pyrt does not import CuPy."""
+"""Tests of the CUDA backend that run without a GPU: every kernel source compiles with nvcc
+and, where CuPy and NVRTC are installed (pip install cupy-cuda12x nvidia-cuda-nvrtc-cu12),
+with NVRTC as at run time; the CPU-only paths say clearly that no GPU is there; importing
+pyrt does not import CuPy."""
 
 import re
 import shutil
@@ -37,6 +38,36 @@ def test_kernel_compiles_with_nvcc(name, tmp_path):
     kernels = re.findall(r'extern "C" __global__ void (\w+)\(', source.read_text())
     assert kernels
     for kernel in kernels:
+        assert f".entry {kernel}(" in ptx
+
+
+def _nvrtc():
+    """CuPy's binding of NVRTC, the compiler RawModule uses at run time, or a skip."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as exc:  # noqa: BLE001 (no CuPy, or no libnvrtc: say which)
+        pytest.skip(f"NVRTC is not usable here ({type(exc).__name__}: {exc})")
+    return nvrtc
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_kernel_compiles_with_nvrtc(name):
+    # the compiler the kernels meet at run time: no host headers, its own builtins
+    nvrtc = _nvrtc()
+    options = [f"-D{k}={v}" for k, v in _module.COMPILE_DEFINES.items()]
+    program = nvrtc.createProgram(_module.kernel_source(name), f"{name}.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(program, options + ["--gpu-architecture=compute_80"])
+        except Exception:  # noqa: BLE001 (the log says what failed)
+            pytest.fail(nvrtc.getProgramLog(program))
+        ptx = nvrtc.getPTX(program)
+    finally:
+        nvrtc.destroyProgram(program)
+    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    for kernel in re.findall(r'extern "C" __global__ void (\w+)\(', _module.kernel_source(name)):
         assert f".entry {kernel}(" in ptx
 
 
