@@ -137,6 +137,18 @@ def _owned(pg, g, g_owned):
     return pg is not g and (g_owned or pg is None or pg.base is None)
 
 
+def reset_grads(tensors, set_to_none=True):
+    """zero_grad of Module and Optimizer: drop each tensor's .grad (set_to_none) or fill it
+    with zeros."""
+    for tensor in tensors:
+        if tensor.grad is None:
+            continue
+        if set_to_none:
+            tensor.grad = None
+        else:
+            tensor.grad.zero_()
+
+
 def _freed(grad):
     raise RuntimeError(
         "Trying to backward through the graph a second time: its intermediate values were "

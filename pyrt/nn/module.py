@@ -9,6 +9,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from pyrt.autograd import reset_grads
 from pyrt.nn.parameter import Parameter
 from pyrt.tensor import Tensor, _check_device, _move
 
@@ -210,13 +211,7 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with
         zeros."""
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                param.grad.zero_()
+        reset_grads(self.parameters(), set_to_none)
 
     def to(self, device):
         """Move the parameters (and their gradients) to `device`, "cpu" or "cuda", in place:

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pyrt.autograd import enable_grad
+from pyrt.autograd import enable_grad, reset_grads
 from pyrt.tensor import Tensor
 
 __all__ = ["Optimizer"]
@@ -76,13 +76,7 @@ class Optimizer:
         """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with
         zeros."""
         for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    param.grad.zero_()
+            reset_grads(group["params"], set_to_none)
 
     def _closure_loss(self, closure):
         """The loss from `closure` (which recomputes it and calls backward), if given."""
