@@ -56,13 +56,13 @@ class enable_grad(set_grad_enabled):
 
 
 def _consumer_counts(root):
-    """For every tensor that requires grad and is reachable from `root` through `_parents`:
-    how many edges of the graph lead to it (how many gradients it will receive)."""
+    """For every tensor made by an op (not a leaf) that is reachable from `root` through
+    `_parents`: how many edges of the graph lead to it (how many gradients it will receive)."""
     counts = {}
     stack = [root]
     while stack:
         for parent in stack.pop()._parents:
-            if parent.requires_grad:
+            if parent._backward is not None and parent.requires_grad:
                 key = id(parent)
                 if key in counts:
                     counts[key] += 1
@@ -79,14 +79,22 @@ def run_backward(root, grad):
     """Propagate `grad` (an array shaped like root) from `root` to every leaf that requires
     grad, accumulating into the leaves' ``.grad``.
 
-    Kahn's algorithm: a tensor runs its backward closure once all of its consumers in the
-    graph have passed their gradients to it, so each closure runs once, on the sum of the
-    gradients of its output. A gradient travels with its tensor on the `ready` stack; only
-    the gradients of tensors used more than once wait in `partial` for the rest."""
+    Kahn's algorithm: a tensor made by an op runs its backward closure once all of its
+    consumers in the graph have passed their gradients to it, so each closure runs once, on
+    the sum of the gradients of its output. A gradient travels with its tensor on the `ready`
+    stack; only the gradients of tensors used more than once wait in `partial` for the rest.
+    A leaf needs no waiting: each gradient that reaches it is added to its ``.grad`` at once,
+    in the order they arrive, which is the order the sums would have been made in anyway."""
     global _Tensor
     if _Tensor is None:
         from pyrt.tensor import Tensor as _Tensor
     Tensor = _Tensor
+    if root._backward is None:  # a leaf: its gradient is the one given
+        if root.grad is None:
+            root.grad = Tensor(grad.copy())
+        else:
+            root.grad.data += grad
+        return
     pending = _consumer_counts(root)
     # entries (tensor, its gradient or None, may we keep that array?): not when it is shared
     # with another tensor's gradient, as `a + b` passes the same array to both inputs
@@ -94,19 +102,19 @@ def run_backward(root, grad):
     partial = {}
     while ready:
         node, g, owned = ready.pop()
-        backward = node._backward
-        if backward is None:  # a leaf
-            if g is not None:
-                if node.grad is None:
-                    node.grad = Tensor(g if owned else g.copy())
-                else:
-                    node.grad.data += g
-            continue
         parents = node._parents
         # a tensor no gradient reached (every consumer passed None) only releases its inputs
-        parent_grads = (None,) * len(parents) if g is None else backward(g)
+        parent_grads = (None,) * len(parents) if g is None else node._backward(g)
         for parent, pg in zip(parents, parent_grads):
             if not parent.requires_grad:
+                continue
+            if parent._backward is None:  # a leaf
+                if pg is None:
+                    continue
+                if parent.grad is None:
+                    parent.grad = Tensor(pg if _owned(pg, g, owned) else pg.copy())
+                else:
+                    parent.grad.data += pg
                 continue
             key = id(parent)
             left = pending[key]

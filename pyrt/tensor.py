@@ -140,6 +140,11 @@ class Tensor:
         return self.to("cuda")
 
     def requires_grad_(self, requires_grad=True):
+        if not requires_grad and self._backward is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
         if requires_grad and self.data.dtype != np.float32:
             raise RuntimeError("only floating-point tensors can require gradients")
         self.requires_grad = requires_grad

@@ -209,6 +209,23 @@ def test_gradient_accumulates_over_uses_and_calls():
     np.testing.assert_allclose(x.grad.data, [5.0, 7.0, 9.0])
 
 
+def test_backward_of_a_leaf_accumulates_the_given_gradient():
+    x = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    g = np.array([0.5, -1.0], np.float32)
+    x.backward(g)
+    x.backward(g)
+    np.testing.assert_array_equal(x.grad.data, [1.0, -2.0])
+    np.testing.assert_array_equal(g, [0.5, -1.0])  # the caller's array is not accumulated into
+
+
+def test_requires_grad_of_a_computed_tensor_cannot_be_turned_off():
+    x = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        y.requires_grad_(False)
+    assert x.requires_grad_(False) is x and not x.requires_grad
+
+
 def test_shared_gradient_arrays_are_not_aliased():
     # a + b passes one gradient array to both inputs: their .grad must not share memory
     a = pyrt.tensor([1.0, 2.0], requires_grad=True)
