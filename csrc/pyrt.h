@@ -121,6 +121,25 @@ int64_t pyrt_reduce_leaf_size(int64_t n);
  * reduction sums in a fixed order, so results are bitwise identical at any thread count.
  * ========================================================================================= */
 
+/* ---- array memory --------------------------------------------------------------------- */
+
+/* Blocks of PYRT_BUFFER_MIN_BYTES and more are kept when freed and handed out again for a
+ * request of the same size class (at most 1/8 larger than asked), so that the large arrays a
+ * training step allocates every step keep their pages mapped (runtime/buffers.c). */
+#define PYRT_BUFFER_MIN_BYTES 131072
+
+/* nbytes of memory aligned to 64 bytes, or NULL when the system has none. Any thread. */
+void *pyrt_buffer_alloc(size_t nbytes);
+
+/* Release a block from pyrt_buffer_alloc (NULL: nothing). Any thread. */
+void pyrt_buffer_free(void *ptr);
+
+/* Give every kept block back to the system; returns the bytes they held. Any thread. */
+size_t pyrt_buffer_trim(void);
+
+/* Bytes held in kept blocks that nothing uses now. Any thread. */
+size_t pyrt_buffer_idle_bytes(void);
+
 /* ---- elementwise ---------------------------------------------------------------------- */
 
 #define PYRT_ADD 0

@@ -13,6 +13,7 @@ from pyrt.runtime import (  # noqa: E402
 )
 
 from pyrt import functional, nn, optim  # noqa: E402
+from pyrt.ops._memory import empty_cache  # noqa: E402
 from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from pyrt.tensor import (  # noqa: E402
     Tensor,
@@ -29,6 +30,7 @@ from pyrt.tensor import (  # noqa: E402
 __all__ = [
     "Tensor",
     "empty",
+    "empty_cache",
     "enable_grad",
     "from_numpy",
     "functional",

@@ -26,7 +26,6 @@
  * splits each block's filters into groups: different filters are different sums, so this
  * changes no result.)
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "conv_internal.h"
@@ -63,13 +62,17 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* A buffer of n floats (n may be 0), 64-byte aligned; NULL when out of memory. */
+/* A buffer of n floats (n may be 0), 64-byte aligned; NULL when out of memory. Scratch comes
+ * from the buffer cache, which keeps the pages of large blocks mapped from one call to the
+ * next; free_floats gives it back. */
 static float *alloc_floats(int64_t n)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, (size_t)(n > 0 ? n : 1) * sizeof(float)))
-        return NULL;
-    return p;
+    return pyrt_buffer_alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+static void free_floats(float *p)
+{
+    pyrt_buffer_free(p);
 }
 
 /* a*b*c*d fits comfortably in an int64 byte count. */
@@ -218,7 +221,7 @@ static int forward_direct(void *arg, int64_t u0, int64_t u1)
         zeros_for = y0;
         conv_direct_forward(&g, in, j->packed, j->bias, j->y + (n * s->k * s->oh + y0) * s->ow);
     }
-    free(in);
+    free_floats(in);
     return 0;
 }
 
@@ -241,7 +244,7 @@ static int forward_gemm(void *arg, int64_t n0, int64_t n1)
         rc = pyrt_sgemm(0, 0, s->k, npix, taps, 1.0f, j->weight, taps, cols, npix,
                         j->bias ? 1.0f : 0.0f, y, npix);
     }
-    free(cols);
+    free_floats(cols);
     return rc;
 }
 
@@ -280,7 +283,7 @@ int pyrt_conv2d_forward(const pyrt_conv_shape *shape, const float *x, const floa
     conv_direct_pack(&j.g, weight, 0, packed);
     j.packed = packed;
     rc = pyrt_parallel_for(s->n * j.bands, grain, forward_direct, &j);
-    free(packed);
+    free_floats(packed);
     return rc;
 }
 
@@ -304,7 +307,7 @@ static int input_grad_direct(void *arg, int64_t u0, int64_t u1)
         zeros_for = y0;
         conv_direct_forward(&g, in, j->packed, NULL, j->dx + (n * s->c * s->h + y0) * s->w);
     }
-    free(in);
+    free_floats(in);
     return 0;
 }
 
@@ -323,7 +326,7 @@ static int input_grad_gemm(void *arg, int64_t n0, int64_t n1)
         if (!rc)
             conv_col2im(s, cols, j->dx + n * s->c * s->h * s->w);
     }
-    free(cols);
+    free_floats(cols);
     return rc;
 }
 
@@ -350,7 +353,7 @@ static int input_grad(conv_job *j)
     conv_direct_pack(&j->g, j->weight, 1, packed);
     j->packed = packed;
     int rc = pyrt_parallel_for(s->n * j->bands, grain, input_grad_direct, j);
-    free(packed);
+    free_floats(packed);
     return rc;
 }
 
@@ -448,8 +451,8 @@ static int param_tasks(void *arg, int64_t t0, int64_t t1)
             rc = param_block_gemm(j, blk, part, a);
         }
     }
-    free(a);
-    free(lanes);
+    free_floats(a);
+    free_floats(lanes);
     return rc;
 }
 
@@ -529,7 +532,7 @@ static int param_grads(conv_job *j)
         sum_job sj = {j->partials, blocks, stride, filters, j->dweight, j->dbias};
         rc = pyrt_parallel_for(stride, clamp(8192 / blocks, 1, stride), sum_partials, &sj);
     }
-    free(j->partials);
+    free_floats(j->partials);
     return rc;
 }
 

@@ -16,7 +16,6 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "pyrt.h"
@@ -604,7 +603,7 @@ int pyrt_bias_grad(const float *grad, float *out, int64_t rows, int64_t cols)
     bias_grad_ctx c = {grad, out, NULL, rows, cols, (rows + BG_ROWS - 1) / BG_ROWS,
                        (cols + BG_COLS - 1) / BG_COLS};
     if (c.row_blocks > 1) {
-        c.tmp = malloc((size_t)(c.row_blocks - 1) * (size_t)cols * sizeof *c.tmp);
+        c.tmp = pyrt_buffer_alloc((size_t)(c.row_blocks - 1) * (size_t)cols * sizeof *c.tmp);
         if (!c.tmp)
             return PYRT_ENOMEM;
     }
@@ -615,7 +614,7 @@ int pyrt_bias_grad(const float *grad, float *out, int64_t rows, int64_t cols)
         int64_t merge_grain = GRAIN_CHEAP / c.row_blocks > 64 ? GRAIN_CHEAP / c.row_blocks : 64;
         rc = pyrt_parallel_for(cols, merge_grain, bg_merge_body, &c);
     }
-    free(c.tmp);
+    pyrt_buffer_free(c.tmp);
     return rc;
 }
 

@@ -12,8 +12,8 @@
  * into `out`; the backward writes, for each layer in order, dweight then dbias (when the layer
  * has a bias) into `grads`.
  */
+#include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "pyrt.h"
 
@@ -105,7 +105,7 @@ int pyrt_linear_chain_backward(int64_t layers, const int64_t *dims, int64_t batc
 
     /* two scratch buffers, each one layer's [batch, n] gradient: a layer reads its output
      * gradient from one and writes its input gradient to the other */
-    float *work = malloc((size_t)(2 * batch * widest) * sizeof *work);
+    float *work = pyrt_buffer_alloc((size_t)(2 * batch * widest) * sizeof *work);
     if (!work)
         return PYRT_ENOMEM;
     float *scratch[2] = {work, work + batch * widest};
@@ -134,6 +134,6 @@ int pyrt_linear_chain_backward(int64_t layers, const int64_t *dims, int64_t batc
             rc = pyrt_sgemm(0, 0, batch, k, n, 1.0f, gp, n, weights[l], k, 0.0f, dx, k);
         g = below;
     }
-    free(work);
+    pyrt_buffer_free(work);
     return rc;
 }

@@ -17,12 +17,13 @@ import numpy as np
 from pyrt import functional as F
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import F32, check_rc
+from pyrt.ops._memory import empty
 
 __all__ = ["LinearChain"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
-_empty = np.empty
+_empty = empty
 _plain = F._plain
 _NULL = ffi.NULL
 _NAMES = ("weight", "bias")
@@ -105,7 +106,7 @@ class LinearChain:
             return None
         biases, tables, grad_size, params, slots = found
         layers, m, n = len(biases), xd.shape[0], self.dims[-1]
-        out = _empty(m * self._width, F32)
+        out = _empty((m * self._width,), F32)
         px, pout = _from_buffer(_FLOATS, xd), _from_buffer(_FLOATS, out)
         rc = lib.pyrt_linear_chain_forward(layers, self._dims, m, tables.weights, tables.biases,
                                            self._acts, px, pout)
@@ -120,7 +121,7 @@ class LinearChain:
             needs = self._needs.get(wanted)
             if needs is None:
                 needs = self._needs[wanted] = self._needs_table(wanted, biases)
-            grads = _empty(grad_size + (xd.size if x.requires_grad else 0), F32)
+            grads = _empty((grad_size + (xd.size if x.requires_grad else 0),), F32)
             dx = grads[grad_size:].reshape(xd.shape) if x.requires_grad else None
             rc = lib.pyrt_linear_chain_backward(
                 layers, self._dims, m, tables.weights, tables.biases, self._acts, needs, px,

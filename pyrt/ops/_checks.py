@@ -22,6 +22,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._memory import empty
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -40,7 +41,7 @@ class ArrayChecks(NamedTuple):
     check_disjoint: Callable
 
 
-def array_checks(xp, other_type, address, can_be_read_only):
+def array_checks(xp, other_type, address, can_be_read_only, empty=None):
     """The checks of the arrays of module `xp` (numpy or cupy). What differs between the
     backends is passed in:
 
@@ -50,13 +51,15 @@ def array_checks(xp, other_type, address, can_be_read_only):
     - ``address(a)``: the address of a's first byte, to tell an input that is exactly `out`'s
       buffer from one that overlaps it in part;
     - `can_be_read_only`: whether arrays carry a writeable flag (NumPy's do; CuPy's are always
-      writable).
+      writable);
+    - ``empty(shape, dtype)`` makes result arrays (default: ``xp.empty``).
 
     The checks close over these, so an exact, contiguous float32 array passes at the cost of
     checks written for one backend alone.
     """
     array_type = xp.ndarray
-    empty, asarray, ascontiguousarray = xp.empty, xp.asarray, xp.ascontiguousarray
+    empty = xp.empty if empty is None else empty
+    asarray, ascontiguousarray = xp.asarray, xp.ascontiguousarray
     may_share_memory = xp.may_share_memory
 
     def as_f32(x, name):
@@ -91,7 +94,7 @@ def array_checks(xp, other_type, address, can_be_read_only):
     def out_f32(out, shape, name="out"):
         """A float32 result array of `shape`: `out` checked, or a new one."""
         if out is None:
-            return empty(shape, F32)
+            return empty(tuple(shape), F32)
         check_f32(out, name)
         if out.shape != tuple(shape):
             raise ValueError(f"{name} has shape {out.shape}, expected {tuple(shape)}")
@@ -152,7 +155,8 @@ def _numpy_address(a):
 
 
 (as_f32, as_i64, check_f32, out_f32, in_place, param_grad, check_out,
- check_disjoint) = array_checks(np, _numpy_subclass, _numpy_address, can_be_read_only=True)
+ check_disjoint) = array_checks(np, _numpy_subclass, _numpy_address, can_be_read_only=True,
+                                  empty=empty)
 
 
 def check_shape(x, name, expected):

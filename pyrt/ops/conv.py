@@ -10,10 +10,9 @@ are bitwise identical at any thread count.
 
 import operator
 
-import numpy as np
-
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import as_f32, check_disjoint, check_rc, check_shape, fptr, out_f32
+from pyrt.ops._memory import empty
 
 __all__ = ["conv2d", "conv2d_backward"]
 
@@ -137,9 +136,9 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
     n, k = x.shape[0], weight.shape[0]
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
-    gx = np.empty(x.shape, np.float32) if needs_input_grad else None
-    gw = np.empty(weight.shape, np.float32) if needs_weight_grad else None
-    gb = np.empty((k,), np.float32) if needs_bias_grad else None
+    gx = empty(x.shape) if needs_input_grad else None
+    gw = empty(weight.shape) if needs_weight_grad else None
+    gb = empty((k,)) if needs_bias_grad else None
     if gx is None and gw is None and gb is None:
         return None, None, None
     rc = lib.pyrt_conv2d_backward(

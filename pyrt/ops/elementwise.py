@@ -19,6 +19,7 @@ import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import F32, as_f32, check_out, check_rc, fptr, out_f32
+from pyrt.ops._memory import empty
 
 __all__ = [
     "add", "addcmul", "bias_act", "bias_grad", "div", "exp", "exp_backward", "log",
@@ -31,7 +32,7 @@ _NONE, _SCALAR = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
 _ROW, _COL = lib.PYRT_BCAST_ROW, lib.PYRT_BCAST_COL
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
-_empty = np.empty
+_empty = empty
 
 
 # ---- binary ops ------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``)
 (csrc/kernels/pool2d.c) run in parallel over the n*c planes.
 """
 
-import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, check_shape, fptr, iptr
+from pyrt.ops._memory import empty
 from pyrt.ops.conv import _CACHE, _cache_key, _check_4d, _geometry, _pair, _remember
 
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
@@ -58,8 +58,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
     n, c = x.shape[:2]
-    y = np.empty((n, c, oh, ow), np.float32)
-    indices = np.empty((n, c, oh, ow), I64) if return_indices else None
+    y = empty((n, c, oh, ow))
+    indices = empty((n, c, oh, ow), I64) if return_indices else None
     rc = lib.pyrt_max_pool2d_forward(shape, fptr(x), fptr(y),
                                      iptr(indices) if return_indices else ffi.NULL)
     check_rc(rc, "max_pool2d")
@@ -73,7 +73,7 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = np.empty(input_shape, np.float32)
+    dx = empty(tuple(input_shape))
     rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
     check_rc(rc, "max_pool2d_backward")
     return dx
@@ -84,7 +84,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = np.empty((*x.shape[:2], oh, ow), np.float32)
+    y = empty((*x.shape[:2], oh, ow))
     rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
     check_rc(rc, "avg_pool2d")
     return y
@@ -94,7 +94,7 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = np.empty(input_shape, np.float32)
+    dx = empty(tuple(input_shape))
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
     check_rc(rc, "avg_pool2d_backward")
     return dx

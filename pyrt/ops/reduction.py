@@ -15,7 +15,6 @@ import numpy as np
 
 from pyrt._pyrt_cffi import lib
 from pyrt.ops._checks import (
-    F32,
     I64,
     as_f32,
     axis_index,
@@ -25,6 +24,7 @@ from pyrt.ops._checks import (
     iptr,
     out_f32,
 )
+from pyrt.ops._memory import empty
 
 __all__ = ["sum", "mean", "max", "argmax"]
 
@@ -105,7 +105,7 @@ def _reduce(kernel, what, x, axis, keepdims, out, empty_error=None):
             raise ValueError(empty_error)
         count *= length
         rest = dims[:first] + dims[stop:]
-        dst = res if i == 0 else np.empty(rest, F32)
+        dst = res if i == 0 else empty(tuple(rest))
         rc = kernel(fptr(cur), fptr(dst), math.prod(dims[:first]), length,
                     math.prod(dims[stop:]))
         check_rc(rc, what)
@@ -154,6 +154,6 @@ def argmax(x, axis=None, *, keepdims=False):
         res_shape = _result_shape(shape, (a,), keepdims)
     if length == 0:
         raise ValueError(_EMPTY_ARGMAX)
-    res = np.empty(res_shape, I64)
+    res = empty(tuple(res_shape), I64)
     check_rc(lib.pyrt_argmax(fptr(x), iptr(res), outer, length, inner), "argmax")
     return res

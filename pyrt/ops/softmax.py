@@ -21,12 +21,13 @@ from pyrt.ops._checks import (
     iptr,
     out_f32,
 )
+from pyrt.ops._memory import empty
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
-_empty = np.empty
+_empty = empty
 
 
 def _softmax(x, axis, out, log, what):

@@ -1,0 +1,49 @@
+"""The result arrays of the CPU ops.
+
+An array of fewer than PYRT_BUFFER_MIN_BYTES comes from NumPy. A larger one lies in a block of
+pyrt's buffer cache (csrc/runtime/buffers.c), which keeps a freed block for the next array of
+its size class rather than giving its pages back to the system: a training step allocates the
+same large arrays every step, and from malloc each of them would cost a page fault per 4 KiB
+page, every step. Such an array is an ordinary NumPy array whose base is a cffi buffer; when
+the last array viewing the block goes away, the block goes back to the cache.
+"""
+
+import math
+import sys
+
+import numpy as np
+
+from pyrt._pyrt_cffi import ffi, lib
+
+__all__ = ["empty", "empty_cache"]
+
+_F32 = np.dtype(np.float32)
+_MIN_BYTES = lib.PYRT_BUFFER_MIN_BYTES
+_MAX_BYTES = sys.maxsize
+_prod = math.prod
+_np_empty = np.empty
+_frombuffer = np.frombuffer
+_alloc, _free = lib.pyrt_buffer_alloc, lib.pyrt_buffer_free
+_gc, _buffer, _NULL = ffi.gc, ffi.buffer, ffi.NULL
+
+
+def empty(shape, dtype=_F32):
+    """An uninitialised C-contiguous array of `shape` (a tuple of ints) and `dtype` (a NumPy
+    dtype object)."""
+    nbytes = _prod(shape) * dtype.itemsize
+    if nbytes < _MIN_BYTES:
+        return _np_empty(shape, dtype)
+    if nbytes > _MAX_BYTES:
+        return _np_empty(shape, dtype)  # NumPy's error for an array too big to describe
+    ptr = _alloc(nbytes)
+    if ptr == _NULL:
+        raise MemoryError(f"cannot allocate {nbytes} bytes for an array of shape {shape}")
+    # the buffer keeps the pointer alive, and the array the buffer; the last of them to go
+    # passes the block to pyrt_buffer_free
+    return _frombuffer(_buffer(_gc(ptr, _free), nbytes), dtype).reshape(shape)
+
+
+def empty_cache():
+    """Give the memory of the buffer cache's unused blocks back to the system; returns how
+    many bytes that was. Arrays still in use keep theirs."""
+    return lib.pyrt_buffer_trim()
