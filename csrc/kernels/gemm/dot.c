@@ -7,7 +7,8 @@
  * copy costs about a sixth of the product, and for the weight gradient of a convolution
  * (dY col^T, 16 x 72 x 12544) as much as the product itself. Here nothing is copied: the
  * kernel (gemm_dot_fn, 3 rows of A against 4 rows of B) keeps 12 vector accumulators and sums
- * their lanes at the end.
+ * their lanes at the end; at the edges of C its versions for fewer rows or columns compute
+ * only what is there (10 columns are blocks of 4, 4 and 2, not 12 sums).
  *
  * Blocking: k is cut into chunks of at most DOT_CHUNK (4 rows of B over a chunk, 16 KB, stay
  * in L1 while the kernel runs down the rows of A); a tile of C covers at most DOT_TILE_ROWS
@@ -77,6 +78,25 @@ int gemm_dot_suits(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, i
            && (chunks == 1 || (double)chunks * (double)m * (double)n <= DOT_MAX_PARTIAL);
 }
 
+/* C[0:cols] = alpha * s[0:cols], plus beta * C[0:cols] when beta != 0. A whole block's row
+ * (cols == NB) is written by straight-line code the compiler turns into vector operations,
+ * which round as the scalar ones do. */
+static void write_sums(float *restrict c, const float *restrict s, int64_t cols, float alpha,
+                       float beta)
+{
+    if (cols == NB) {
+        if (beta == 0.0f)
+            for (int j = 0; j < NB; j++)
+                c[j] = alpha * s[j];
+        else
+            for (int j = 0; j < NB; j++)
+                c[j] = alpha * s[j] + beta * c[j];
+        return;
+    }
+    for (int64_t j = 0; j < cols; j++)
+        c[j] = beta == 0.0f ? alpha * s[j] : alpha * s[j] + beta * c[j];
+}
+
 /* One tile of C (kernel blocks [bi0, bi1) x [bj0, bj1)) over one chunk of k. */
 static void dot_task(const dot_plan *p, int64_t bi0, int64_t bi1, int64_t bj0, int64_t bj1,
                      int64_t chunk)
@@ -84,27 +104,25 @@ static void dot_task(const dot_plan *p, int64_t bi0, int64_t bi1, int64_t bj0, i
     const int64_t p0 = chunk * p->kd, kc = min64(p->kd, p->k - p0);
     float s[MA * NB];
     for (int64_t bj = bj0; bj < bj1; bj++) {
-        /* rows of B past n repeat the last one; their sums are not stored */
+        /* the last blocks of rows of A and of B may be partial: the kernel's version for
+         * fewer rows reads and sums only those there are */
         const int64_t j0 = bj * NB, nj = min64(NB, p->n - j0);
         const float *brow[NB];
-        for (int64_t j = 0; j < NB; j++)
-            brow[j] = p->b + (j0 + min64(j, nj - 1)) * p->ldb + p0;
+        for (int64_t j = 0; j < nj; j++)
+            brow[j] = p->b + (j0 + j) * p->ldb + p0;
         for (int64_t bi = bi0; bi < bi1; bi++) {
             const int64_t i0 = bi * MA, ni = min64(MA, p->m - i0);
             const float *arow[MA];
-            for (int64_t i = 0; i < MA; i++)
-                arow[i] = p->a + (i0 + min64(i, ni - 1)) * p->lda + p0;
-            p->dot(kc, arow, brow, s);
+            for (int64_t i = 0; i < ni; i++)
+                arow[i] = p->a + (i0 + i) * p->lda + p0;
+            p->dot((int)ni, (int)nj, kc, arow, brow, s);
             for (int64_t i = 0; i < ni; i++) {
-                if (p->chunks > 1) {
-                    float *dst = p->partial + (chunk * p->m + i0 + i) * p->n + j0;
-                    memcpy(dst, s + i * NB, sizeof(float) * (size_t)nj);
-                    continue;
-                }
-                float *crow = p->c + (i0 + i) * p->ldc + j0;
-                for (int64_t j = 0; j < nj; j++)
-                    crow[j] = p->beta == 0.0f ? p->alpha * s[i * NB + j]
-                                              : p->alpha * s[i * NB + j] + p->beta * crow[j];
+                if (p->chunks > 1)
+                    memcpy(p->partial + (chunk * p->m + i0 + i) * p->n + j0, s + i * NB,
+                           sizeof(float) * (size_t)nj);
+                else
+                    write_sums(p->c + (i0 + i) * p->ldc + j0, s + i * NB, nj, p->alpha,
+                               p->beta);
             }
         }
     }

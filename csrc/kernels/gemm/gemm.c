@@ -2,9 +2,11 @@
  * gemm.c - single-precision GEMM: C = alpha * op(A) op(B) + beta * C, row-major.
  *
  * pyrt_sgemm picks one of three paths, by the arguments alone:
- *   - small products (up to 32 x 32 x 32, n <= 64): plain loops, no packing, no threads
- *     (small.c);
- *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c);
+ *   - small products (up to 2^17 multiply-adds, k <= 256): the micro-kernel's tiles on A and
+ *     B read in place, on the calling thread, no workspace (small.c);
+ *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c), also
+ *     for small products whose few columns would leave the small path's tiles mostly empty
+ *     (dot_before_small);
  *   - everything else: the Goto/BLIS scheme below.
  *
  * Operands are packed into micro-panels in the order the micro-kernel reads them (pack.c), or
@@ -82,7 +84,6 @@
 #define KSPLIT_MAX_MN (128 * 128)    /* split k only when C has at most this many elements */
 #define KGROUP_MIN 1024              /* ... and into groups of at least this much of k */
 #define KGROUPS_MAX 16
-#define SMALL_MAX_MNK (32 * 32 * 32) /* products up to this size take the small path */
 #define ROW_GRAIN_FLOATS (1 << 14)   /* elements per chunk when scaling or combining C */
 
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -231,35 +232,6 @@ static void pack_pass(gemm *g)
 
 /* ---- compute: one parallel loop over tiles x groups of k ------------------------------- */
 
-/* One micro-tile of C at dst (rows and cols: how much of it lies inside C, or in the partial
- * buffer): straight into C, or through a buffer where the tile sticks out (unless only rows
- * are missing and the kernel has a version for fewer rows). */
-static void micro_tile(const gemm *g, int64_t kcq, const float *a, int64_t rsa, int64_t csa,
-                       const float *b, int64_t rsb, float *dst, int64_t ldd, int64_t rows,
-                       int64_t cols, float beta)
-{
-    const int mr = g->kr->mr, nr = g->kr->nr;
-    if (cols == nr) {
-        if (rows == mr) {
-            g->kr->tile(kcq, a, rsa, csa, b, rsb, dst, ldd, beta);
-            return;
-        }
-        if (g->kr->tile_rows) {
-            g->kr->tile_rows((int)rows, kcq, a, rsa, csa, b, rsb, dst, ldd, beta);
-            return;
-        }
-    }
-    float buf[GEMM_TILE_MAX] __attribute__((aligned(GEMM_ALIGN)));
-    if (beta != 0.0f) {
-        memset(buf, 0, sizeof(float) * (size_t)(mr * nr));
-        for (int64_t i = 0; i < rows; i++)
-            memcpy(buf + i * nr, dst + i * ldd, sizeof(float) * (size_t)cols);
-    }
-    g->kr->tile(kcq, a, rsa, csa, b, rsb, buf, nr, beta);
-    for (int64_t i = 0; i < rows; i++)
-        memcpy(dst + i * ldd, buf + i * nr, sizeof(float) * (size_t)cols);
-}
-
 static void compute_task(const gemm *g, int64_t t)
 {
     const int mr = g->kr->mr, nr = g->kr->nr;
@@ -328,13 +300,13 @@ static void compute_task(const gemm *g, int64_t t)
                 for (int64_t e = min64(line + per_tile, lines); line < e; line++)
                     __builtin_prefetch(next + line * 64);
                 if (ir < a_full)
-                    micro_tile(g, kcq, ad + ir * g->rsa, g->rsa, g->csa, b, rsb,
-                               dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
-                               min64(nr, cols_in - jr), beta);
+                    gemm_micro_tile(g->kr, kcq, ad + ir * g->rsa, g->rsa, g->csa, b, rsb,
+                                    dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
+                                    min64(nr, cols_in - jr), beta);
                 else
-                    micro_tile(g, kcq, aq + (ir - g->ap0) * kcq, 1, mr, b, rsb,
-                               dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
-                               min64(nr, cols_in - jr), beta);
+                    gemm_micro_tile(g->kr, kcq, aq + (ir - g->ap0) * kcq, 1, mr, b, rsb,
+                                    dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
+                                    min64(nr, cols_in - jr), beta);
             }
         }
     }
@@ -406,30 +378,10 @@ static int scale_range(void *ctx, int64_t start, int64_t stop)
 
 /* ---- reading operands in place ------------------------------------------------------- */
 
-/* Can `rows` rows `ld` floats apart (the rows of a micro-panel read in place, one per step of
- * k) stay in half of a 32 KB 8-way L1 of 64 sets and 64-byte lines? Rows whose stride is a
- * multiple of 64 bytes fall in 64 / gcd(stride in lines, 64) sets only: with ld a multiple of
- * 1024 all of them land in one set and evict each other, and every micro-tile after the first
- * reads the panel from L2 again, with too little work to hide the wait. */
-static int l1_holds(int64_t ld, int64_t rows)
-{
-    int64_t sets = 64;
-    if (ld % 16 == 0) {
-        int64_t s = (ld / 16) % 64, gcd = 64;
-        while (s) {
-            const int64_t t = gcd % s;
-            gcd = s;
-            s = t;
-        }
-        sets = 64 / gcd;
-    }
-    return rows <= sets * 8 / 2;
-}
-
 /* Packing copies an operand once so that the kernel reads it contiguously, from cache, many
  * times over. Reading it in place instead saves the copy, which costs a sizeable part of a
  * product like 64 x 784 x 128, and is as fast when its micro-panels fit L1 at their stride
- * (l1_holds) and either
+ * (gemm_l1_holds) and either
  *   - the operand is small enough to stay in L2 (DIRECT_MAX_FLOATS), or
  *   - each of its micro-panels is used by at most DIRECT_FEW_TILES micro-tiles (a B panel
  *     when m is small, an A panel when n is), one after the other: then packing would read it
@@ -450,13 +402,13 @@ static void choose_direct(gemm *g)
     const double a_size = (double)g->m * (double)g->k, b_size = (double)g->k * (double)g->n;
     /* rows of A hold a micro-panel's values in 6 contiguous runs, whatever lda is */
     g->a_direct = g->alpha == 1.0f && (few_a_uses || a_size <= DIRECT_MAX_FLOATS)
-                  && (!g->trans_a || l1_holds(g->lda, g->kc));
+                  && (!g->trans_a || gemm_l1_holds(g->lda, g->kc));
     /* a B micro-panel of a short k used by at most two micro-tiles is read in place even
      * when its rows evict each other: the second micro-tile reloads a few lines from L2,
      * cheaper than copying the panel (8 x 50176 x 9: a third faster) */
     const int short_few = g->k <= DIRECT_SHORT_K && g->m <= 2 * mr;
     g->b_direct = !g->trans_b && (few_b_uses || b_size <= DIRECT_MAX_FLOATS)
-                  && (l1_holds(g->ldb, g->kc) || short_few);
+                  && (gemm_l1_holds(g->ldb, g->kc) || short_few);
     g->b_in_tile = !g->b_direct && ceil_div(g->m, mr) * mr <= MT_MAX;
 }
 
@@ -530,6 +482,19 @@ static int overlaps(const float *c, int64_t m, int64_t n, int64_t ldc, const flo
     return x0 < c1 && c0 < x1;
 }
 
+/* A B^T small enough for both the small and the dot-product path goes to the one that runs
+ * fewer instructions, by a count fitted on the AVX2 kernels (callgrind, k from 4 to 256): per
+ * element of C, the dot path takes about 0.21 k + 24 (a horizontal sum and a write for every 12
+ * elements, whatever k), the small path 0.27 k + 2 per element of its tiles, whose columns are
+ * padded to whole panels of nr. The small path wins unless n leaves much of its last panel
+ * empty and k is long: 64 x 10 x 128 (a layer with 10 outputs) is a dot product, 64 x 10 x 32
+ * and 64 x 16 x 64 are not. */
+static int dot_before_small(const gemm_kernel *kr, int64_t n, int64_t k)
+{
+    const int64_t n_pad = ceil_div(n, kr->nr) * kr->nr;
+    return n * (21 * k + 2400) < n_pad * (27 * k + 200);
+}
+
 int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc)
@@ -548,10 +513,22 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
             || overlaps(c, m, n, ldc, b, trans_b ? n : k, trans_b ? k : n, ldb)))
         return PYRT_EINVAL;
 
+    const gemm_kernel *kr = gemm_kernel_get();
+    trans_a = trans_a != 0;
+    trans_b = trans_b != 0;
+    if (k > 0 && alpha != 0.0f) {
+        const int dot = gemm_dot_suits(kr, trans_a, trans_b, m, n, k);
+        if (gemm_small_suits(m, n, k) && !(dot && dot_before_small(kr, n, k))) {
+            gemm_small(kr, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return PYRT_OK;
+        }
+        if (dot)
+            return gemm_dot(kr, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
     gemm g = {
-        .kr = gemm_kernel_get(),
-        .trans_a = trans_a != 0,
-        .trans_b = trans_b != 0,
+        .kr = kr,
+        .trans_a = trans_a,
+        .trans_b = trans_b,
         .m = m, .n = n, .k = k,
         .alpha = alpha, .beta = beta,
         .a = a, .b = b, .c = c,
@@ -562,13 +539,6 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
         (void)pyrt_parallel_for(m, max64(1, ROW_GRAIN_FLOATS / n), scale_range, &g);
         return PYRT_OK;
     }
-    if (n <= GEMM_SMALL_MAX_N && k * n <= GEMM_SMALL_MAX_KN
-        && (double)m * (double)n * (double)k <= SMALL_MAX_MNK) {
-        g.kr->small(g.trans_a, g.trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return PYRT_OK;
-    }
-    if (gemm_dot_suits(g.kr, g.trans_a, g.trans_b, m, n, k))
-        return gemm_dot(g.kr, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     /* balanced blocks of k: as few as KC_MAX allows, of equal length but the last */
     g.kc = ceil_div(k, ceil_div(k, KC_MAX));
     g.nkb = ceil_div(k, g.kc);

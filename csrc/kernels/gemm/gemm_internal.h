@@ -6,7 +6,8 @@
  *
  *   gemm.c            pyrt_sgemm: path choice, blocking, packing and compute phases
  *   dot.c             A B^T by dot products of rows read in place
- *   small.c           small products without packing or threads
+ *   small.c           small products: register tiles on A and B in place, one thread
+ *   tile.c            one register tile at an edge of C; which strides L1 holds
  *   pack.c            packing A and B into micro-panels
  *   kernel_avx2.c     6 x 16 tile (assembly k loop) and the 3 x 4 dot kernel
  *   kernel_avx512.c   14 x 32 tile
@@ -30,8 +31,9 @@
 
 /* The largest register tile, mr * nr, of any kernel (AVX-512: 14 x 32). */
 #define GEMM_TILE_MAX (14 * 32)
-/* The widest register tile, nr, of any kernel. */
+/* The widest register tile, nr, of any kernel, and the tallest, mr. */
 #define GEMM_NR_MAX 32
+#define GEMM_MR_MAX 14
 
 /* The register tile: C[0:mr, 0:nr] (row stride ldc) =
  *     acc                  if beta == 0 (C is not read, so NaN in it does not matter),
@@ -65,22 +67,15 @@ typedef void (*gemm_pack_a_fn)(const float *a, int64_t lda, int trans, int64_t i
 typedef void (*gemm_pack_b_fn)(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                                int64_t j0, int64_t cols, int nr, float *dst);
 
-/* The whole GEMM without packing or threads, for matrices too small for either to pay
- * (pyrt_sgemm's arguments, already checked; alpha != 0, k >= 1, n <= GEMM_SMALL_MAX_N,
- * k * n <= GEMM_SMALL_MAX_KN). */
-#define GEMM_SMALL_MAX_N 64
-#define GEMM_SMALL_MAX_KN 4096
-typedef void (*gemm_small_fn)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                              float alpha, const float *a, int64_t lda, const float *b,
-                              int64_t ldb, float beta, float *c, int64_t ldc);
-
 /* Dot products for C = A B^T with both operands read in place along k (dot.c):
- * out[i*GEMM_DOT_NB + j] = sum over p < kc of a[i][p] * b[j][p] for GEMM_DOT_MA rows of A and
- * GEMM_DOT_NB rows of B, each row contiguous over p. The order of the sum is fixed by kc
- * alone (and is not the order of gemm_tile_fn's). */
+ * out[i*GEMM_DOT_NB + j] = sum over p < kc of a[i][p] * b[j][p] for the first `rows` rows of
+ * A (1 <= rows <= GEMM_DOT_MA) and the first `cols` rows of B (1 <= cols <= GEMM_DOT_NB), each
+ * row contiguous over p; the other pointers are not read and the other outputs are undefined.
+ * The order of the sum is fixed by kc alone (and is not the order of gemm_tile_fn's); an
+ * element gets the same value whatever rows and cols are. */
 #define GEMM_DOT_MA 3
 #define GEMM_DOT_NB 4
-typedef void (*gemm_dot_fn)(int64_t kc, const float *const a[GEMM_DOT_MA],
+typedef void (*gemm_dot_fn)(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
                             const float *const b[GEMM_DOT_NB], float *out);
 
 typedef struct gemm_kernel {
@@ -91,7 +86,6 @@ typedef struct gemm_kernel {
     gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
-    gemm_small_fn small;
 } gemm_kernel;
 
 /* A B^T by dot products (dot.c): whether it suits the product, and the product itself
@@ -102,6 +96,41 @@ int gemm_dot_suits(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, i
 int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
              int64_t ldc);
+
+/* Products too small for packing or threads to pay (small.c): whether the product suits the
+ * path (the shape alone decides), and the product itself (pyrt_sgemm's arguments, already
+ * checked; alpha != 0, k >= 1). Its packed panels live on the stack: k is at most
+ * GEMM_SMALL_MAX_K, one block of k of the packed path. */
+#define GEMM_SMALL_MAX_K 256
+int gemm_small_suits(int64_t m, int64_t n, int64_t k);
+void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc);
+
+/* One register tile of C at c (row stride ldc) of which the first `rows` x `cols` lie inside C:
+ * the kernel's tile (gemm_tile_fn's arguments) straight into C where it fits, its version for
+ * fewer rows at the bottom edge, and gemm_edge_tile (tile.c) where columns stick out or the
+ * kernel has no version for fewer rows. A's rows past `rows` are read only by a kernel without
+ * a version for fewer rows; B's kc x nr values are always read. */
+void gemm_edge_tile(const gemm_kernel *kr, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                    const float *b, int64_t rsb, float *c, int64_t ldc, int64_t rows,
+                    int64_t cols, float beta);
+
+static inline void gemm_micro_tile(const gemm_kernel *kr, int64_t kc, const float *a,
+                                   int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                                   float *c, int64_t ldc, int64_t rows, int64_t cols, float beta)
+{
+    if (cols == kr->nr && rows == kr->mr)
+        kr->tile(kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    else if (cols == kr->nr && kr->tile_rows)
+        kr->tile_rows((int)rows, kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    else
+        gemm_edge_tile(kr, kc, a, rsa, csa, b, rsb, c, ldc, rows, cols, beta);
+}
+
+/* Whether `rows` rows `ld` floats apart (a micro-panel read in place, one row per step of k)
+ * stay in L1 together (tile.c). */
+int gemm_l1_holds(int64_t ld, int64_t rows);
 
 /* A workspace of n floats aligned to GEMM_ALIGN for one call (workspace.c): the calling
  * thread's cached buffer, or a fresh one if that is in use; *owned tells gemm_ws_release
@@ -140,16 +169,5 @@ void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_
                       int64_t p0, int64_t kc, float alpha, int mr, float *dst);
 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                       int64_t j0, int64_t cols, int nr, float *dst);
-
-/* The small path (small.c), built once per instruction set. */
-void gemm_small_generic(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                        float *c, int64_t ldc);
-void gemm_small_avx2(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                     float *c, int64_t ldc);
-void gemm_small_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                       float *c, int64_t ldc);
 
 #endif

@@ -196,39 +196,30 @@ __attribute__((target("avx2,fma"))) static inline __m128 hsum4(__m256 v0, __m256
     return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
 
-/* out[i*4 + j] = sum over p < kc of a[i][p] * b[j][p] for 3 rows of A and 4 of B: 12
- * accumulators of 8 lanes (lane l sums p = l, l+8, ...), 7 loads per 12 FMAs, then each
- * accumulator's lanes summed by hsum4. A partial last vector is loaded under a mask (zeros
- * add nothing). Every element goes through the same instructions wherever it sits. */
-__attribute__((target("avx2,fma"))) static void dot_3x4(int64_t kc, const float *const a[3],
-                                                        const float *const b[4], float *out)
+/* out[i*4 + j] = sum over p < kc of a[i][p] * b[j][p] for the first R (1..3) rows of A and
+ * the first C (1..4) rows of B: R x C accumulators of 8 lanes (lane l sums p = l, l+8, ...),
+ * R + C loads per R x C FMAs (7 per 12 for a whole block), then each accumulator's lanes
+ * summed by hsum4. A partial last vector is loaded under a mask (zeros add nothing). Every
+ * element goes through the same instructions whatever R and C are; with R and C constant
+ * (dot_RxC below) the loops unroll and the accumulators stay in registers. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void dot_body(
+    const int R, const int C, int64_t kc, const float *const a[3], const float *const b[4],
+    float *out)
 {
-    __m256 acc[3][4];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++)
+    __m256 acc[3][4], x[3];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
             acc[i][j] = _mm256_setzero_ps();
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2];
-    const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
     int64_t p = 0;
 #define DOT_STEP(LOAD)                                                                        \
     do {                                                                                      \
-        const __m256 x0 = LOAD(a0 + p), x1 = LOAD(a1 + p), x2 = LOAD(a2 + p);                 \
-        __m256 y = LOAD(b0 + p);                                                              \
-        acc[0][0] = _mm256_fmadd_ps(x0, y, acc[0][0]);                                        \
-        acc[1][0] = _mm256_fmadd_ps(x1, y, acc[1][0]);                                        \
-        acc[2][0] = _mm256_fmadd_ps(x2, y, acc[2][0]);                                        \
-        y = LOAD(b1 + p);                                                                     \
-        acc[0][1] = _mm256_fmadd_ps(x0, y, acc[0][1]);                                        \
-        acc[1][1] = _mm256_fmadd_ps(x1, y, acc[1][1]);                                        \
-        acc[2][1] = _mm256_fmadd_ps(x2, y, acc[2][1]);                                        \
-        y = LOAD(b2 + p);                                                                     \
-        acc[0][2] = _mm256_fmadd_ps(x0, y, acc[0][2]);                                        \
-        acc[1][2] = _mm256_fmadd_ps(x1, y, acc[1][2]);                                        \
-        acc[2][2] = _mm256_fmadd_ps(x2, y, acc[2][2]);                                        \
-        y = LOAD(b3 + p);                                                                     \
-        acc[0][3] = _mm256_fmadd_ps(x0, y, acc[0][3]);                                        \
-        acc[1][3] = _mm256_fmadd_ps(x1, y, acc[1][3]);                                        \
-        acc[2][3] = _mm256_fmadd_ps(x2, y, acc[2][3]);                                        \
+        for (int i = 0; i < R; i++)                                                           \
+            x[i] = LOAD(a[i] + p);                                                            \
+        for (int j = 0; j < C; j++) {                                                         \
+            const __m256 y = LOAD(b[j] + p);                                                  \
+            for (int i = 0; i < R; i++)                                                       \
+                acc[i][j] = _mm256_fmadd_ps(x[i], y, acc[i][j]);                              \
+        }                                                                                     \
     } while (0)
 #define LOADU(ptr) _mm256_loadu_ps(ptr)
 #define LOADM(ptr) _mm256_maskload_ps(ptr, mask)
@@ -241,8 +232,34 @@ __attribute__((target("avx2,fma"))) static void dot_3x4(int64_t kc, const float 
 #undef LOADU
 #undef LOADM
 #undef DOT_STEP
-    for (int i = 0; i < 3; i++)
-        _mm_storeu_ps(out + 4 * i, hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+    /* missing columns repeat the last one: their sums are not used */
+    for (int i = 0; i < R; i++)
+        _mm_storeu_ps(out + 4 * i, hsum4(acc[i][0], acc[i][C > 1 ? 1 : 0],
+                                         acc[i][C > 2 ? 2 : C - 1], acc[i][C - 1]));
+}
+
+#define DOT_RC(R, C)                                                                          \
+    __attribute__((target("avx2,fma"))) static void dot_##R##x##C(                            \
+        int64_t kc, const float *const a[3], const float *const b[4], float *out)             \
+    {                                                                                         \
+        dot_body(R, C, kc, a, b, out);                                                        \
+    }
+#define DOT_R(R) DOT_RC(R, 1) DOT_RC(R, 2) DOT_RC(R, 3) DOT_RC(R, 4)
+DOT_R(1)
+DOT_R(2)
+DOT_R(3)
+
+typedef void (*dot_rc_fn)(int64_t kc, const float *const a[3], const float *const b[4],
+                          float *out);
+
+/* gemm_dot_fn: the version for `rows` x `cols` */
+static void dot_rows_cols(int rows, int cols, int64_t kc, const float *const a[3],
+                          const float *const b[4], float *out)
+{
+    static const dot_rc_fn by_shape[3][4] = {{dot_1x1, dot_1x2, dot_1x3, dot_1x4},
+                                             {dot_2x1, dot_2x2, dot_2x3, dot_2x4},
+                                             {dot_3x1, dot_3x2, dot_3x3, dot_3x4}};
+    by_shape[rows - 1][cols - 1](kc, a, b, out);
 }
 
 static const gemm_kernel avx2_kernel = {
@@ -251,10 +268,9 @@ static const gemm_kernel avx2_kernel = {
     .nr = NR,
     .tile = tile_6x16,
     .tile_rows = tile_rows_6x16,
-    .dot = dot_3x4,
+    .dot = dot_rows_cols,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
-    .small = gemm_small_avx2,
 };
 
 const gemm_kernel *gemm_kernel_avx2(void)

@@ -96,7 +96,6 @@ static const gemm_kernel avx512_kernel = {
      * portable loops), and every AVX-512 CPU has AVX2 */
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
-    .small = gemm_small_avx512,
 };
 
 const gemm_kernel *gemm_kernel_avx512(void)

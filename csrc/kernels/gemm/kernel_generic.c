@@ -42,7 +42,6 @@ static const gemm_kernel generic_kernel = {
     .tile = tile_4x8,
     .pack_a = gemm_pack_a_generic,
     .pack_b = gemm_pack_b_generic,
-    .small = gemm_small_generic,
 };
 
 const gemm_kernel *gemm_kernel_generic(void)

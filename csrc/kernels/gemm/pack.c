@@ -193,6 +193,26 @@ static AVX2 void pack_b_rows16(const float *b, int64_t ldb, int64_t p0, int64_t 
     }
 }
 
+/* Lanes of a partial panel row that are loaded: mask16[16 - c .. 32 - c) has c ones. */
+static const int32_t mask16[32] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+/* B not transposed, the last panel, of cols < 16 columns: each row is loaded under a mask (the
+ * lanes past the edge read nothing and hold zeros) and stored whole. */
+static AVX2 void pack_b_rows_edge(const float *b, int64_t ldb, int64_t p0, int64_t kc,
+                                  int64_t j0, int64_t cols, float *dst)
+{
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)(mask16 + 16 - cols));
+    const __m256i hi = _mm256_loadu_si256((const __m256i *)(mask16 + 24 - cols));
+    for (int64_t p = 0; p < kc; p++) {
+        const float *src = b + (p0 + p) * ldb + j0;
+        _mm256_store_ps(dst + p * 16, _mm256_maskload_ps(src, lo));
+        _mm256_store_ps(dst + p * 16 + 8, _mm256_maskload_ps(src + 8, hi));
+    }
+}
+
 /* B transposed, a full panel of 16 columns: 16 rows of B, 8 values of k at a time, two 8 x 8
  * transposes give 8 packed rows of 16. */
 static AVX2 void pack_b_cols16(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
@@ -252,10 +272,12 @@ AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, i
     if (trans) {
         for (int64_t t = 0; t < full; t++)
             pack_b_cols16(b, ldb, p0, kc, j0 + t * 16, dst + t * 16 * kc);
-    } else {
+    } else if (full) {
         pack_b_rows16(b, ldb, p0, kc, j0, full, dst);
     }
-    if (cols > full * 16)
+    if (cols > full * 16 && !trans)
+        pack_b_rows_edge(b, ldb, p0, kc, j0 + full * 16, cols - full * 16, dst + full * 16 * kc);
+    else if (cols > full * 16)
         pack_b_panel(b, ldb, trans, p0, kc, j0 + full * 16, cols - full * 16, 16,
                      dst + full * 16 * kc);
 }

@@ -1,116 +1,76 @@
 /*
- * small.c - GEMM for matrices too small for packing and threads to pay (a 4x4 or 16x16
- * product costs less than packing it would).
+ * small.c - products too small for packing or threads to pay: the micro-kernel's register
+ * tiles computed straight from A and B where they lie, on the calling thread.
  *
- * Blocks of 4 rows x 8 columns of C are summed in vector registers: for each step p of k,
- * one load of 8 values of row p of op(B) feeds 4 multiply-adds, one per row of A, so that 4
- * independent chains hide the latency of the adds. Leftover rows go one at a time, leftover
- * columns (n not a multiple of 8) through scalar sums. A transposed B is first copied to
- * [k, n] order on the stack, so that rows of op(B) are contiguous. Each element of C sums over
- * k in increasing order, then C = alpha * sum (+ beta * C). The body is compiled once per
- * instruction set (the wrappers below inline it under their target attribute): GCC's vector
- * type is a ymm register with AVX, two xmm registers without.
+ * Up to SMALL_MAX_MNK multiply-adds (the gradients of a 128-10 layer at batch 64, 64 x 128 x 10
+ * and 10 x 128 x 64, are 82 k) the arithmetic takes two or three microseconds: too little to
+ * share with a second thread (the packed path would not split it either), and little enough
+ * that the packed path's workspace, plan, packing and phases weigh as much (on 10 x 128 x 64 it
+ * ran 1.8 times the instructions this path does). Here C is computed column panel after
+ * column panel (nr columns of op(B)), each running down the row panels (mr rows of op(A)) with
+ * the kernel of the packed path:
+ *   - op(B)'s panel is read in place when B is not transposed, the panel is whole and its k
+ *     rows stay in L1 at their stride (gemm_l1_holds), or at most two row panels use it
+ *     (a second pass reloading a few lines from L2 costs less than a copy). Otherwise (B
+ *     transposed, the right edge of C, crowded rows) it is packed into a buffer on the stack,
+ *     once per column panel, where it stays in L1 for every row panel.
+ *   - op(A)'s panel is read in place (rows of A, or rows of a transposed A) when alpha == 1
+ *     and, at the bottom edge, the kernel has a version for fewer rows; otherwise it is packed
+ *     (alpha folded in, edge rows zero) for each tile. The A panels of all the row panels,
+ *     m x k floats, stay in L1 or L2 from one column panel to the next.
+ *   - tiles whose columns stick out go through a buffer (gemm_micro_tile).
+ * k is at most GEMM_SMALL_MAX_K, one block of k of the packed path, so each element of C is
+ * beta * C + (sum over p = 0, 1, ..., k-1 of alpha A(i, p) B(p, j)), summed in that order by
+ * the same kernel: bitwise what the packed path computes for the same shape. Nothing depends
+ * on the thread count.
  */
-#include <string.h>
-
 #include "gemm_internal.h"
 
-typedef float v8 __attribute__((vector_size(32)));
+#define SMALL_MAX_MNK (1 << 17)
 
-/* Unaligned vector load and store through memcpy (one instruction once compiled). */
-#define LOAD8(v, ptr) memcpy(&(v), (ptr), sizeof(v8))
-#define STORE8(ptr, v) memcpy((ptr), &(v), sizeof(v8))
-
-/* C[0:8] = alpha * s, or alpha * s + beta * C[0:8]. */
-#define WRITE8(ptr, s)                                                                        \
-    do {                                                                                      \
-        v8 out_ = alpha * (s);                                                                \
-        if (beta != 0.0f) {                                                                   \
-            v8 old_;                                                                          \
-            LOAD8(old_, ptr);                                                                 \
-            out_ += beta * old_;                                                              \
-        }                                                                                     \
-        STORE8(ptr, out_);                                                                    \
-    } while (0)
-
-static inline __attribute__((always_inline)) void small_body(
-    int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
+static int64_t min64(int64_t a, int64_t b)
 {
-    /* strides of op(A): element (i, p) is a[i*ai + p*ap] */
-    const int64_t ai = trans_a ? 1 : lda, ap = trans_a ? lda : 1;
-    float bt[GEMM_SMALL_MAX_KN];
-    if (trans_b) {
-        for (int64_t j = 0; j < n; j++)
-            for (int64_t p = 0; p < k; p++)
-                bt[p * n + j] = b[j * ldb + p];
-        b = bt;
-        ldb = n;
-    }
-    const int64_t n8 = n / 8 * 8;
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-        const float *a0 = a + i * ai, *a1 = a0 + ai, *a2 = a1 + ai, *a3 = a2 + ai;
-        for (int64_t j = 0; j < n8; j += 8) {
-            v8 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            for (int64_t p = 0; p < k; p++) {
-                v8 bv;
-                LOAD8(bv, b + p * ldb + j);
-                s0 += a0[p * ap] * bv;
-                s1 += a1[p * ap] * bv;
-                s2 += a2[p * ap] * bv;
-                s3 += a3[p * ap] * bv;
-            }
-            WRITE8(c + i * ldc + j, s0);
-            WRITE8(c + (i + 1) * ldc + j, s1);
-            WRITE8(c + (i + 2) * ldc + j, s2);
-            WRITE8(c + (i + 3) * ldc + j, s3);
+    return a < b ? a : b;
+}
+
+int gemm_small_suits(int64_t m, int64_t n, int64_t k)
+{
+    return k <= GEMM_SMALL_MAX_K && (double)m * (double)n * (double)k <= SMALL_MAX_MNK;
+}
+
+void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc)
+{
+    const int mr = kr->mr, nr = kr->nr;
+    /* A(i, p) at a[i*rsa + p*csa] */
+    const int64_t rsa = trans_a ? 1 : lda, csa = trans_a ? lda : 1;
+    /* rows of op(A) below a_end and columns of op(B) below b_end are read in place */
+    const int a_direct = alpha == 1.0f && (!trans_a || gemm_l1_holds(lda, k));
+    const int64_t a_end = !a_direct ? 0 : kr->tile_rows ? m : m / mr * mr;
+    const int b_direct = !trans_b && (gemm_l1_holds(ldb, k) || m <= 2 * mr);
+    const int64_t b_end = b_direct ? n / nr * nr : 0;
+    float bpanel[GEMM_SMALL_MAX_K * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));
+    float apanel[GEMM_SMALL_MAX_K * GEMM_MR_MAX] __attribute__((aligned(GEMM_ALIGN)));
+    for (int64_t j = 0; j < n; j += nr) {
+        const int64_t cols = min64(nr, n - j);
+        const float *bj = b + j;
+        int64_t rsb = ldb;
+        if (j >= b_end) {
+            kr->pack_b(b, ldb, trans_b, 0, k, j, cols, nr, bpanel);
+            bj = bpanel;
+            rsb = nr;
         }
-    }
-    for (; i < m; i++) {
-        const float *a0 = a + i * ai;
-        for (int64_t j = 0; j < n8; j += 8) {
-            v8 s0 = {0};
-            for (int64_t p = 0; p < k; p++) {
-                v8 bv;
-                LOAD8(bv, b + p * ldb + j);
-                s0 += a0[p * ap] * bv;
-            }
-            WRITE8(c + i * ldc + j, s0);
-        }
-    }
-    for (int64_t j = n8; j < n; j++) {
-        for (i = 0; i < m; i++) {
-            float sum = 0.0f;
-            for (int64_t p = 0; p < k; p++)
-                sum += a[i * ai + p * ap] * b[p * ldb + j];
+        for (int64_t i = 0; i < m; i += mr) {
+            const int64_t rows = min64(mr, m - i);
             float *cij = c + i * ldc + j;
-            *cij = beta == 0.0f ? alpha * sum : alpha * sum + beta * *cij;
+            if (i < a_end) {
+                gemm_micro_tile(kr, k, a + i * rsa, rsa, csa, bj, rsb, cij, ldc, rows, cols,
+                                beta);
+            } else {
+                kr->pack_a(a, lda, trans_a, i, rows, 0, k, alpha, mr, apanel);
+                gemm_micro_tile(kr, k, apanel, 1, mr, bj, rsb, cij, ldc, rows, cols, beta);
+            }
         }
     }
-}
-
-void gemm_small_generic(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                        float *c, int64_t ldc)
-{
-    small_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-__attribute__((target("avx2,fma"))) void gemm_small_avx2(int trans_a, int trans_b, int64_t m,
-                                                         int64_t n, int64_t k, float alpha,
-                                                         const float *a, int64_t lda,
-                                                         const float *b, int64_t ldb,
-                                                         float beta, float *c, int64_t ldc)
-{
-    small_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-__attribute__((target("avx512f"))) void gemm_small_avx512(int trans_a, int trans_b, int64_t m,
-                                                          int64_t n, int64_t k, float alpha,
-                                                          const float *a, int64_t lda,
-                                                          const float *b, int64_t ldb,
-                                                          float beta, float *c, int64_t ldc)
-{
-    small_body(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

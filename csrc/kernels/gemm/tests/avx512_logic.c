@@ -38,15 +38,6 @@ void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_
     abort();
 }
 
-void gemm_small_avx512(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                       float *c, int64_t ldc)
-{
-    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
-    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
-    abort();
-}
-
 static uint64_t rng = 88172645463325252ull;
 
 static float uniform(void)
