@@ -94,7 +94,7 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
     def out_f32(out, shape, name="out"):
         """A float32 result array of `shape`: `out` checked, or a new one."""
         if out is None:
-            return empty(tuple(shape), F32)
+            return empty(shape, F32)
         check_f32(out, name)
         if out.shape != tuple(shape):
             raise ValueError(f"{name} has shape {out.shape}, expected {tuple(shape)}")

@@ -28,7 +28,7 @@ _gc, _buffer, _NULL = ffi.gc, ffi.buffer, ffi.NULL
 
 
 def empty(shape, dtype=_F32):
-    """An uninitialised C-contiguous array of `shape` (a tuple of ints) and `dtype` (a NumPy
+    """An uninitialised C-contiguous array of `shape` (a sequence of ints) and `dtype` (a NumPy
     dtype object)."""
     nbytes = _prod(shape) * dtype.itemsize
     if nbytes < _MIN_BYTES:

@@ -73,7 +73,7 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = empty(tuple(input_shape))
+    dx = empty(input_shape)
     rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
     check_rc(rc, "max_pool2d_backward")
     return dx
@@ -94,7 +94,7 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = empty(tuple(input_shape))
+    dx = empty(input_shape)
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
     check_rc(rc, "avg_pool2d_backward")
     return dx

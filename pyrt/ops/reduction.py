@@ -105,7 +105,7 @@ def _reduce(kernel, what, x, axis, keepdims, out, empty_error=None):
             raise ValueError(empty_error)
         count *= length
         rest = dims[:first] + dims[stop:]
-        dst = res if i == 0 else empty(tuple(rest))
+        dst = res if i == 0 else empty(rest)
         rc = kernel(fptr(cur), fptr(dst), math.prod(dims[:first]), length,
                     math.prod(dims[stop:]))
         check_rc(rc, what)
@@ -154,6 +154,6 @@ def argmax(x, axis=None, *, keepdims=False):
         res_shape = _result_shape(shape, (a,), keepdims)
     if length == 0:
         raise ValueError(_EMPTY_ARGMAX)
-    res = empty(tuple(res_shape), I64)
+    res = empty(res_shape, I64)
     check_rc(lib.pyrt_argmax(fptr(x), iptr(res), outer, length, inner), "argmax")
     return res
