@@ -135,6 +135,32 @@ def test_small_products_sum_as_the_blocked_path(m, n, k, trans_a):
         assert np.array_equal(small, big[:m])
 
 
+@pytest.mark.parametrize("m", [1, 2])
+@pytest.mark.parametrize("n,k", [(1, 1), (7, 300), (64, 256), (65, 257), (130, 784),
+                                 (1000, 33), (2100, 512)])
+@pytest.mark.parametrize("trans_a", [False, True])
+def test_one_or_two_rows_sum_as_the_blocked_path(m, n, k, trans_a):
+    # a vector (or two) times a matrix runs its own kernel, B read in place; with 200 rows
+    # more the product is blocked and packed, and its first m rows must come out bitwise the
+    # same (the same blocks of k, each summed in order from zero); the same at any thread count
+    rng = np.random.default_rng(m * n + k)
+    a, b = operands(rng, m, n, k, trans_a, False)
+    more = rng.standard_normal((k, 200) if trans_a else (200, k)).astype(np.float32)
+    big_a = np.hstack([a, more]) if trans_a else np.vstack([a, more])
+    c0 = rng.standard_normal((m + 200, n)).astype(np.float32)
+    for alpha, beta in [(1.0, 0.0), (0.5, 1.5), (-2.0, 1.0)]:
+        start = c0[:m].copy() if beta else np.full((m, n), np.nan, np.float32)
+        rows = []
+        for threads in (1, 2, 4):
+            with pyrt.num_threads(threads):
+                rows.append(matmul(a, b, trans_a=trans_a, alpha=alpha, beta=beta,
+                                   out=start.copy()))
+        check_close(rows[0], a, b, trans_a, False, alpha, beta, c0[:m])
+        assert all(np.array_equal(r, rows[0]) for r in rows[1:])
+        big = matmul(big_a, b, trans_a=trans_a, alpha=alpha, beta=beta, out=c0.copy())
+        assert np.array_equal(rows[0], big[:m])
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (4, 4, 4), (16, 16, 16), (6, 16, 300),
                                    (301, 299, 257), (450, 470, 300), (97, 1100, 61)])
 @pytest.mark.parametrize("trans_a", [False, True])

@@ -9,6 +9,8 @@ the BLAS everyone uses, on square products and on the products a small network t
     CNN         conv as GEMM at batch 64: conv1 (8 filters of 1x3x3 over 28x28) and conv2
                 (16 filters of 8x3x3 over 14x14): forward W col, weight gradient dY col^T,
                 column gradient W^T dY
+    few rows    a vector and four rows times a matrix, x W (inference at batch 1 and 4 with
+                the weight stored [in, out]): B is read once, so memory bound
 
 In this process, each writing into a preallocated output:
 
@@ -60,6 +62,8 @@ SHAPES = [
     ("CNN", "conv2 forward W col", 16, 64 * 14 * 14, 72, False, False),
     ("CNN", "conv2 dW = dY col^T", 16, 72, 64 * 14 * 14, False, True),
     ("CNN", "conv2 dcol = W^T dY", 72, 64 * 14 * 14, 16, True, False),
+    ("few rows", "x W (1 row)", 1, 2048, 512, False, False),
+    ("few rows", "X W (4 rows)", 4, 2048, 512, False, False),
 ]
 QUICK_SHAPES = {"64^3", "256^3", "fc1 forward X W1^T", "conv2 dW = dY col^T"}
 

@@ -1,7 +1,9 @@
 /*
  * gemm.c - single-precision GEMM: C = alpha * op(A) op(B) + beta * C, row-major.
  *
- * pyrt_sgemm picks one of three paths, by the arguments alone:
+ * pyrt_sgemm picks one of four paths, by the arguments alone:
+ *   - one or two rows times B not transposed: a kernel that keeps eight accumulators on one
+ *     row of C and reads B in place (row.c);
  *   - small products (up to 2^17 multiply-adds, k <= 256): the micro-kernel's tiles on A and
  *     B read in place, on the calling thread, no workspace (small.c);
  *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c), also
@@ -73,7 +75,7 @@
 
 #include "gemm_internal.h"
 
-#define KC_MAX 256
+#define KC_MAX GEMM_KC_MAX
 #define MT_MAX 144
 #define MB_MAX 4096                  /* rows of C per pass */
 #define NB_MAX 4096                  /* columns of C per pass */
@@ -297,13 +299,15 @@ static void compute_task(const gemm *g, int64_t t)
             const char *next = lines ? (const char *)(bq + (jn - g->bp0) * kcq) : NULL;
             const int64_t per_tile = ceil_div(lines, ceil_div(r1 - r0, mr));
             int64_t line = 0;
-            /* with b_in_tile: the rows of B that the micro-panel IN_TILE_AHEAD panels on will
-             * pack, spread over the micro-tiles like the lines above. Its kcq rows lie ldb
-             * apart, more streams than the hardware prefetchers follow: left to them, each
-             * pack waits on kcq misses, and 16 x 12544 x 72 ran at half speed whenever its B
-             * was not in cache already (after a pause of a millisecond, say) */
+            /* when each tile packs its B micro-panels, or reads them in place for a single
+             * row of micro-tiles: the rows of B of the micro-panel IN_TILE_AHEAD panels on,
+             * spread over the micro-tiles like the lines above. Its kcq rows lie ldb apart,
+             * more streams than the hardware prefetchers follow: left to them, each panel
+             * waits on kcq misses, and 16 x 12544 x 72 ran at half speed whenever its B was
+             * not in cache already (after a pause of a millisecond, say) */
             const int64_t ja = jr + IN_TILE_AHEAD * nr;
-            const int64_t rows_ahead = g->b_in_tile && !g->trans_b && ja < c1 ? kcq : 0;
+            const int ahead_b = g->b_in_tile || (g->b_direct && g->mb <= mr);
+            const int64_t rows_ahead = ahead_b && !g->trans_b && ja < c1 ? kcq : 0;
             const char *ahead = rows_ahead ? (const char *)(bd + ja) : NULL;
             const int64_t rows_per_tile = ceil_div(rows_ahead, ceil_div(r1 - r0, mr));
             const int64_t last = (min64(nr, g->nb - ja) - 1) * (int64_t)sizeof(float);
@@ -424,8 +428,12 @@ static void choose_direct(gemm *g)
      * when its rows evict each other: the second micro-tile reloads a few lines from L2,
      * cheaper than copying the panel (8 x 50176 x 9: a third faster) */
     const int short_few = g->k <= DIRECT_SHORT_K && g->m <= 2 * mr;
+    /* with one micro-tile of rows (m <= mr) each B micro-panel is read once however it is
+     * laid out, so evictions cost nothing: a copy would double the memory traffic of a
+     * product that is nearly all B (1 x 2048 x 512 ran 4x slower packed) */
+    const int once = g->m <= mr;
     g->b_direct = !g->trans_b && (few_b_uses || b_size <= DIRECT_MAX_FLOATS)
-                  && (gemm_l1_holds(g->ldb, g->kc) || short_few);
+                  && (gemm_l1_holds(g->ldb, g->kc) || short_few || once);
     g->b_in_tile = !g->b_direct && ceil_div(g->m, mr) * mr <= MT_MAX;
 }
 
@@ -534,6 +542,10 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
     trans_a = trans_a != 0;
     trans_b = trans_b != 0;
     if (k > 0 && alpha != 0.0f) {
+        if (gemm_row_suits(kr, trans_b, m)) {
+            gemm_row(kr, trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return PYRT_OK;
+        }
         const int dot = gemm_dot_suits(kr, trans_a, trans_b, m, n, k);
         if (gemm_small_suits(m, n, k) && !(dot && dot_before_small(kr, n, k))) {
             gemm_small(kr, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -557,7 +569,7 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
         return PYRT_OK;
     }
     /* balanced blocks of k: as few as KC_MAX allows, of equal length but the last */
-    g.kc = ceil_div(k, ceil_div(k, KC_MAX));
+    g.kc = gemm_kc(k);
     g.nkb = ceil_div(k, g.kc);
     g.rsa = g.trans_a ? 1 : lda;
     g.csa = g.trans_a ? lda : 1;

@@ -7,9 +7,10 @@
  *   gemm.c            pyrt_sgemm: path choice, blocking, packing and compute phases
  *   dot.c             A B^T by dot products of rows read in place
  *   small.c           small products: register tiles on A and B in place, one thread
+ *   row.c             one or two rows of C: a vector times a matrix, B in place
  *   tile.c            one register tile at an edge of C; which strides L1 holds
  *   pack.c            packing A and B into micro-panels
- *   kernel_avx2.c     6 x 16 tile (assembly k loop) and the 3 x 4 dot kernel
+ *   kernel_avx2.c     6 x 16 tile (assembly k loop), the 3 x 4 dot and the row kernels
  *   kernel_avx512.c   14 x 32 tile
  *   kernel_generic.c  4 x 8 tile in plain C
  *   dispatch.c        the kernel for this CPU, PYRT_SGEMM_KERNEL
@@ -78,12 +79,21 @@ typedef void (*gemm_pack_b_fn)(const float *b, int64_t ldb, int trans, int64_t p
 typedef void (*gemm_dot_fn)(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
                             const float *const b[GEMM_DOT_NB], float *out);
 
+/* One row of C times B not transposed (row.c): c[j] for j < cols (1 <= cols <= GEMM_ROW_NB)
+ * = acc_j if beta == 0 (c not read), else beta * c[j] + acc_j in one rounding, where
+ * acc_j = sum over p < kc of a[p] * b[p*rsb + j], each step one fused multiply-add, in that
+ * order, from zero: what a tile of gemm_tile_fn computes for the element. */
+#define GEMM_ROW_NB 64
+typedef void (*gemm_row_fn)(int64_t kc, const float *a, const float *b, int64_t rsb, float *c,
+                            int cols, float beta);
+
 typedef struct gemm_kernel {
     const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
     int mr, nr;       /* register tile */
     gemm_tile_fn tile;
     gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
     gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
+    gemm_row_fn row;  /* NULL: products of one or two rows take the other paths */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
 } gemm_kernel;
@@ -96,6 +106,23 @@ int gemm_dot_suits(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, i
 int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha,
              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
              int64_t ldc);
+
+/* Products of one or two rows with B not transposed, a vector (or two) times a matrix
+ * (row.c): whether the path suits them, and the product (pyrt_sgemm's arguments, already
+ * checked; alpha != 0, k >= 1). k is cut into the blocks of the packed path (gemm_kc). */
+int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m);
+void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+              int64_t ldc);
+
+/* The blocks of k of the packed path: as few as GEMM_KC_MAX allows, all of length
+ * gemm_kc(k) but the last. */
+#define GEMM_KC_MAX 256
+static inline int64_t gemm_kc(int64_t k)
+{
+    const int64_t blocks = (k + GEMM_KC_MAX - 1) / GEMM_KC_MAX;
+    return (k + blocks - 1) / blocks;
+}
 
 /* Products too small for packing or threads to pay (small.c): whether the product suits the
  * path (the shape alone decides), and the product itself (pyrt_sgemm's arguments, already

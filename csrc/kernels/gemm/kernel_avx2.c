@@ -12,7 +12,8 @@
  * when its rows are rows of op(B): the strides are arguments (gemm_tile_fn).
  *
  * The file also holds the dot-product kernel for A B^T (dot.c): 3 rows of A against 4 rows of
- * B, 12 accumulators, 7 loads per 12 FMAs.
+ * B, 12 accumulators, 7 loads per 12 FMAs; and the row kernel (row.c): one row of C, 64
+ * columns in 8 accumulators, B read in place.
  */
 #include <immintrin.h>
 
@@ -262,6 +263,65 @@ static void dot_rows_cols(int rows, int cols, int64_t kc, const float *const a[3
     by_shape[rows - 1][cols - 1](kc, a, b, out);
 }
 
+/* gemm_row_fn for V vectors of 8 columns (cols in (8V - 8, 8V]): V accumulators, each step of
+ * k one broadcast of A and V FMAs with B read in place, the last vector under a mask when
+ * cols is not a multiple of 8. With V = 8 the eight chains keep both FMA pipes busy through
+ * the latency; the write to C is the tile's (WRITE_C): beta * C + acc fused, or acc when beta
+ * is zero. With V constant (row_1 .. row_8 below) the loops unroll into registers. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void row_body(
+    const int V, int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
+    float beta)
+{
+    /* the last vector holds cols - 8 (V - 1) columns */
+    const __m256i mask = _mm256_loadu_si256((const __m256i *)(tail_mask + 8 * V - cols));
+    __m256 acc[8];
+    for (int v = 0; v < V; v++)
+        acc[v] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < kc; p++) {
+        const __m256 x = _mm256_broadcast_ss(a + p);
+        const float *bp = b + p * rsb;
+        for (int v = 0; v < V - 1; v++)
+            acc[v] = _mm256_fmadd_ps(x, _mm256_loadu_ps(bp + 8 * v), acc[v]);
+        acc[V - 1] = _mm256_fmadd_ps(x, _mm256_maskload_ps(bp + 8 * (V - 1), mask), acc[V - 1]);
+    }
+    if (beta == 0.0f) {
+        for (int v = 0; v < V - 1; v++)
+            _mm256_storeu_ps(c + 8 * v, acc[v]);
+    } else {
+        const __m256 bv = _mm256_set1_ps(beta);
+        for (int v = 0; v < V - 1; v++)
+            _mm256_storeu_ps(c + 8 * v, _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v), bv, acc[v]));
+        acc[V - 1] = _mm256_fmadd_ps(_mm256_maskload_ps(c + 8 * (V - 1), mask), bv,
+                                     acc[V - 1]);
+    }
+    _mm256_maskstore_ps(c + 8 * (V - 1), mask, acc[V - 1]);
+}
+
+#define ROW_V(V)                                                                              \
+    __attribute__((target("avx2,fma"))) static void row_##V(                                  \
+        int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,          \
+        float beta)                                                                           \
+    {                                                                                         \
+        row_body(V, kc, a, b, rsb, c, cols, beta);                                            \
+    }
+ROW_V(1)
+ROW_V(2)
+ROW_V(3)
+ROW_V(4)
+ROW_V(5)
+ROW_V(6)
+ROW_V(7)
+ROW_V(8)
+
+/* gemm_row_fn: the version for the vectors `cols` spans */
+static void row_cols(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
+                     float beta)
+{
+    static const gemm_row_fn by_vectors[8] = {row_1, row_2, row_3, row_4,
+                                              row_5, row_6, row_7, row_8};
+    by_vectors[(cols - 1) / 8](kc, a, b, rsb, c, cols, beta);
+}
+
 static const gemm_kernel avx2_kernel = {
     .name = "avx2",
     .mr = MR,
@@ -269,6 +329,7 @@ static const gemm_kernel avx2_kernel = {
     .tile = tile_6x16,
     .tile_rows = tile_rows_6x16,
     .dot = dot_rows_cols,
+    .row = row_cols,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
 };

@@ -1,0 +1,104 @@
+/*
+ * row.c - C = alpha * op(A) B + beta * C for one or two rows of C: a vector times a matrix.
+ *
+ * With m = 1 the tile path keeps two accumulators (one row of the 6 x 16 tile) and each step of
+ * k waits for the last: the FMA latency leaves three quarters of the FMA rate unused, and
+ * packing B, which is read once, doubles the memory traffic of a product that is nearly all B.
+ * Here B is read in place and each row of C is computed on its own (two rows read B twice, the
+ * second time from cache).
+ *
+ * The kernel (gemm_row_fn) holds GEMM_ROW_NB columns of the row in eight vector accumulators,
+ * enough independent chains to hide the latency, and runs down a block of k of B. (Sweeping a
+ * few rows of B at a time across a wide span, partial sums parked in L1, read B in fewer
+ * streams but ran no faster here: the parking costs what the streams save.)
+ *
+ * Sums: k is cut into the blocks of the packed path (gemm_kc), and each element of C is
+ * beta * C + acc_0, then + acc_1, ... over the blocks in order, acc_q summed in increasing k
+ * from zero by FMAs, with alpha * A(i, p) rounded first as packing rounds it: the values the
+ * packed path gives wherever it does not split k into groups. Spans of columns go to the pool
+ * as tasks (about TASKS_PER_THREAD per thread, none under TASK_MIN_FLOPS); they change nothing
+ * in any sum, so results do not depend on the thread count.
+ */
+#include "gemm_internal.h"
+
+#define ROW_MAX_M 2
+#define TASK_MIN_FLOPS (1 << 18)
+#define TASKS_PER_THREAD 4
+
+typedef struct row_job {
+    const gemm_kernel *kr;
+    int trans_a;
+    int64_t m, n, k, kc;
+    float alpha, beta;
+    const float *a, *b;
+    int64_t lda, ldb, ldc;
+    float *c;
+    int64_t span; /* columns per task, a multiple of GEMM_ROW_NB */
+} row_job;
+
+static int64_t min64(int64_t x, int64_t y)
+{
+    return x < y ? x : y;
+}
+
+int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m)
+{
+    return kr->row && !trans_b && m <= ROW_MAX_M;
+}
+
+/* Row i, columns [j0, j0 + cols) of C (cols <= GEMM_ROW_NB), over all blocks of k. */
+static void row_block(const row_job *r, int64_t i, int64_t j0, int cols)
+{
+    float scaled[GEMM_KC_MAX];
+    for (int64_t p0 = 0; p0 < r->k; p0 += r->kc) {
+        const int64_t kc = min64(r->kc, r->k - p0);
+        const float *a;
+        if (r->alpha == 1.0f && !r->trans_a) {
+            a = r->a + i * r->lda + p0;
+        } else {
+            /* A(i, p) times alpha, as packing would hold it */
+            for (int64_t p = 0; p < kc; p++)
+                scaled[p] = r->alpha * (r->trans_a ? r->a[(p0 + p) * r->lda + i]
+                                                   : r->a[i * r->lda + p0 + p]);
+            a = scaled;
+        }
+        r->kr->row(kc, a, r->b + p0 * r->ldb + j0, r->ldb, r->c + i * r->ldc + j0, cols,
+                   p0 == 0 ? r->beta : 1.0f);
+    }
+}
+
+static int row_range(void *ctx, int64_t start, int64_t stop)
+{
+    const row_job *r = ctx;
+    for (int64_t t = start; t < stop; t++) {
+        const int64_t j1 = min64((t + 1) * r->span, r->n);
+        for (int64_t j = t * r->span; j < j1; j += GEMM_ROW_NB)
+            for (int64_t i = 0; i < r->m; i++)
+                row_block(r, i, j, (int)min64(GEMM_ROW_NB, j1 - j));
+    }
+    return 0;
+}
+
+void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+              const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+              int64_t ldc)
+{
+    /* columns per task: the columns over the tasks wanted, but no task under TASK_MIN_FLOPS,
+     * in whole blocks of the kernel */
+    const int64_t tasks = (int64_t)pyrt_get_num_threads() * TASKS_PER_THREAD;
+    int64_t span = (n + tasks - 1) / tasks;
+    const int64_t least = TASK_MIN_FLOPS / (2 * m * k) + 1;
+    if (span < least)
+        span = least;
+    span = (span + GEMM_ROW_NB - 1) / GEMM_ROW_NB * GEMM_ROW_NB;
+    row_job r = {
+        .kr = kr, .trans_a = trans_a,
+        .m = m, .n = n, .k = k, .kc = gemm_kc(k),
+        .alpha = alpha, .beta = beta,
+        .a = a, .b = b,
+        .lda = lda, .ldb = ldb, .ldc = ldc,
+        .c = c,
+        .span = span,
+    };
+    gemm_for_each((n + span - 1) / span, row_range, &r);
+}
