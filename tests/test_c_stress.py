@@ -1,12 +1,17 @@
-"""C-level stress tests of the scheduler, plain and under the sanitizers.
+"""C-level stress tests of the scheduler and the kernels, plain and under the sanitizers.
 
-Each csrc/tests/stress_*.c is a self-checking program (see csrc/tests/stress.h). Every one is
-built with the runtime sources in three configurations and run as a subprocess:
+Each csrc/tests/stress_*.c is a self-checking program (see csrc/tests/stress.h) built with the
+runtime sources; each csrc/tests/kernels_*.c (see csrc/tests/kernels_check.h) calls the float32
+kernels at 1, 2 and 4 threads against references in double and is built with the runtime and
+kernel sources (csrc/kernels, as pyrt/_build.py compiles them). Every program is built in three
+configurations, the sources once per configuration, and run as a subprocess:
 
 - plain ``-O2``: the full amount of work, checking results only;
-- ThreadSanitizer: data races, lock-order inversions and misuse of atomics in the runtime;
+- ThreadSanitizer: data races, lock-order inversions and misuse of atomics in the runtime, and
+  races between the tasks of a kernel (on smaller sizes: STRESS_SCALE below 1);
 - AddressSanitizer + UBSan: use-after-free of task frames and loop contexts, out-of-bounds
-  copies of reduction accumulators, leaks of a stopped pool, undefined behaviour.
+  copies of reduction accumulators, leaks of a stopped pool, kernels reading or writing past
+  an operand (each one is a malloc block of its exact size), undefined behaviour.
 
 A test fails on a nonzero exit, a timeout, or any sanitizer report in the output, and shows the
 output (the first report first). It is skipped only when gcc is missing or a sanitizer's runtime
@@ -17,6 +22,7 @@ import os
 import platform
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,9 +30,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CSRC = REPO / "csrc"
-PROGRAMS = sorted((CSRC / "tests").glob("stress_*.c"))
+PROGRAMS = sorted((CSRC / "tests").glob("stress_*.c")) + sorted(
+    (CSRC / "tests").glob("kernels_*.c"))
+# The kernels as the extension builds them (pyrt/_build.py), their own tests/ folders aside.
+KERNEL_SOURCES = sorted(p for p in (CSRC / "kernels").rglob("*.c") if "tests" not in p.parts)
 
 COMMON_CFLAGS = ["-std=gnu11", "-pthread", "-g", "-fno-omit-frame-pointer", "-Wall", f"-I{CSRC}"]
+# -fno-var-tracking: the intrinsics-heavy kernels build twice as fast under the sanitizers
+# without the debugger's variable locations; reports keep their file:line stack traces.
+KERNEL_CFLAGS = ["-fno-math-errno", "-fno-var-tracking"]
+# GCC's ThreadSanitizer instruments the resolver that target_clones generates, and the dynamic
+# loader runs resolvers before the TSan runtime has started: the program dies at load. Sources
+# with target_clones are built without the function entry/exit hooks (which only give reports
+# their stack traces); their memory accesses are still checked.
+TSAN_IFUNC_CFLAGS = ["--param", "tsan-instrument-func-entry-exit=0"]
 
 # What a sanitizer prints when it found something; any of these in the output fails the test,
 # whatever the exit status.
@@ -107,6 +124,11 @@ class Build:
     directory: Path
     objects: list
     prefix: list  # command prefix to run a program with (setarch when needed)
+    kernel_objects: list = None  # compiled on first use
+
+
+def needs_kernels(program):
+    return program.stem.startswith("kernels_")
 
 
 def run_env(config):
@@ -186,6 +208,33 @@ def get_build(config, root):
     return _builds[config.name]
 
 
+def kernel_objects(build):
+    """Compile the kernel sources for this configuration once, one gcc per core."""
+    if build.kernel_objects is not None:
+        return build.kernel_objects
+    assert KERNEL_SOURCES, f"no kernel sources in {CSRC / 'kernels'}"
+    out_dir = build.directory / "kernels"
+    out_dir.mkdir(exist_ok=True)
+    # objects named by path (gemm/tasks.c and a kernel called tasks.c must not collide)
+    jobs = [(s, out_dir / ("_".join(s.relative_to(CSRC / "kernels").with_suffix("").parts)
+                           + ".o")) for s in KERNEL_SOURCES]
+    tsan = "-fsanitize=thread" in build.config.cflags
+
+    def compile_one(job):
+        source, obj = job
+        ifunc = tsan and "target_clones" in source.read_text()
+        return gcc([*COMMON_CFLAGS, *KERNEL_CFLAGS, *build.config.cflags,
+                    *(TSAN_IFUNC_CFLAGS if ifunc else []), "-c", str(source), "-o", str(obj)],
+                   build.directory)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        failures = [done.stderr for done in pool.map(compile_one, jobs) if done.returncode]
+    assert not failures, (f"kernels do not compile ({build.config.name}):\n"
+                          + "\n".join(failures))
+    build.kernel_objects = [str(obj) for _, obj in jobs]
+    return build.kernel_objects
+
+
 def first_report(output):
     """The output from the first sanitizer report or stress failure on, else its tail."""
     markers = (*REPORT_MARKERS, "STRESS FAILURE", "SUMMARY:")
@@ -201,7 +250,8 @@ def first_report(output):
 def test_c_stress(config, program, stress_root):
     build = get_build(config, stress_root)
     exe = build.directory / program.stem
-    built = gcc([*COMMON_CFLAGS, *config.cflags, str(program), *build.objects, "-lm",
+    objects = [*build.objects, *(kernel_objects(build) if needs_kernels(program) else [])]
+    built = gcc([*COMMON_CFLAGS, *config.cflags, str(program), *objects, "-lm",
                  "-o", str(exe)], build.directory)
     assert built.returncode == 0, f"{program.name} does not build ({config.name}):\n{built.stderr}"
 

@@ -215,9 +215,11 @@ SIMD_AVX2 static ALWAYS_INLINE void run_backward_avx2(int op, const float *g, co
                                                       float *o, int64_t n)
 {
     int64_t k = 0;
+    /* s is NULL for the ops whose gradient needs no saved values (neg, identity) */
     for (; k + 8 <= n; k += 8)
         _mm256_storeu_ps(o + k, vec_unary_backward(op, _mm256_loadu_ps(g + k),
-                                                   _mm256_loadu_ps(s + k)));
+                                                   s ? _mm256_loadu_ps(s + k)
+                                                     : _mm256_setzero_ps()));
     if (k < n) {
         __m256i m = tail_mask(n - k);
         /* lanes past the end read as 0 (g / 0 there is harmless: it is never stored) */

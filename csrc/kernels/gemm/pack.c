@@ -169,8 +169,9 @@ static AVX2 void pack_a_trans6(const float *a, int64_t lda, int64_t i0, int64_t 
             _mm_prefetch((const char *)(src + PACK_AHEAD * lda + x), _MM_HINT_T0);
         for (int64_t t = 0; t < panels; t++, src += 6, d += 6 * kc) {
             _mm_storeu_ps(d, _mm_mul_ps(va, _mm_loadu_ps(src)));
-            const __m128 hi = _mm_castpd_ps(_mm_load_sd((const double *)(src + 4)));
-            _mm_store_sd((double *)(d + 4), _mm_castps_pd(_mm_mul_ps(va, hi)));
+            /* the last two values, 8 bytes that need not be 8-byte aligned */
+            const __m128 hi = _mm_castsi128_ps(_mm_loadu_si64(src + 4));
+            _mm_storeu_si64(d + 4, _mm_castps_si128(_mm_mul_ps(va, hi)));
         }
     }
 }

@@ -1,0 +1,401 @@
+/*
+ * kernels_ops.c - elementwise ops, reductions, softmax and the losses, against double.
+ *
+ * Sizes straddle the kernels' chunking (elementwise grains of 8192 and 16384 elements, the
+ * reductions' leaves of 32768 and column blocks of 256) and their vector width (lengths that
+ * are not multiples of 8 leave masked or scalar tails), so that the last partial vector of
+ * an operand ends exactly at the end of its malloc block. Results are checked at 1 thread and
+ * must be bitwise the same at 2 and 4.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels_check.h"
+
+/* Error allowed, in units of half an ulp of the result, for a few float operations or a
+ * vectorised exp, log or tanh. */
+#define MATH_TERMS 8
+
+/* ---- elementwise ---------------------------------------------------------------------- */
+
+typedef struct {
+    int op, bcast, swap, in_place;
+    int64_t rows, cols;
+    float *a, *b, *a0, *out;
+    double *want;
+} binary_job;
+
+static void binary_run(void *ctx)
+{
+    binary_job *j = ctx;
+    float *out = j->out;
+    if (j->in_place) {
+        memcpy(j->out, j->a0, sizeof(float) * (size_t)(j->rows * j->cols));
+        j->a = out;
+    }
+    CHECK_RC(pyrt_binary(j->op, j->a, j->b, out, j->rows, j->cols, j->bcast, j->swap), PYRT_OK);
+}
+
+static void binary_check(void *ctx)
+{
+    binary_job *j = ctx;
+    char what[96];
+    snprintf(what, sizeof what, "binary op %d bcast %d swap %d in place %d", j->op, j->bcast,
+             j->swap, j->in_place);
+    kc_close(what, j->out, j->want, NULL, j->rows * j->cols, 0, 0);
+}
+
+static void check_binary(stress_rng *r, int64_t rows, int64_t cols)
+{
+    const int64_t n = rows * cols;
+    const int64_t b_len[] = {n, 1, cols, rows};
+    binary_job j = {.rows = rows, .cols = cols};
+    j.a0 = kc_floats(n);
+    j.out = kc_floats(n);
+    j.want = kc_doubles(n);
+    kc_fill(r, j.a0, n, 0.5f, 2.0f);
+    for (int bcast = PYRT_BCAST_NONE; bcast <= PYRT_BCAST_COL; bcast++) {
+        j.b = kc_floats(b_len[bcast]);
+        kc_fill(r, j.b, b_len[bcast], -2.0f, -0.5f);
+        for (int op = PYRT_ADD; op <= PYRT_DIV; op++)
+            for (int variant = 0; variant < 3; variant++) {
+                j.op = op;
+                j.bcast = bcast;
+                j.swap = variant == 1;
+                j.in_place = variant == 2;
+                j.a = j.a0;
+                for (int64_t i = 0; i < rows; i++)
+                    for (int64_t c = 0; c < cols; c++) {
+                        const int64_t bi[] = {i * cols + c, 0, c, i};
+                        double x = j.a0[i * cols + c], y = j.b[bi[bcast]];
+                        if (j.swap) {
+                            const double t = x;
+                            x = y;
+                            y = t;
+                        }
+                        const double v = op == PYRT_ADD ? x + y : op == PYRT_SUB ? x - y
+                                         : op == PYRT_MUL ? x * y : x / y;
+                        j.want[i * cols + c] = (float)v;
+                    }
+                const kc_out outs[] = {{j.out, sizeof(float) * (size_t)n}};
+                kc_across_threads("pyrt_binary", binary_run, binary_check, &j, outs, 1);
+            }
+        free(j.b);
+    }
+    free(j.a0), free(j.out), free(j.want);
+}
+
+typedef struct {
+    int op;
+    int64_t n, rows, cols;
+    const float *x, *grad, *bias, *y_ref; /* y_ref: the op's output, for the gradients */
+    float *y, *dx, *ba, *bg, *acm;
+    double *want_y, *want_dx, *want_ba, *want_bg, *bound_bg, *want_acm;
+} unary_job;
+
+static double act_ref(int op, double x)
+{
+    switch (op) {
+    case PYRT_NEG: return -x;
+    case PYRT_EXP: return exp(x);
+    case PYRT_LOG: return log(x);
+    case PYRT_SQRT: return sqrt(x);
+    case PYRT_TANH: return tanh(x);
+    case PYRT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case PYRT_RELU: return x > 0 ? x : 0;
+    default: return x;
+    }
+}
+
+/* op'(x) times grad, from x and y = op(x) as the kernel gets them */
+static double act_grad_ref(int op, double g, double x, double y)
+{
+    switch (op) {
+    case PYRT_NEG: return -g;
+    case PYRT_EXP: return g * y;
+    case PYRT_LOG: return g / x;
+    case PYRT_SQRT: return g / (2 * y);
+    case PYRT_TANH: return g * (1 - y * y);
+    case PYRT_SIGMOID: return g * y * (1 - y);
+    case PYRT_RELU: return x > 0 ? g : 0;
+    default: return g;
+    }
+}
+
+static int is_chain_act(int op)
+{
+    return op == PYRT_IDENTITY || op == PYRT_RELU || op == PYRT_SIGMOID || op == PYRT_TANH;
+}
+
+static void unary_run(void *ctx)
+{
+    unary_job *j = ctx;
+    CHECK_RC(pyrt_unary(j->op, j->x, j->y, j->n), PYRT_OK);
+    const float *saved = j->op == PYRT_RELU || j->op == PYRT_LOG ? j->x : j->y_ref;
+    CHECK_RC(pyrt_unary_backward(j->op, j->grad, saved, j->dx, j->n), PYRT_OK);
+    if (is_chain_act(j->op))
+        CHECK_RC(pyrt_bias_act(j->x, j->bias, j->ba, j->rows, j->cols, j->op), PYRT_OK);
+    CHECK_RC(pyrt_bias_grad(j->grad, j->bg, j->rows, j->cols), PYRT_OK);
+    CHECK_RC(pyrt_addcmul(j->x, j->grad, j->bias, 0.5f, j->acm, j->cols), PYRT_OK);
+}
+
+static void unary_check(void *ctx)
+{
+    unary_job *j = ctx;
+    char what[64];
+    snprintf(what, sizeof what, "unary op %d", j->op);
+    kc_close(what, j->y, j->want_y, NULL, j->n, MATH_TERMS, 1e-7);
+    snprintf(what, sizeof what, "unary_backward op %d", j->op);
+    kc_close(what, j->dx, j->want_dx, NULL, j->n, MATH_TERMS, 1e-7);
+    snprintf(what, sizeof what, "bias_act op %d", j->op);
+    if (is_chain_act(j->op))
+        kc_close(what, j->ba, j->want_ba, NULL, j->n, MATH_TERMS, 1e-7);
+    kc_close("bias_grad", j->bg, j->want_bg, j->bound_bg, j->cols, j->rows, 0);
+    kc_close("addcmul", j->acm, j->want_acm, NULL, j->cols, 3, 1e-7);
+}
+
+static void check_unary(stress_rng *r, int64_t rows, int64_t cols)
+{
+    const int64_t n = rows * cols;
+    unary_job j = {.n = n, .rows = rows, .cols = cols};
+    float *x = kc_floats(n), *grad = kc_floats(n), *bias = kc_floats(cols);
+    float *y_ref = kc_floats(n);
+    kc_fill(r, grad, n, -1.0f, 1.0f);
+    kc_fill(r, bias, cols, -1.0f, 1.0f);
+    j.x = x, j.grad = grad, j.bias = bias, j.y_ref = y_ref;
+    j.y = kc_floats(n), j.dx = kc_floats(n), j.ba = kc_floats(n);
+    j.bg = kc_floats(cols), j.acm = kc_floats(cols);
+    j.want_y = kc_doubles(n), j.want_dx = kc_doubles(n), j.want_ba = kc_doubles(n);
+    j.want_bg = kc_doubles(cols), j.bound_bg = kc_doubles(cols), j.want_acm = kc_doubles(cols);
+    for (int64_t c = 0; c < cols; c++) {
+        double s = 0, t = 0;
+        for (int64_t i = 0; i < rows; i++) {
+            s += grad[i * cols + c];
+            t += fabs(grad[i * cols + c]);
+        }
+        j.want_bg[c] = s;
+        j.bound_bg[c] = t;
+    }
+    for (int op = PYRT_NEG; op <= PYRT_IDENTITY; op++) {
+        const int positive = op == PYRT_LOG || op == PYRT_SQRT;
+        kc_fill(r, x, n, positive ? 0.1f : -6.0f, positive ? 4.0f : 6.0f);
+        for (int64_t i = 0; i < n; i++) {
+            const double y = act_ref(op, x[i]);
+            y_ref[i] = (float)y;
+            j.want_y[i] = y;
+            j.want_dx[i] = act_grad_ref(op, grad[i], x[i], y_ref[i]);
+            j.want_ba[i] = act_ref(op, (double)x[i] + bias[i % cols]);
+        }
+        for (int64_t c = 0; c < cols; c++)
+            j.want_acm[c] = x[c] + 0.5 * grad[c] * bias[c];
+        j.op = op;
+        const kc_out outs[] = {
+            {j.y, sizeof(float) * (size_t)n},         {j.dx, sizeof(float) * (size_t)n},
+            {j.ba, sizeof(float) * (size_t)(is_chain_act(op) ? n : 0)},
+            {j.bg, sizeof(float) * (size_t)cols},     {j.acm, sizeof(float) * (size_t)cols},
+        };
+        kc_across_threads("unary ops", unary_run, unary_check, &j, outs, 5);
+    }
+    free(x), free(grad), free(bias), free(y_ref);
+    free(j.y), free(j.dx), free(j.ba), free(j.bg), free(j.acm);
+    free(j.want_y), free(j.want_dx), free(j.want_ba), free(j.want_bg), free(j.bound_bg);
+    free(j.want_acm);
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t outer, len, inner;
+    int nans; /* x holds NaN: the sums are NaN too, and not compared */
+    const float *x;
+    float *sum, *max;
+    int64_t *argmax;
+    double *want_sum, *bound_sum, *want_max;
+    int64_t *want_arg;
+} reduce_job;
+
+static void reduce_run(void *ctx)
+{
+    reduce_job *j = ctx;
+    CHECK_RC(pyrt_sum(j->x, j->sum, j->outer, j->len, j->inner), PYRT_OK);
+    CHECK_RC(pyrt_max(j->x, j->max, j->outer, j->len, j->inner), PYRT_OK);
+    CHECK_RC(pyrt_argmax(j->x, j->argmax, j->outer, j->len, j->inner), PYRT_OK);
+}
+
+static void reduce_check(void *ctx)
+{
+    reduce_job *j = ctx;
+    const int64_t m = j->outer * j->inner;
+    if (!j->nans)
+        kc_close("sum", j->sum, j->want_sum, j->bound_sum, m, j->len, 0);
+    for (int64_t i = 0; i < m; i++) {
+        CHECK((isnan(j->want_max[i]) && isnan(j->max[i])) || j->max[i] == j->want_max[i],
+              "max [%lld, %lld, %lld] at %lld: %g, expected %g", (long long)j->outer,
+              (long long)j->len, (long long)j->inner, (long long)i, (double)j->max[i],
+              j->want_max[i]);
+        CHECK(j->argmax[i] == j->want_arg[i],
+              "argmax [%lld, %lld, %lld] at %lld: %lld, expected %lld", (long long)j->outer,
+              (long long)j->len, (long long)j->inner, (long long)i, (long long)j->argmax[i],
+              (long long)j->want_arg[i]);
+    }
+}
+
+static void check_reduce(stress_rng *r, int64_t outer, int64_t len, int64_t inner, int nans)
+{
+    const int64_t n = outer * len * inner, m = outer * inner;
+    float *x = kc_floats(n);
+    kc_fill(r, x, n, -1.0f, 1.0f);
+    for (int i = 0; i < nans; i++)
+        x[stress_below(r, n)] = NAN;
+    reduce_job j = {.outer = outer, .len = len, .inner = inner, .nans = nans, .x = x};
+    j.sum = kc_floats(m), j.max = kc_floats(m);
+    j.argmax = malloc(sizeof(int64_t) * (size_t)m);
+    j.want_arg = malloc(sizeof(int64_t) * (size_t)m);
+    CHECK(j.argmax && j.want_arg, "out of memory");
+    j.want_sum = kc_doubles(m), j.bound_sum = kc_doubles(m), j.want_max = kc_doubles(m);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < inner; c++) {
+            double s = 0, t = 0, best = -INFINITY;
+            int64_t at = -1;
+            for (int64_t l = 0; l < len; l++) {
+                const float v = x[(o * len + l) * inner + c];
+                s += v;
+                t += fabs(v);
+                if (at < 0 || (!isnan(best) && (isnan(v) || v > best))) {
+                    best = v;
+                    at = l;
+                }
+            }
+            j.want_sum[o * inner + c] = s;
+            j.bound_sum[o * inner + c] = t;
+            j.want_max[o * inner + c] = best;
+            j.want_arg[o * inner + c] = at;
+        }
+    const kc_out outs[] = {
+        {j.max, sizeof(float) * (size_t)m},
+        {j.argmax, sizeof(int64_t) * (size_t)m},
+        {j.sum, sizeof(float) * (size_t)m},
+    };
+    kc_across_threads("reductions", reduce_run, reduce_check, &j, outs, 3);
+    free(x), free(j.sum), free(j.max), free(j.argmax), free(j.want_arg);
+    free(j.want_sum), free(j.bound_sum), free(j.want_max);
+}
+
+/* ---- softmax and losses ---------------------------------------------------------------- */
+
+typedef struct {
+    int64_t rows, cols;
+    const float *x, *targets;
+    const int64_t *labels;
+    float *soft, *logsoft, *ce_grad, *bce_grad, *ce_loss, *bce_loss;
+    double *want_soft, *want_log, *want_ce_grad, *want_bce_grad, want_ce, want_bce;
+} softmax_job;
+
+static void softmax_run(void *ctx)
+{
+    softmax_job *j = ctx;
+    CHECK_RC(pyrt_softmax(j->x, j->soft, j->rows, j->cols, 0), PYRT_OK);
+    CHECK_RC(pyrt_softmax(j->x, j->logsoft, j->rows, j->cols, 1), PYRT_OK);
+    CHECK_RC(pyrt_cross_entropy(j->x, j->labels, j->ce_loss, j->ce_grad, j->rows, j->cols),
+             PYRT_OK);
+    CHECK_RC(pyrt_bce_with_logits(j->x, j->targets, j->bce_loss, j->bce_grad,
+                                  j->rows * j->cols),
+             PYRT_OK);
+}
+
+static void softmax_check(void *ctx)
+{
+    softmax_job *j = ctx;
+    const int64_t n = j->rows * j->cols;
+    kc_close("softmax", j->soft, j->want_soft, NULL, n, MATH_TERMS + j->cols, 1e-7);
+    kc_close("log_softmax", j->logsoft, j->want_log, NULL, n, MATH_TERMS + j->cols, 1e-6);
+    kc_close("cross_entropy grad", j->ce_grad, j->want_ce_grad, NULL, n, MATH_TERMS + j->cols,
+             1e-7);
+    kc_close("cross_entropy loss", j->ce_loss, &j->want_ce, NULL, 1, MATH_TERMS + n, 1e-6);
+    kc_close("bce_with_logits grad", j->bce_grad, j->want_bce_grad, NULL, n, MATH_TERMS, 1e-9);
+    kc_close("bce_with_logits loss", j->bce_loss, &j->want_bce, NULL, 1, MATH_TERMS + n, 1e-6);
+}
+
+static void check_softmax(stress_rng *r, int64_t rows, int64_t cols, float spread)
+{
+    const int64_t n = rows * cols;
+    softmax_job j = {.rows = rows, .cols = cols};
+    float *x = kc_floats(n), *targets = kc_floats(n);
+    int64_t *labels = malloc(sizeof(int64_t) * (size_t)rows);
+    CHECK(labels != NULL, "out of memory");
+    kc_fill(r, x, n, -spread, spread);
+    kc_fill(r, targets, n, 0.0f, 1.0f);
+    for (int64_t i = 0; i < rows; i++)
+        labels[i] = stress_below(r, cols);
+    j.x = x, j.targets = targets, j.labels = labels;
+    j.soft = kc_floats(n), j.logsoft = kc_floats(n), j.ce_grad = kc_floats(n);
+    j.bce_grad = kc_floats(n), j.ce_loss = kc_floats(1), j.bce_loss = kc_floats(1);
+    j.want_soft = kc_doubles(n), j.want_log = kc_doubles(n), j.want_ce_grad = kc_doubles(n);
+    j.want_bce_grad = kc_doubles(n);
+    j.want_ce = j.want_bce = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *row = x + i * cols;
+        double top = row[0], s = 0;
+        for (int64_t c = 1; c < cols; c++)
+            top = row[c] > top ? row[c] : top;
+        for (int64_t c = 0; c < cols; c++)
+            s += exp(row[c] - top);
+        for (int64_t c = 0; c < cols; c++) {
+            const double p = exp(row[c] - top) / s;
+            j.want_soft[i * cols + c] = p;
+            j.want_log[i * cols + c] = row[c] - top - log(s);
+            j.want_ce_grad[i * cols + c] = (p - (c == labels[i])) / (double)rows;
+        }
+        j.want_ce -= (row[labels[i]] - top - log(s)) / (double)rows;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const double z = x[i], t = targets[i];
+        j.want_bce += ((z > 0 ? z : 0) - z * t + log1p(exp(-fabs(z)))) / (double)n;
+        j.want_bce_grad[i] = (1 / (1 + exp(-z)) - t) / (double)n;
+    }
+    const kc_out outs[] = {
+        {j.soft, sizeof(float) * (size_t)n},    {j.logsoft, sizeof(float) * (size_t)n},
+        {j.ce_grad, sizeof(float) * (size_t)n}, {j.bce_grad, sizeof(float) * (size_t)n},
+        {j.ce_loss, sizeof(float)},             {j.bce_loss, sizeof(float)},
+    };
+    kc_across_threads("softmax and losses", softmax_run, softmax_check, &j, outs, 6);
+    /* a label out of range: an error, and nothing written */
+    labels[rows - 1] = cols;
+    j.ce_loss[0] = 7.0f;
+    CHECK_RC(pyrt_cross_entropy(x, labels, j.ce_loss, NULL, rows, cols), PYRT_EINVAL);
+    CHECK(j.ce_loss[0] == 7.0f, "cross_entropy wrote a loss for a bad label");
+    free(x), free(targets), free(labels);
+    free(j.soft), free(j.logsoft), free(j.ce_grad), free(j.bce_grad), free(j.ce_loss);
+    free(j.bce_loss), free(j.want_soft), free(j.want_log), free(j.want_ce_grad);
+    free(j.want_bce_grad);
+}
+
+int main(void)
+{
+    double t0 = stress_now();
+    stress_begin("kernels_ops");
+    stress_rng rng = stress_rng_make(stress_seed(), 103);
+    const int64_t big = stress_scaled(300, 60); /* rows of 203: 61 k floats at scale 1 */
+
+    check_binary(&rng, 1, 7);
+    check_binary(&rng, 37, 203);
+    check_binary(&rng, big, 203);
+    check_binary(&rng, big * 50, 3);       /* narrow rows: b repeated to a longer period */
+    check_unary(&rng, 1, 13);
+    check_unary(&rng, big, 203);
+
+    check_reduce(&rng, 1, 1, 1, 0);
+    check_reduce(&rng, 1, 1000 * big + 3, 1, 0); /* full reduction over several leaves */
+    check_reduce(&rng, 37, 1001, 1, 0);           /* rows */
+    check_reduce(&rng, 3, 50, 3 * big + 1, 0);    /* columns, several blocks of 256 */
+    check_reduce(&rng, 5, 17, 1, 0);
+    check_reduce(&rng, 4, 3000, 1, 2);            /* NaN: max is NaN, argmax its first index */
+    check_reduce(&rng, 2, 40, 300, 3);
+
+    check_softmax(&rng, 1, 1, 3.0f);
+    check_softmax(&rng, 9, 10, 3.0f);
+    check_softmax(&rng, big, 101, 3.0f);
+    check_softmax(&rng, 17, 33, 80.0f);           /* large logits: exp must not overflow */
+    printf("kernels_ops: largest operand %lld floats\n", (long long)(1000 * big + 3));
+    return stress_end("kernels_ops", t0);
+}
