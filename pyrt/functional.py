@@ -76,7 +76,11 @@ def _as_tensor(x, like):
     Tensor = _tensor()
     if isinstance(x, Tensor):
         return x
-    return Tensor(np.asarray(x, dtype=np.float32))
+    array = np.asarray(x)
+    if array.dtype.kind not in "fiub":
+        raise TypeError(f"operands must be Tensors, real numbers or arrays of them, got "
+                        f"{type(x).__name__}")
+    return Tensor(array.astype(np.float32, copy=False))
 
 
 def _unbroadcast(g, shape):
@@ -140,7 +144,11 @@ def mul(a, b):
 
 def div(a, b):
     if _scalar(b):
-        return mul(a, 1.0 / b)
+        try:
+            inv = 1.0 / b
+        except ZeroDivisionError:  # x / 0 is +-inf or nan, as IEEE division gives
+            return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),))
+        return mul(a, inv)
     if _scalar(a):
         b_ = b
         out = ops.div(a, b_.data)
@@ -282,6 +290,9 @@ def linear(x, weight, bias=None, act=None):
 def _linear_checked(x, weight, bias, act):
     """linear through the checked ops (routed to the GPU for CuPy arrays): one GEMM, one
     fused bias + activation pass, and in backward one bias-gradient pass."""
+    for t, name in ((x, "input"), (weight, "weight")):
+        if not isinstance(t, _tensor()):
+            raise TypeError(f"linear: {name} must be a Tensor, got {type(t).__name__}")
     bd = None if bias is None else bias.data
     y = ops.matmul(x.data, weight.data, trans_b=True)
     if bias is not None or act is not None:
@@ -416,12 +427,20 @@ def _scale(grad, g):
     return grad if g == 1.0 else ops.mul(grad, g)
 
 
+def _not_a_tensor(input):
+    """The error for a loss whose input is not a Tensor (a NumPy array has .data too)."""
+    return TypeError(f"input must be a Tensor, got {type(input).__name__}")
+
+
 def cross_entropy(logits, labels):
     """Mean cross-entropy of softmax(logits [N, C]) against integer labels [N], forward and
     gradient in one fused kernel pass."""
-    labels = labels.data if hasattr(labels, "data") else np.asarray(labels)
+    labels = labels.data if isinstance(labels, _Tensor or _tensor()) else np.asarray(labels)
     z = logits.data
-    need = logits.requires_grad and _grad_mode.enabled
+    try:
+        need = logits.requires_grad and _grad_mode.enabled
+    except AttributeError:
+        raise _not_a_tensor(logits) from None
     if (_plain(z) and z.ndim == 2 and type(labels) is np.ndarray and labels.dtype is I64
             and labels.flags.c_contiguous and labels.shape == z.shape[:1]):
         out = cross_entropy_raw(z, labels, need)
@@ -434,9 +453,15 @@ def cross_entropy(logits, labels):
 
 
 def binary_cross_entropy_with_logits(logits, targets):
-    targets = targets.data if hasattr(targets, "data") else np.asarray(targets, np.float32)
+    if isinstance(targets, _Tensor or _tensor()):
+        targets = targets.data
+    else:
+        targets = _as_tensor(targets, None).data
     z = logits.data
-    need = logits.requires_grad and _grad_mode.enabled
+    try:
+        need = logits.requires_grad and _grad_mode.enabled
+    except AttributeError:
+        raise _not_a_tensor(logits) from None
     if _plain(z) and _plain(targets) and z.shape == targets.shape:
         out = bce_with_logits_raw(z, targets, need)
     else:
@@ -448,7 +473,10 @@ def binary_cross_entropy_with_logits(logits, targets):
 
 
 def mse_loss(input, target):
-    target = target.data if hasattr(target, "data") else np.asarray(target, np.float32)
+    if isinstance(target, _Tensor or _tensor()):
+        target = target.data
+    else:
+        target = _as_tensor(target, None).data
     if input.shape != target.shape:
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")

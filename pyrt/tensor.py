@@ -287,8 +287,8 @@ class Tensor:
     view = reshape
 
     def flatten(self, start_dim=0):
-        shape = self.shape[:start_dim] + (-1,)
-        return F.reshape(self, shape)
+        start = dim_index(start_dim, self.ndim)
+        return F.reshape(self, self.shape[:start] + (-1,))
 
     @property
     def T(self):
@@ -296,6 +296,17 @@ class Tensor:
 
     def t(self):
         return F.transpose(self)
+
+
+def dim_index(dim, ndim):
+    """`dim` in range(ndim) (negative counts from the end; a 0-d tensor has dims -1 and 0),
+    or PyTorch's IndexError."""
+    rank = ndim or 1
+    try:
+        return range(rank)[dim]
+    except IndexError:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
+                         f"{rank - 1}], but got {dim})") from None
 
 
 # ---- creation --------------------------------------------------------------------------------
@@ -306,12 +317,13 @@ def _as_array(data, dtype):
         data = data.data
     arr = np.asarray(data)
     if dtype is not None:
-        arr = arr.astype(dtype, copy=False)
-    elif arr.dtype.kind in "iub":
-        arr = arr.astype(np.int64, copy=False)
-    else:
-        arr = arr.astype(np.float32, copy=False)
-    return np.ascontiguousarray(arr)
+        return arr.astype(dtype, copy=False)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "f":
+        return arr.astype(np.float32, copy=False)
+    raise TypeError(f"data must hold real numbers, got {type(data).__name__} of dtype "
+                    f"{arr.dtype}")
 
 
 def tensor(data, requires_grad=False, device="cpu", dtype=None):
@@ -319,7 +331,7 @@ def tensor(data, requires_grad=False, device="cpu", dtype=None):
     device = _check_device(device)
     if isinstance(data, Tensor) and data.device != "cpu":
         data = data.data.get()
-    arr = _as_array(data, dtype).copy()
+    arr = _as_array(data, dtype).copy()  # C-contiguous, 0-d data kept 0-d
     if requires_grad and arr.dtype != np.float32:
         raise RuntimeError("only floating-point tensors can require gradients")
     return Tensor(_move(arr, device), requires_grad=requires_grad)

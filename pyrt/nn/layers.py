@@ -14,6 +14,7 @@ from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
+from pyrt.tensor import dim_index
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
            "Sequential"]
@@ -162,8 +163,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, x):
-        ndim = max(x.ndim, 1)
-        start, end = self.start_dim % ndim, self.end_dim % ndim
+        start, end = dim_index(self.start_dim, x.ndim), dim_index(self.end_dim, x.ndim)
         if start > end:
             raise ValueError(f"flatten: start_dim {self.start_dim} comes after end_dim "
                              f"{self.end_dim} for a {x.ndim}-D input")

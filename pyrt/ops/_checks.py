@@ -147,7 +147,10 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
 def _numpy_subclass(x, name, what):
     """A subclass of numpy.ndarray is taken (as_f32 views it as a plain ndarray)."""
     if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be {what} numpy.ndarray, got {type(x).__name__}")
+        # a tensor's data is its array, but a numpy.ndarray's .data is a memoryview
+        hint = (": was a numpy.ndarray passed where a pyrt.Tensor was expected?"
+                if type(x) is memoryview else "")
+        raise TypeError(f"{name} must be {what} numpy.ndarray, got {type(x).__name__}{hint}")
 
 
 def _numpy_address(a):
@@ -175,12 +178,13 @@ def iptr(a):
     return ffi.from_buffer("int64_t[]", a)
 
 
-def axis_index(axis, ndim, name="axis"):
-    """Normalise `axis` (negative counts from the end) or raise a clear error."""
+def axis_index(axis, ndim, name="axis", expected="an integer or None"):
+    """Normalise `axis` (negative counts from the end) or raise a clear error; `expected`
+    says what the caller takes, for the TypeError."""
     try:
         axis = operator.index(axis)
     except TypeError:
-        raise TypeError(f"{name} must be an integer or None, got {type(axis).__name__}") from None
+        raise TypeError(f"{name} must be {expected}, got {type(axis).__name__}") from None
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name} {axis} is out of range for an array of {ndim} dimensions")
     return axis % ndim

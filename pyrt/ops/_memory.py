@@ -34,7 +34,8 @@ def empty(shape, dtype=_F32):
     if nbytes < _MIN_BYTES:
         return _np_empty(shape, dtype)
     if nbytes > _MAX_BYTES:
-        return _np_empty(shape, dtype)  # NumPy's error for an array too big to describe
+        raise ValueError(f"an array of shape {tuple(shape)} is too big: {nbytes} bytes, "
+                         f"more than the {_MAX_BYTES} an array can describe")
     ptr = _alloc(nbytes)
     if ptr == _NULL:
         raise MemoryError(f"cannot allocate {nbytes} bytes for an array of shape {shape}")

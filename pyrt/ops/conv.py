@@ -17,8 +17,13 @@ from pyrt.ops._memory import empty
 __all__ = ["conv2d", "conv2d_backward"]
 
 
+# the kernels index with 64-bit integers but take each size, stride and padding below 2**31
+# (pyrt_conv_shape_init), which keeps every product of them within an int64
+MAX_SIZE = 2**31 - 1
+
+
 def _pair(value, name, minimum):
-    """An int or a pair of ints, each at least `minimum`, as a tuple (a, b)."""
+    """An int or a pair of ints, each in [minimum, MAX_SIZE], as a tuple (a, b)."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
@@ -34,6 +39,8 @@ def _pair(value, name, minimum):
     if a < minimum or b < minimum:
         what = "positive" if minimum == 1 else f"at least {minimum}"
         raise ValueError(f"{name} must be {what}, got {value!r}")
+    if a > MAX_SIZE or b > MAX_SIZE:
+        raise ValueError(f"{name} must be at most {MAX_SIZE}, got {value!r}")
     return a, b
 
 
@@ -42,13 +49,21 @@ def _check_4d(shape, name, layout):
         raise ValueError(f"{name} must be 4-D {layout}, got shape {shape}")
 
 
+def _check_sizes(shape, name):
+    if max(shape) > MAX_SIZE:  # only a zero-size array can be this long
+        raise ValueError(f"{name} has shape {shape}: each size must be at most {MAX_SIZE}")
+
+
 def _geometry(x_shape, window, stride, padding, window_name, k=0):
     """The pyrt_conv_shape of a window sliding over an [n, c, h, w] input, with the output
     height and width. ValueError naming `window_name` if the window does not fit."""
+    _check_sizes(x_shape, "x")
     n, c, h, w = x_shape
     kh, kw = window
     sh, sw = stride
     ph, pw = padding
+    if kh < 1 or kw < 1:
+        raise ValueError(f"{window_name} must be at least 1x1, got {kh}x{kw}")
     if h + 2 * ph < kh or w + 2 * pw < kw:
         raise ValueError(
             f"{window_name} {kh}x{kw} is larger than the padded input "
@@ -93,6 +108,7 @@ def conv_geometry(x_shape, weight_shape, stride, padding):
         return hit
     _check_4d(x_shape, "x", "[n, c, h, w]")
     _check_4d(weight_shape, "weight", "[out_channels, in_channels, kh, kw]")
+    _check_sizes(weight_shape, "weight")
     if weight_shape[1] != x_shape[1]:
         raise ValueError(
             f"weight has {weight_shape[1]} input channels (shape {weight_shape}) but x has "

@@ -70,10 +70,14 @@ def _binary(op, a, b, out, what):
         big, scalar, swap, name = as_f32(a, "a"), b, 0, "a"
     else:
         big, scalar, swap, name = as_f32(b, "b"), a, 1, "b"
+    try:
+        value = float(scalar)
+    except OverflowError:
+        raise ValueError(f"{'a' if swap else 'b'} is too large for a float") from None
     res = out_f32(out, big.shape)
     if out is not None:
         check_out(res, (big, name))
-    rc = lib.pyrt_binary(op, fptr(big), ffi.new("float[1]", [float(scalar)]), fptr(res), 1,
+    rc = lib.pyrt_binary(op, fptr(big), ffi.new("float[1]", [value]), fptr(res), 1,
                          big.size, _SCALAR, swap)
     if rc:
         check_rc(rc, what)
@@ -378,7 +382,11 @@ def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
     res = out_f32(out, input.shape)
     if out is not None:
         check_out(res, (input, "input"), (tensor1, "tensor1"), (tensor2, "tensor2"))
-    check_rc(lib.pyrt_addcmul(fptr(input), fptr(tensor1), fptr(tensor2), float(value),
-                              fptr(res), input.size), "addcmul")
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError("value is too large for a float") from None
+    check_rc(lib.pyrt_addcmul(fptr(input), fptr(tensor1), fptr(tensor2), value, fptr(res),
+                              input.size), "addcmul")
     return res
 

@@ -88,6 +88,19 @@ def _operand(x, name, trans):
     return x, _from_buffer(_FLOATS, x), x.shape[1] or 1, trans
 
 
+def _scalar_error(alpha, beta):
+    """The error for an alpha or beta the kernel cannot take as a double."""
+    for value, name in ((alpha, "alpha"), (beta, "beta")):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            return TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        try:
+            float(value)
+        except OverflowError:
+            return ValueError(f"{name} is too large for a float")
+    return TypeError(f"alpha and beta must be real numbers, got {alpha!r} and {beta!r}")
+
+
 def _failed(rc, a, b, out, args):
     """Turn an error code into an exception; the kernel also refuses an `out` whose address
     range meets a or b's. Views that interleave without sharing memory are recomputed from
@@ -156,8 +169,11 @@ def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None)
     except ValueError:
         out_f32(res, (m, n))  # raises the error that says which
         raise
-    rc = _sgemm(1 if ta else 0, 1 if tb else 0, m, n, k, alpha, pa, lda, pb, ldb, beta, pc,
-                n or 1)
+    try:
+        rc = _sgemm(1 if ta else 0, 1 if tb else 0, m, n, k, alpha, pa, lda, pb, ldb, beta, pc,
+                    n or 1)
+    except (TypeError, OverflowError):
+        raise _scalar_error(alpha, beta) from None
     if rc:
         return _failed(rc, a, b, out, {"trans_a": trans_a, "trans_b": trans_b,
                                        "alpha": alpha, "beta": beta})

@@ -8,11 +8,20 @@ pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``)
 (csrc/kernels/pool2d.c) run in parallel over the n*c planes.
 """
 
+import operator
 
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, check_shape, fptr, iptr
 from pyrt.ops._memory import empty
-from pyrt.ops.conv import _CACHE, _cache_key, _check_4d, _geometry, _pair, _remember
+from pyrt.ops.conv import (
+    _CACHE,
+    MAX_SIZE,
+    _cache_key,
+    _check_4d,
+    _geometry,
+    _pair,
+    _remember,
+)
 
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
 
@@ -35,11 +44,14 @@ def _pool_geometry(x_shape, kernel_size, stride, padding):
 
 def _input_shape(input_shape):
     try:
-        shape = tuple(int(d) for d in input_shape)
+        if isinstance(input_shape, (str, bytes)):
+            raise TypeError
+        shape = tuple(operator.index(d) for d in input_shape)
     except TypeError:
         raise TypeError(f"input_shape must be a sequence of 4 ints, got {input_shape!r}") from None
-    if len(shape) != 4 or min(shape) < 0:
-        raise ValueError(f"input_shape must be 4 non-negative ints [n, c, h, w], got {shape}")
+    if len(shape) != 4 or not all(0 <= d <= MAX_SIZE for d in shape):
+        raise ValueError(f"input_shape must be 4 ints [n, c, h, w] in [0, {MAX_SIZE}], "
+                         f"got {shape}")
     return shape
 
 

@@ -44,6 +44,13 @@ def _axes(axis, ndim):
     return (axis_index(axis, ndim),)
 
 
+def _zero_d_axis(axis, ndim):
+    """Called when axis_index refused the integer `axis`: returns if `x` is 0-d and axis is
+    0 or -1, which NumPy takes as the array's one element, else raises that error again."""
+    if ndim or axis not in (0, -1):
+        raise ValueError(f"axis {axis} is out of range for an array of {ndim} dimensions")
+
+
 def _runs(axes):
     """Runs of adjacent axes as (first, stop) pairs, e.g. (0, 1, 3) -> [(0, 2), (3, 4)]."""
     runs = []
@@ -82,7 +89,11 @@ def _reduce(kernel, what, x, axis, keepdims, out, empty_error=None):
         check_rc(kernel(fptr(x), fptr(res), 1, n, 1), what)
         return res, n
     if not isinstance(axis, tuple):
-        a = axis_index(axis, x.ndim)
+        try:
+            a = axis_index(axis, x.ndim)
+        except ValueError:
+            _zero_d_axis(axis, x.ndim)
+            return _reduce(kernel, what, x, None, keepdims, out, empty_error)
         n = shape[a]
         if n == 0 and empty_error:
             raise ValueError(empty_error)
@@ -149,7 +160,11 @@ def argmax(x, axis=None, *, keepdims=False):
         outer, length, inner = 1, x.size, 1
         res_shape = (1,) * x.ndim if keepdims else ()
     else:
-        a = axis_index(axis, x.ndim)
+        try:
+            a = axis_index(axis, x.ndim)
+        except ValueError:
+            _zero_d_axis(axis, x.ndim)
+            return argmax(x, None, keepdims=keepdims)
         outer, length, inner = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1:])
         res_shape = _result_shape(shape, (a,), keepdims)
     if length == 0:

@@ -37,10 +37,10 @@ def _softmax(x, axis, out, log, what):
         check_out(res, (x, "x"))  # out is x: allowed, done in place
     if x.ndim == 0:
         # a single element: the softmax of one value (axis must still be -1 or 0)
-        axis_index(axis, 1)
+        axis_index(axis, 1, expected="an integer")
         check_rc(lib.pyrt_softmax(fptr(x), fptr(res), 1, 1, log), what)
         return res
-    a = axis_index(axis, x.ndim)
+    a = axis_index(axis, x.ndim, expected="an integer")
     cols = x.shape[a]
     rows = x.size // cols if cols else 0
     if a == x.ndim - 1:
