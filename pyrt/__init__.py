@@ -15,6 +15,7 @@ from pyrt.runtime import (  # noqa: E402
 from pyrt import functional, nn, optim  # noqa: E402
 from pyrt.ops._memory import empty_cache  # noqa: E402
 from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from pyrt.shapes import cat, stack  # noqa: E402
 from pyrt.tensor import (  # noqa: E402
     Tensor,
     empty,
@@ -29,6 +30,7 @@ from pyrt.tensor import (  # noqa: E402
 
 __all__ = [
     "Tensor",
+    "cat",
     "empty",
     "empty_cache",
     "enable_grad",
@@ -43,6 +45,7 @@ __all__ = [
     "rand",
     "randn",
     "set_grad_enabled",
+    "stack",
     "tensor",
     "zeros",
     "cpu_count",

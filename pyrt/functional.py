@@ -22,7 +22,7 @@ from pyrt.ops.softmax import bce_with_logits_raw, cross_entropy_raw
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-    "matmul", "linear", "sum", "mean", "max", "reshape", "transpose", "index_rows",
+    "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose", "index_rows",
     "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
     "conv2d", "max_pool2d", "avg_pool2d",
 ]
@@ -212,6 +212,58 @@ def sigmoid(x):
 
 def relu(x):
     return _unary(lib.PYRT_RELU, x)
+
+
+# ---- elementwise functions without a kernel of their own (NumPy or CuPy) ---------------------
+
+
+def _real_number(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def abs(x):
+    xd = x.data
+    xp = _xp(xd)
+    # the gradient is sign(x): 0 at 0, as PyTorch's
+    return _make(xp.abs(xd), (x,), lambda g: (g * xp.sign(xd),))
+
+
+def clamp(x, min=None, max=None):
+    """x limited to [min, max] (either may be None); the gradient passes where
+    min <= x <= max."""
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    lo = None if min is None else _real_number(min, "min")
+    hi = None if max is None else _real_number(max, "max")
+    xd = x.data
+    xp = _xp(xd)
+    y = xp.clip(xd, lo, hi).astype(np.float32, copy=False)
+
+    def backward(g):
+        inside = xp.ones(xd.shape, bool)
+        if lo is not None:
+            inside &= xd >= lo
+        if hi is not None:
+            inside &= xd <= hi
+        return (g * inside,)
+
+    return _make(y, (x,), backward)
+
+
+def pow(x, exponent):
+    """x ** exponent for a real exponent; the gradient is exponent * x ** (exponent - 1) (0
+    for exponent 0)."""
+    e = _real_number(exponent, "exponent")
+    if e == 2.0:
+        return mul(x, x)
+    xd = x.data
+    xp = _xp(xd)
+    y = (xd ** np.float32(e)).astype(np.float32, copy=False)
+    if e == 0.0:
+        return _make(y, (x,), lambda g: (xp.zeros(xd.shape, np.float32),))
+    return _make(y, (x,), lambda g: (g * (np.float32(e) * xd ** np.float32(e - 1.0)),))
 
 
 # ---- linear algebra --------------------------------------------------------------------------

@@ -6,16 +6,24 @@ which records what ``backward()`` needs.
 """
 
 import numbers
+import operator
+from collections import namedtuple
 
 import numpy as np
 
 from pyrt import functional as F
+from pyrt import shapes
 from pyrt.autograd import run_backward
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manual_seed",
            "from_numpy"]
 
 _CUDA_NAMES = ("cuda", "cuda:0")
+# what max(dim) and min(dim) return, as torch.return_types.max and min
+max_result = namedtuple("max", ("values", "indices"))
+min_result = namedtuple("min", ("values", "indices"))
+_DTYPE_NAMES = {np.dtype(np.int64): "Long", np.dtype(np.bool_): "Bool",
+                np.dtype(np.int32): "Int"}
 _ONE = np.ones((), np.float32)  # the gradient of a scalar with respect to itself (copied)
 
 
@@ -87,6 +95,16 @@ class Tensor:
     def __len__(self):
         return len(self.data)
 
+    def __bool__(self):
+        if self.data.size != 1:
+            what = "no values" if self.data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
+        return bool(self.data.reshape(()).item())
+
+    # comparisons are elementwise (so a tensor hashes by identity, as in PyTorch: the
+    # optimizer's state is keyed by parameter)
+    __hash__ = object.__hash__
+
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         if isinstance(self.data, np.ndarray):
@@ -118,6 +136,16 @@ class Tensor:
 
     def __float__(self):
         return float(self.item())
+
+    def float(self):
+        """This tensor as float32: itself if it is float32 already, else a converted copy."""
+        if self.data.dtype == np.float32:
+            return self
+        return Tensor(self.data.astype(np.float32))
+
+    def long(self):
+        """A copy as int64 (floats rounded toward zero), outside autograd."""
+        return Tensor(self.data.astype(np.int64))
 
     def detach(self):
         return Tensor(self.data)
@@ -226,9 +254,41 @@ class Tensor:
         return F.neg(self)
 
     def __pow__(self, exponent):
-        if exponent == 2:
-            return F.mul(self, self)
-        raise NotImplementedError("only x ** 2 is supported")
+        return F.pow(self, exponent)
+
+    def pow(self, exponent):
+        return F.pow(self, exponent)
+
+    # ---- comparisons: elementwise, bool tensors outside autograd --------------------------------
+
+    def _compare(self, other, op):
+        if other is None:  # t == None is False, t != None True, as in PyTorch
+            return op is operator.ne
+        if isinstance(other, Tensor):
+            other = other.data
+        elif not isinstance(other, (numbers.Real, np.ndarray)):
+            return NotImplemented
+        return Tensor(op(self.data, other))
+
+    def __eq__(self, other):
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other):
+        return self._compare(other, operator.ne)
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __matmul__(self, other):
         return F.matmul(self, other)
@@ -259,16 +319,61 @@ class Tensor:
     def relu(self):
         return F.relu(self)
 
+    def abs(self):
+        return F.abs(self)
+
+    def clamp(self, min=None, max=None):
+        return F.clamp(self, min, max)
+
+    # ---- reductions: float32 through the kernels, with gradients; integers and bools (counts,
+    # labels) through NumPy or CuPy, as PyTorch reduces them
+
+    def _exact(self):
+        """Whether the data is not float32: integers or bools, reduced without autograd."""
+        return self.data.dtype != np.float32
+
     def sum(self, dim=None, keepdim=False):
+        if self._exact():
+            return Tensor(F._xp(self.data).sum(self.data, axis=dim, keepdims=keepdim,
+                                              dtype=np.int64))
         return F.sum(self, dim, keepdim)
 
     def mean(self, dim=None, keepdim=False):
+        if self._exact():
+            name = _DTYPE_NAMES.get(self.data.dtype, str(self.data.dtype))
+            raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: {name}")
         return F.mean(self, dim, keepdim)
 
     def max(self, dim=None, keepdim=False):
-        return F.max(self, dim, keepdim)
+        """The largest element; with `dim`, (values, indices) along it, as torch.max."""
+        if self._exact():
+            return self._exact_extreme(dim, keepdim, "max", max_result)
+        if dim is None:
+            return F.max(self)
+        return max_result(F.max(self, dim, keepdim), self.argmax(dim, keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        """The smallest element; with `dim`, (values, indices) along it, as torch.min."""
+        if self._exact():
+            return self._exact_extreme(dim, keepdim, "min", min_result)
+        flipped = F.neg(self)  # min is -max(-x): its gradient goes to the first minimum
+        if dim is None:
+            return F.neg(F.max(flipped))
+        return min_result(F.neg(F.max(flipped, dim, keepdim)), flipped.argmax(dim, keepdim))
+
+    def _exact_extreme(self, dim, keepdim, name, result):
+        xp = F._xp(self.data)
+        values = getattr(xp, name)(self.data, axis=dim, keepdims=keepdim)
+        if dim is None:
+            return Tensor(values)
+        indices = getattr(xp, "arg" + name)(self.data, axis=dim, keepdims=keepdim)
+        return result(Tensor(values), Tensor(indices.astype(np.int64, copy=False)))
 
     def argmax(self, dim=None, keepdim=False):
+        if self._exact():
+            xp = F._xp(self.data)
+            return Tensor(xp.argmax(self.data, axis=dim, keepdims=keepdim).astype(np.int64))
         from pyrt import ops
 
         return Tensor(ops.argmax(self.data, dim, keepdims=keepdim))
@@ -296,6 +401,27 @@ class Tensor:
 
     def t(self):
         return F.transpose(self)
+
+    def permute(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return shapes.permute(self, dims)
+
+    def transpose(self, dim0, dim1):
+        return shapes.transpose(self, dim0, dim1)
+
+    def unsqueeze(self, dim):
+        return shapes.unsqueeze(self, dim)
+
+    def squeeze(self, dim=None):
+        return shapes.squeeze(self, dim)
+
+    def contiguous(self):
+        """Itself: every op returns C-contiguous data (a tensor made around a strided array
+        by hand gets a contiguous copy)."""
+        if not self.data.flags.c_contiguous:
+            return F.reshape(self, self.shape)
+        return self
 
 
 def dim_index(dim, ndim):

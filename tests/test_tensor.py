@@ -131,7 +131,12 @@ def test_reduction_grads(kind, axis, keepdims):
     ref = {"sum": np.sum, "mean": np.mean, "max": np.max}[kind]
     out_shape = ref(x, axis=axis, keepdims=keepdims).shape
     w = rng().standard_normal(out_shape).astype(np.float32)
-    check_grads(lambda t: (getattr(t, kind)(axis, keepdims) * pyrt.tensor(w)).sum(),
+
+    def reduce(t):
+        out = getattr(t, kind)(axis, keepdims)
+        return out.values if kind == "max" and axis is not None else out  # max(dim): a pair
+
+    check_grads(lambda t: (reduce(t) * pyrt.tensor(w)).sum(),
                 lambda a: (ref(a, axis=axis, keepdims=keepdims) * w).sum(), [x])
 
 

@@ -1,0 +1,276 @@
+"""The parts of the Tensor interface that rearrange, compare and convert, against NumPy and
+(where installed) PyTorch: values, gradients, dtypes and PyTorch's errors."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pyrt
+from pyrt import nn, optim
+
+SHAPES = st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple)
+
+
+def leaf(array):
+    return pyrt.tensor(np.asarray(array, np.float32), requires_grad=True)
+
+
+def grad_of(fn, array, upstream_seed=0):
+    """The gradient of sum(fn(x) * w) w.r.t. x, w fixed random weights: a gradient that
+    tells every output element apart."""
+    x = leaf(array)
+    y = fn(x)
+    w = np.random.default_rng(upstream_seed).standard_normal(y.shape).astype(np.float32)
+    (y * pyrt.tensor(w)).sum().backward()
+    return y.detach().numpy(), x.grad.numpy(), w
+
+
+# ---- comparisons -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"])
+def test_comparisons_are_elementwise_bool_tensors(op):
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, (4, 5)).astype(np.float32)
+    b = rng.integers(0, 3, (4, 5)).astype(np.float32)
+    row = rng.integers(0, 3, (5,)).astype(np.float32)
+    ta = pyrt.tensor(a, requires_grad=True)
+    for other, ref in [(pyrt.tensor(b), b), (pyrt.tensor(row), row), (1.0, 1.0), (2, 2)]:
+        got = getattr(ta, op)(other)
+        assert isinstance(got, pyrt.Tensor)
+        assert got.dtype == np.bool_ and not got.requires_grad
+        np.testing.assert_array_equal(got.numpy(), getattr(a, op)(ref))
+    # scalar on the left: Python calls the reflected method
+    np.testing.assert_array_equal((1.0 < ta).numpy(), 1.0 < a)
+
+
+def test_counting_correct_predictions():
+    logits = pyrt.tensor(np.array([[0.1, 2.0, 0.3], [3.0, 0.0, 1.0], [0.0, 0.5, 0.2]],
+                                  np.float32))
+    labels = pyrt.tensor(np.array([1, 2, 1]))
+    correct = (logits.argmax(1) == labels).sum()
+    assert correct.dtype == np.int64 and correct.item() == 2
+    assert (logits.argmax(1) == labels).float().mean().item() == pytest.approx(2 / 3)
+    _, predicted = logits.max(1)
+    assert predicted.tolist() == [1, 0, 1]
+
+
+def test_tensors_stay_hashable_by_identity():
+    # an optimizer keys its state by parameter, and comparisons are elementwise
+    a, b = leaf([1.0, 2.0]), leaf([1.0, 2.0])
+    state = {a: "a", b: "b"}
+    assert state[a] == "a" and state[b] == "b" and len(state) == 2
+    model = nn.Linear(3, 2)
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(pyrt.randn(4, 3)).sum().backward()
+    opt.step()
+    assert all(p in opt.state for p in model.parameters())
+
+
+def test_truth_value():
+    assert bool(pyrt.tensor([1.0])) and not bool(pyrt.tensor(0.0))
+    assert bool(pyrt.tensor([2.0]) == 2.0)
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        bool(pyrt.tensor([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        if pyrt.tensor([1.0, 2.0]) == 1.0:
+            pass
+
+
+# ---- dtypes ----------------------------------------------------------------------------------
+
+
+def test_sum_of_integers_and_bools_is_int64():
+    for data in ([True, False, True], [1, 2, 3]):
+        t = pyrt.tensor(np.array(data))
+        s = t.sum()
+        assert s.dtype == np.int64 and s.item() == np.sum(data)
+    np.testing.assert_array_equal(pyrt.tensor(np.array([[1, 2], [3, 4]])).sum(0).numpy(),
+                                  [4, 6])
+    with pytest.raises(RuntimeError, match="floating point"):
+        pyrt.tensor(np.array([1, 2])).mean()
+
+
+def test_float_and_long():
+    t = pyrt.tensor(np.array([1, 2, 3]))
+    f = t.float()
+    assert f.dtype == np.float32 and f.tolist() == [1.0, 2.0, 3.0]
+    x = leaf([1.5, -2.5])
+    assert x.float() is x
+    assert x.long().dtype == np.int64 and x.long().tolist() == [1, -2]
+    assert not x.long().requires_grad
+
+
+# ---- max and min -----------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(shape=SHAPES, data=st.data())
+def test_max_and_min_along_a_dim(shape, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    keepdim = data.draw(st.booleans())
+    x = np.random.default_rng(len(shape)).permutation(int(np.prod(shape))).reshape(shape)
+    x = x.astype(np.float32)  # distinct values: one maximum per slice
+    for name, ref, arg in [("max", np.max, np.argmax), ("min", np.min, np.argmin)]:
+        t = leaf(x)
+        result = getattr(t, name)(dim, keepdim)
+        values, indices = result
+        assert result.values is values and result.indices is indices
+        np.testing.assert_array_equal(values.detach().numpy(), ref(x, axis=dim, keepdims=keepdim))
+        np.testing.assert_array_equal(indices.numpy(), arg(x, axis=dim, keepdims=keepdim))
+        assert indices.dtype == np.int64
+        values.sum().backward()
+        expect = np.zeros_like(x)
+        np.put_along_axis(expect, arg(x, axis=dim, keepdims=True), 1.0, axis=dim)
+        np.testing.assert_array_equal(t.grad.numpy(), expect)
+
+
+def test_max_and_min_of_all_elements():
+    t = leaf([[3.0, -1.0], [7.0, 2.0]])
+    assert t.max().item() == 7.0 and t.min().item() == -1.0
+    t.min().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [[0, 1], [0, 0]])
+
+
+# ---- rearranging -----------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(shape=SHAPES, data=st.data())
+def test_permute_and_transpose(shape, data):
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    order = data.draw(st.permutations(range(len(shape))))
+    y, g, w = grad_of(lambda t: t.permute(*order), x)
+    np.testing.assert_array_equal(y, x.transpose(order))
+    np.testing.assert_array_equal(g, w.transpose(np.argsort(order)))
+    assert y.flags.c_contiguous
+    d0 = data.draw(st.integers(-len(shape), len(shape) - 1))
+    d1 = data.draw(st.integers(-len(shape), len(shape) - 1))
+    y, g, w = grad_of(lambda t: t.transpose(d0, d1), x)
+    np.testing.assert_array_equal(y, np.swapaxes(x, d0, d1))
+    np.testing.assert_array_equal(g, np.swapaxes(w, d0, d1))
+
+
+def test_squeeze_and_unsqueeze():
+    x = np.arange(6, dtype=np.float32).reshape(2, 1, 3, 1)
+    t = leaf(x)
+    assert t.squeeze().shape == (2, 3)
+    assert t.squeeze(1).shape == (2, 3, 1)
+    assert t.squeeze(-1).shape == (2, 1, 3)
+    assert t.squeeze(0).shape == (2, 1, 3, 1)  # size 2: unchanged
+    assert t.unsqueeze(0).shape == (1, 2, 1, 3, 1)
+    assert t.unsqueeze(-1).shape == (2, 1, 3, 1, 1)
+    assert t.unsqueeze(4).shape == (2, 1, 3, 1, 1)
+    _, g, w = grad_of(lambda v: v.squeeze().unsqueeze(1), x)
+    np.testing.assert_array_equal(g, w.reshape(x.shape))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        t.unsqueeze(5)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        t.squeeze(4)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(shape=SHAPES, sizes=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+       data=st.data())
+def test_cat_and_stack(shape, sizes, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(2)
+    at = dim % len(shape)
+    parts = [rng.standard_normal(shape[:at] + (n,) + shape[at + 1:]).astype(np.float32)
+             for n in sizes]
+    leaves = [leaf(p) for p in parts]
+    out = pyrt.cat(leaves, dim)
+    np.testing.assert_array_equal(out.detach().numpy(), np.concatenate(parts, axis=dim))
+    w = rng.standard_normal(out.shape).astype(np.float32)
+    (out * pyrt.tensor(w)).sum().backward()
+    for piece, t in zip(np.split(w, np.cumsum(sizes)[:-1], axis=dim), leaves):
+        np.testing.assert_array_equal(t.grad.numpy(), piece)
+
+    same = [rng.standard_normal(shape).astype(np.float32) for _ in sizes]
+    leaves = [leaf(p) for p in same]
+    sdim = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    out = pyrt.stack(leaves, sdim)
+    np.testing.assert_array_equal(out.detach().numpy(), np.stack(same, axis=sdim))
+    w = rng.standard_normal(out.shape).astype(np.float32)
+    (out * pyrt.tensor(w)).sum().backward()
+    for i, t in enumerate(leaves):
+        np.testing.assert_array_equal(t.grad.numpy(), np.take(w, i, axis=sdim))
+
+
+def test_cat_and_stack_errors():
+    a, b = pyrt.zeros(2, 3), pyrt.zeros(2, 4)
+    assert pyrt.cat([a, b], 1).shape == (2, 7)
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        pyrt.cat([a, b])
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        pyrt.stack([a, b])
+    with pytest.raises(ValueError, match="non-empty"):
+        pyrt.cat([])
+    with pytest.raises(TypeError, match="sequence of Tensors"):
+        pyrt.cat(a)
+    with pytest.raises(TypeError, match="element 1 is ndarray"):
+        pyrt.stack([a, np.zeros((2, 3), np.float32)])
+    with pytest.raises(TypeError, match="one dtype"):
+        pyrt.cat([a, pyrt.tensor(np.zeros((2, 3), np.int64))])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        pyrt.cat([a, a], 2)
+
+
+# ---- elementwise: abs, clamp, pow ------------------------------------------------------------
+
+
+def finite_difference(fn, x, w, eps=1e-3):
+    x64 = x.astype(np.float64)
+    grad = np.zeros_like(x64)
+    for i in np.ndindex(x.shape):
+        up, down = x64.copy(), x64.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (np.sum(fn(up) * w) - np.sum(fn(down) * w)) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("name,fn,ref", [
+    ("abs", lambda t: t.abs(), np.abs),
+    ("clamp", lambda t: t.clamp(-0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7)),
+    ("clamp min", lambda t: t.clamp(min=0.2), lambda a: np.maximum(a, 0.2)),
+    ("clamp max", lambda t: t.clamp(max=0.2), lambda a: np.minimum(a, 0.2)),
+    ("pow 3", lambda t: t.pow(3), lambda a: a ** 3),
+    ("** 3", lambda t: t ** 3, lambda a: a ** 3),
+    ("** 0.5 of |x|", lambda t: t.abs() ** 0.5, lambda a: np.abs(a) ** 0.5),
+    ("** -1", lambda t: t ** -1, lambda a: a ** -1.0),
+])
+def test_elementwise_values_and_gradients(name, fn, ref):
+    rng = np.random.default_rng(3)
+    # away from the kinks of abs and clamp and from 0, where x ** -1 blows up
+    x = rng.uniform(0.1, 1.0, (3, 4)).astype(np.float32) * rng.choice([-1, 1], (3, 4))
+    x[np.abs(np.abs(x) - 0.5) < 0.05] = 0.9
+    x[np.abs(x - 0.7) < 0.05] = 0.9
+    x[np.abs(x - 0.2) < 0.05] = 0.9
+    y, g, w = grad_of(fn, x)
+    np.testing.assert_allclose(y, ref(x.astype(np.float64)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g, finite_difference(ref, x, w), rtol=1e-3, atol=1e-3)
+
+
+def test_against_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    ops = [
+        lambda m, t: t.permute(2, 0, 1) * 2,
+        lambda m, t: t.transpose(0, 2).abs(),
+        lambda m, t: t.clamp(-0.5, 0.5).unsqueeze(1).squeeze(),
+        lambda m, t: m.cat([t, t ** 3], 1),
+        lambda m, t: m.stack([t, t.abs()], -1).max(1)[0],
+        lambda m, t: t.min(2).values,
+    ]
+    for op in ops:
+        p = leaf(x)
+        q = torch.tensor(x, requires_grad=True)
+        yp, yq = op(pyrt, p), op(torch, q)
+        np.testing.assert_allclose(yp.detach().numpy(), yq.detach().numpy(), rtol=1e-6)
+        w = rng.standard_normal(yq.shape).astype(np.float32)
+        (yp * pyrt.tensor(w)).sum().backward()
+        (yq * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
