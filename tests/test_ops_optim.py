@@ -276,3 +276,32 @@ def test_array_errors():
         adam_step([0.0], g, m, v, step=1)
     with pytest.raises(TypeError, match="grad must have dtype float32"):
         adam_step(p, np.zeros((4, 3)), m, v, step=1)
+
+
+def test_arrays_updated_in_place_must_not_overlap():
+    rng = np.random.default_rng(5)
+    p, g = rng.standard_normal(8).astype(F32), rng.standard_normal(8).astype(F32)
+    z = np.zeros(8, F32)
+    with pytest.raises(ValueError, match="param and momentum_buffer overlap"):
+        sgd_step(p, g, p, lr=0.1, momentum=0.9)
+    with pytest.raises(ValueError, match="param and exp_avg overlap"):
+        adam_step(p, g, p, z.copy(), step=1)
+    with pytest.raises(ValueError, match="exp_avg and exp_avg_sq overlap"):
+        adam_step(p, g, z, z, step=1)
+    with pytest.raises(ValueError, match="grad partially overlaps param"):
+        big = np.ones(9, F32)
+        sgd_step(big[1:], big[:-1], lr=0.1)
+    # the gradient may be the parameter itself: each element is read before it is written
+    q = p.copy()
+    sgd_step(q, q, lr=0.25)
+    np.testing.assert_array_equal(q, p - np.float32(0.25) * p)
+
+
+def test_scalars_out_of_range():
+    p, g, m, v = (np.zeros(3, F32) for _ in range(4))
+    with pytest.raises(ValueError, match="lr is too large for a float"):
+        sgd_step(p, g, lr=10**400)
+    with pytest.raises(ValueError, match="Invalid step: 9223372036854775808"):
+        adam_step(p, g, m, v, step=2**63)
+    with pytest.raises(TypeError, match="step must be an integer, got bool"):
+        adam_step(p, g, m, v, step=True)

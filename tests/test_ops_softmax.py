@@ -354,6 +354,17 @@ def test_bce_large_logits():
     np.testing.assert_allclose(grad, ref_bce_grad(z, t), atol=1e-8)
 
 
+@pytest.mark.parametrize("n", [1, 11])  # the portable tail, and a vector of 8 before it
+def test_bce_infinite_logits(n):
+    # z = +inf: z - z t would be inf - inf; the loss is inf for t < 1, as PyTorch gives. The
+    # gradient (sigmoid(z) - t) / n stays finite.
+    for z, t, want in [(np.inf, 0.0, np.inf), (np.inf, 0.5, np.inf), (-np.inf, 1.0, np.inf)]:
+        zs, ts = np.full(n, z, np.float32), np.full(n, t, np.float32)
+        loss, grad = binary_cross_entropy_with_logits(zs, ts, return_grad=True)
+        assert loss == want
+        np.testing.assert_allclose(grad, ((z > 0) - t) / n, rtol=1e-6)
+
+
 def test_bce_matches_torch():
     torch = pytest.importorskip("torch")
     z = random_logits((40, 3), seed=9, scale=4.0)

@@ -332,7 +332,8 @@ int pyrt_cross_entropy(const float *logits, const int64_t *labels, float *loss, 
 /* ---- binary cross-entropy with logits ------------------------------------------------- */
 
 /* Per element, with e = exp(-|z|) in (0, 1]:
- *   loss = max(z, 0) - z t + log1p(e)
+ *   loss = max(z, 0) - z t + log1p(e)   (z (1 - t) at z = +inf, where z - z t is inf - inf:
+ *                                         inf for t < 1, as PyTorch gives)
  *   grad = (sigmoid(z) - t) / n, sigmoid(z) = (z < 0 ? e : 1) / (1 + e)
  * log1p(e) = log(u) * e / (u - 1) with u = 1 + e (and e itself when u rounds to 1): the
  * rounding of u cancels in the ratio, so small e keeps its relative accuracy. */
@@ -352,7 +353,8 @@ static int bce_leaf_portable(const bce_job *jb, int64_t start, int64_t stop, dou
         float e = simd_expf(-fabsf(z));
         float u = 1.0f + e, d = u - 1.0f;
         float l1p = d == 0.0f ? e : simd_logf(u) * (e / d);
-        total += (double)((z > 0.0f ? z : 0.0f) - z * t + l1p);
+        const float loss = z == INFINITY ? z * (1.0f - t) : (z > 0.0f ? z : 0.0f) - z * t + l1p;
+        total += (double)loss;
         if (jb->grad)
             jb->grad[i] = ((z < 0.0f ? e : 1.0f) / u - t) * inv_n;
     }
@@ -372,7 +374,10 @@ SIMD_AVX2 static inline __m256 bce_avx2(__m256 z, __m256 t, __m256 inv_n, __m256
     l1p = _mm256_blendv_ps(l1p, e, _mm256_cmp_ps(d, zero, _CMP_EQ_OQ));
     __m256 num = _mm256_blendv_ps(one, e, _mm256_cmp_ps(z, zero, _CMP_LT_OQ));
     *g = _mm256_mul_ps(_mm256_sub_ps(_mm256_div_ps(num, u), t), inv_n);
-    return _mm256_add_ps(_mm256_fnmadd_ps(z, t, _mm256_max_ps(z, zero)), l1p);
+    const __m256 loss = _mm256_add_ps(_mm256_fnmadd_ps(z, t, _mm256_max_ps(z, zero)), l1p);
+    const __m256 inf = _mm256_set1_ps(INFINITY);
+    return _mm256_blendv_ps(loss, _mm256_mul_ps(z, _mm256_sub_ps(one, t)),
+                            _mm256_cmp_ps(z, inf, _CMP_EQ_OQ));
 }
 
 SIMD_AVX2 static int bce_leaf_avx2(const bce_job *jb, int64_t start, int64_t stop, double *acc)

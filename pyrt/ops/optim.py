@@ -25,7 +25,27 @@ def _real(x, name):
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
                                                              np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    return float(x)
+    try:
+        return float(x)
+    except OverflowError:
+        raise ValueError(f"{name} is too large for a float") from None
+
+
+def _start(a):
+    return a.__array_interface__["data"][0]
+
+
+def check_no_overlap(updated, grad=None):
+    """`updated`, (array, name) pairs of the arrays a step writes, must not share memory with
+    one another; `grad`, only read, may be one of them exactly (each element is read before it
+    is written) but must not overlap one in part."""
+    for i, (a, name) in enumerate(updated):
+        for b, other in updated[i + 1:]:
+            if np.may_share_memory(a, b):
+                raise ValueError(f"{name} and {other} overlap: each is updated in place")
+        if (grad is not None and np.may_share_memory(a, grad)
+                and (_start(a), a.nbytes) != (_start(grad), grad.nbytes)):
+            raise ValueError(f"grad partially overlaps {name}, which is updated in place")
 
 
 def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0.0,
@@ -47,8 +67,11 @@ def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0
     if momentum != 0.0:
         if momentum_buffer is None:
             raise ValueError("momentum_buffer is required when momentum != 0")
-        buf = fptr(_in_place(momentum_buffer, "momentum_buffer", param.shape))
+        momentum_buffer = _in_place(momentum_buffer, "momentum_buffer", param.shape)
+        check_no_overlap([(param, "param"), (momentum_buffer, "momentum_buffer")], grad)
+        buf = fptr(momentum_buffer)
     else:
+        check_no_overlap([(param, "param")], grad)
         buf = ffi.NULL
     sgd_step_raw(fptr(param), fptr(grad), buf, param.size, lr, momentum, dampening,
                  weight_decay, nesterov, bool(first_step))
@@ -97,6 +120,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
     grad = _grad(grad, param.shape)
     m = _in_place(exp_avg, "exp_avg", param.shape)
     v = _in_place(exp_avg_sq, "exp_avg_sq", param.shape)
+    check_no_overlap([(param, "param"), (m, "exp_avg"), (v, "exp_avg_sq")], grad)
     adam_step_raw(fptr(param), fptr(grad), fptr(m), fptr(v), param.size, lr, beta1, beta2, eps,
                   weight_decay, step)
 
@@ -129,11 +153,13 @@ def adam_hyperparameters(lr, betas, eps, weight_decay):
 def adam_step_count(step):
     """Adam's step number checked: an integer counting from 1."""
     try:
+        if isinstance(step, (bool, np.bool_)):
+            raise TypeError
         step = operator.index(step)
     except TypeError:
         raise TypeError(f"step must be an integer, got {type(step).__name__}") from None
-    if step < 1:
-        raise ValueError(f"Invalid step: {step} (steps count from 1)")
+    if not 1 <= step < 2**63:
+        raise ValueError(f"Invalid step: {step} (steps count from 1, below 2**63)")
     return step
 
 
