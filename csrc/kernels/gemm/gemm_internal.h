@@ -197,4 +197,8 @@ void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_
 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                       int64_t j0, int64_t cols, int nr, float *dst);
 
+/* The AVX2 row kernel (kernel_avx2.c), which the AVX-512 kernel uses too. */
+void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
+                   float beta);
+
 #endif

@@ -314,8 +314,8 @@ ROW_V(7)
 ROW_V(8)
 
 /* gemm_row_fn: the version for the vectors `cols` spans */
-static void row_cols(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
-                     float beta)
+void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
+                   float beta)
 {
     static const gemm_row_fn by_vectors[8] = {row_1, row_2, row_3, row_4,
                                               row_5, row_6, row_7, row_8};
@@ -329,7 +329,7 @@ static const gemm_kernel avx2_kernel = {
     .tile = tile_6x16,
     .tile_rows = tile_rows_6x16,
     .dot = dot_rows_cols,
-    .row = row_cols,
+    .row = gemm_row_avx2,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
 };

@@ -92,8 +92,10 @@ static const gemm_kernel avx512_kernel = {
     .mr = MR,
     .nr = NR,
     .tile = tile_14x32,
-    /* the AVX2 packers handle any tile (their AVX2 paths are for 6 x 16; other tiles take the
-     * portable loops), and every AVX-512 CPU has AVX2 */
+    /* the AVX2 row kernel sums each element as this tile does (FMAs in k order from zero, a
+     * fused beta update); the AVX2 packers handle any tile (their AVX2 paths are for 6 x 16;
+     * other tiles take the portable loops); every AVX-512 CPU has AVX2 */
+    .row = gemm_row_avx2,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
 };

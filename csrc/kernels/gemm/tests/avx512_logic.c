@@ -38,6 +38,13 @@ void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_
     abort();
 }
 
+void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
+                   float beta)
+{
+    (void)kc, (void)a, (void)b, (void)rsb, (void)c, (void)cols, (void)beta;
+    abort();
+}
+
 static uint64_t rng = 88172645463325252ull;
 
 static float uniform(void)
