@@ -10,11 +10,12 @@ them as they are.
 from pyrt.functional import _make, _xp
 from pyrt.functional import reshape as _reshape
 
-__all__ = ["cat", "permute", "squeeze", "stack", "transpose", "unsqueeze"]
+__all__ = ["cat", "dim_index", "permute", "squeeze", "stack", "transpose", "unsqueeze"]
 
 
-def _dim(dim, rank):
-    """`dim` in range(rank), negative counting from the end, or PyTorch's IndexError."""
+def dim_index(dim, rank):
+    """`dim` in range(rank), negative counting from the end (a 0-d tensor has dims -1 and 0),
+    or PyTorch's IndexError."""
     if isinstance(dim, bool) or not hasattr(dim, "__index__"):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")
     span = rank or 1
@@ -30,7 +31,7 @@ def permute(x, dims):
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(): number of dims don't match in permute: input has "
                            f"{x.ndim} dims but {len(dims)} were given")
-    order = tuple(_dim(d, x.ndim) for d in dims)
+    order = tuple(dim_index(d, x.ndim) for d in dims)
     if len(set(order)) != len(order):
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
@@ -42,7 +43,7 @@ def permute(x, dims):
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped."""
     order = list(range(x.ndim))
-    a, b = _dim(dim0, x.ndim), _dim(dim1, x.ndim)
+    a, b = dim_index(dim0, x.ndim), dim_index(dim1, x.ndim)
     if x.ndim == 0:
         return permute(x, ())
     order[a], order[b] = order[b], order[a]
@@ -51,7 +52,7 @@ def transpose(x, dim0, dim1):
 
 def unsqueeze(x, dim):
     """x with a dim of size 1 inserted at `dim` (in range(-x.ndim - 1, x.ndim + 1))."""
-    at = _dim(dim, x.ndim + 1)
+    at = dim_index(dim, x.ndim + 1)
     return _reshape(x, x.shape[:at] + (1,) + x.shape[at:])
 
 
@@ -60,7 +61,7 @@ def squeeze(x, dim=None):
     if dim is None:
         shape = tuple(n for n in x.shape if n != 1)
     else:
-        at = _dim(dim, x.ndim)
+        at = dim_index(dim, x.ndim)
         shape = x.shape if x.ndim == 0 or x.shape[at] != 1 else x.shape[:at] + x.shape[at + 1:]
     return _reshape(x, shape)
 
@@ -93,7 +94,7 @@ def cat(tensors, dim=0):
     first = tensors[0]
     if first.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    at = _dim(dim, first.ndim)
+    at = dim_index(dim, first.ndim)
     for i, t in enumerate(tensors):
         if t.ndim != first.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape,
                                                                               first.shape))
@@ -122,7 +123,7 @@ def stack(tensors, dim=0):
         if t.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape} "
                                f"at entry 0 and {t.shape} at entry {i}")
-    at = _dim(dim, len(shape) + 1)
+    at = dim_index(dim, len(shape) + 1)
     xp = _xp(tensors[0].data)
     out = xp.stack([t.data for t in tensors], axis=at)
 

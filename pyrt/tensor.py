@@ -268,7 +268,8 @@ class Tensor:
             other = other.data
         elif not isinstance(other, (numbers.Real, np.ndarray)):
             return NotImplemented
-        return Tensor(op(self.data, other))
+        # of 0-d data NumPy gives a scalar: kept an array
+        return Tensor(F._xp(self.data).asarray(op(self.data, other)))
 
     def __eq__(self, other):
         return self._compare(other, operator.eq)
@@ -329,13 +330,14 @@ class Tensor:
     # labels) through NumPy or CuPy, as PyTorch reduces them
 
     def _exact(self):
-        """Whether the data is not float32: integers or bools, reduced without autograd."""
-        return self.data.dtype != np.float32
+        """Whether the data holds integers or bools, reduced without autograd."""
+        return self.data.dtype.kind in "biu"
 
     def sum(self, dim=None, keepdim=False):
         if self._exact():
-            return Tensor(F._xp(self.data).sum(self.data, axis=dim, keepdims=keepdim,
-                                              dtype=np.int64))
+            xp = F._xp(self.data)  # a full sum is a NumPy scalar: kept an array
+            return Tensor(xp.asarray(xp.sum(self.data, axis=dim, keepdims=keepdim,
+                                            dtype=np.int64)))
         return F.sum(self, dim, keepdim)
 
     def mean(self, dim=None, keepdim=False):
@@ -364,7 +366,7 @@ class Tensor:
 
     def _exact_extreme(self, dim, keepdim, name, result):
         xp = F._xp(self.data)
-        values = getattr(xp, name)(self.data, axis=dim, keepdims=keepdim)
+        values = xp.asarray(getattr(xp, name)(self.data, axis=dim, keepdims=keepdim))
         if dim is None:
             return Tensor(values)
         indices = getattr(xp, "arg" + name)(self.data, axis=dim, keepdims=keepdim)
@@ -373,7 +375,8 @@ class Tensor:
     def argmax(self, dim=None, keepdim=False):
         if self._exact():
             xp = F._xp(self.data)
-            return Tensor(xp.argmax(self.data, axis=dim, keepdims=keepdim).astype(np.int64))
+            return Tensor(xp.asarray(xp.argmax(self.data, axis=dim, keepdims=keepdim),
+                                     dtype=np.int64))
         from pyrt import ops
 
         return Tensor(ops.argmax(self.data, dim, keepdims=keepdim))
@@ -392,7 +395,7 @@ class Tensor:
     view = reshape
 
     def flatten(self, start_dim=0):
-        start = dim_index(start_dim, self.ndim)
+        start = shapes.dim_index(start_dim, self.ndim)
         return F.reshape(self, self.shape[:start] + (-1,))
 
     @property
@@ -422,17 +425,6 @@ class Tensor:
         if not self.data.flags.c_contiguous:
             return F.reshape(self, self.shape)
         return self
-
-
-def dim_index(dim, ndim):
-    """`dim` in range(ndim) (negative counts from the end; a 0-d tensor has dims -1 and 0),
-    or PyTorch's IndexError."""
-    rank = ndim or 1
-    try:
-        return range(rank)[dim]
-    except IndexError:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
-                         f"{rank - 1}], but got {dim})") from None
 
 
 # ---- creation --------------------------------------------------------------------------------

@@ -140,6 +140,30 @@ def test_reduction_grads(kind, axis, keepdims):
                 lambda a: (ref(a, axis=axis, keepdims=keepdims) * w).sum(), [x])
 
 
+@pytest.mark.parametrize("name,fn,ref", [
+    ("abs", lambda t: t.abs(), np.abs),
+    ("clamp", lambda t: t.clamp(-0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7)),
+    ("clamp min", lambda t: t.clamp(min=0.2), lambda a: np.maximum(a, 0.2)),
+    ("clamp max", lambda t: t.clamp(max=0.2), lambda a: np.minimum(a, 0.2)),
+    ("pow 3", lambda t: t.pow(3), lambda a: a ** 3),
+    ("** 3", lambda t: t ** 3, lambda a: a ** 3),
+    ("** 0.5 of |x|", lambda t: t.abs() ** 0.5, lambda a: np.abs(a) ** 0.5),
+    ("** -1", lambda t: t ** -1, lambda a: a ** -1.0),
+])
+def test_abs_clamp_pow_values_and_grads(name, fn, ref):
+    r = np.random.default_rng(3)
+    # away from the kinks of abs and clamp and from 0, where x ** -1 blows up
+    x = r.uniform(0.1, 1.0, (3, 4)).astype(np.float32) * r.choice([-1, 1], (3, 4))
+    x[np.abs(np.abs(x) - 0.5) < 0.05] = 0.9
+    x[np.abs(x - 0.7) < 0.05] = 0.9
+    x[np.abs(x - 0.2) < 0.05] = 0.9
+    w = r.standard_normal(x.shape).astype(np.float32)
+    np.testing.assert_allclose(fn(pyrt.tensor(x)).numpy(), ref(x.astype(np.float64)),
+                               rtol=1e-6, atol=1e-6)
+    check_grads(lambda t: (fn(t) * pyrt.tensor(w)).sum(), lambda a: (ref(a) * w).sum(), [x],
+                atol=1e-3, rtol=1e-3)
+
+
 def test_softmax_and_log_softmax_grads():
     r = rng()
     x = r.standard_normal((4, 6)).astype(np.float32)

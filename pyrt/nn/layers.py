@@ -14,7 +14,7 @@ from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
-from pyrt.tensor import dim_index
+from pyrt.shapes import dim_index
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
            "Sequential"]
