@@ -74,7 +74,7 @@ int gemm_dot_suits(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, i
      * 6 FMAs, against 4 or 3 here, and packing is a small part); chunk buffers stay small */
     int64_t chunks;
     (void)chunking(k, &chunks);
-    return (m <= 64 || n <= 64)
+    return (m <= kr->dot_side || n <= kr->dot_side)
            && (chunks == 1 || (double)chunks * (double)m * (double)n <= DOT_MAX_PARTIAL);
 }
 

@@ -93,6 +93,8 @@ typedef struct gemm_kernel {
     gemm_tile_fn tile;
     gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
     gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
+    int dot_side;     /* A B^T with m or n at most this takes the dot path (dot.c) */
+    int prefetch_b;   /* the packed path prefetches each next packed B micro-panel (gemm.c) */
     gemm_row_fn row;  /* NULL: products of one or two rows take the other paths */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
@@ -186,8 +188,9 @@ const gemm_kernel *gemm_kernel_generic(void);
 const gemm_kernel *gemm_kernel_avx2(void);
 const gemm_kernel *gemm_kernel_avx512(void);
 
-/* Packing (pack.c): portable loops for any tile, and versions that use AVX2 for the tile of
- * the AVX2 kernel (6 x 16) and fall back to the portable loops for other tiles. */
+/* Packing (pack.c): portable loops for any tile, and versions that use AVX2 for the tiles of
+ * the AVX2 (6 x 16) and AVX-512 (14 x 32) kernels and fall back to the portable loops for
+ * other tiles. */
 void gemm_pack_a_generic(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
                          int64_t p0, int64_t kc, float alpha, int mr, float *dst);
 void gemm_pack_b_generic(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
@@ -197,8 +200,10 @@ void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_
 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                       int64_t j0, int64_t cols, int nr, float *dst);
 
-/* The AVX2 row kernel (kernel_avx2.c), which the AVX-512 kernel uses too. */
+/* The AVX2 row and dot-product kernels (kernel_avx2.c), which the AVX-512 kernel uses too. */
 void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
                    float beta);
+void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
+                   const float *const b[GEMM_DOT_NB], float *out);
 
 #endif

@@ -254,7 +254,7 @@ typedef void (*dot_rc_fn)(int64_t kc, const float *const a[3], const float *cons
                           float *out);
 
 /* gemm_dot_fn: the version for `rows` x `cols` */
-static void dot_rows_cols(int rows, int cols, int64_t kc, const float *const a[3],
+void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[3],
                           const float *const b[4], float *out)
 {
     static const dot_rc_fn by_shape[3][4] = {{dot_1x1, dot_1x2, dot_1x3, dot_1x4},
@@ -328,7 +328,9 @@ static const gemm_kernel avx2_kernel = {
     .nr = NR,
     .tile = tile_6x16,
     .tile_rows = tile_rows_6x16,
-    .dot = dot_rows_cols,
+    .dot = gemm_dot_avx2,
+    .dot_side = 64,
+    .prefetch_b = 1,
     .row = gemm_row_avx2,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,

@@ -6,8 +6,8 @@
  * broadcasts: enough independent accumulators for two 512-bit FMA pipes with a latency of 4
  * cycles (Skylake-SP and later, Zen 4), and a load-to-FMA ratio (16:28) that leaves the load
  * ports idle a third of the time. It is compiled for AVX-512F with a target attribute and
- * called only after __builtin_cpu_supports("avx512f") said yes; A B^T products take the
- * packed path with it (no dot-product kernel here).
+ * called only after __builtin_cpu_supports("avx512f") said yes. A version for each number of
+ * rows from 1 to 13 serves the bottom edge of C.
  *
  * The tile is written with GCC's generic vectors (16 floats, one zmm register under the
  * target attribute; a * b + c becomes one FMA, as -std=gnu11 contracts) in arrays indexed by
@@ -32,13 +32,17 @@ typedef float v16 __attribute__((vector_size(64)));
 #define LOAD16(v, ptr) memcpy(&(v), (ptr), sizeof(v16))
 #define STORE16(ptr, v) memcpy((ptr), &(v), sizeof(v16))
 
-GEMM_AVX512_TARGET static void tile_14x32(int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                                          const float *b, int64_t rsb, float *c, int64_t ldc,
-                                          float beta)
+/* The first R rows of the tile (R constant in each instance below, so that the loops unroll
+ * and the accumulators stay in registers): A's rows past R are not read and C's not written,
+ * and every element goes through the same instructions whatever R is, so a tile at the bottom
+ * edge of C rounds as a full one does. */
+GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_body(
+    const int R, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+    int64_t rsb, float *c, int64_t ldc, float beta)
 {
     v16 lo[MR], hi[MR];
 #pragma GCC unroll 14
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         lo[i] = (v16){0};
         hi[i] = (v16){0};
         __builtin_prefetch(c + i * ldc);
@@ -46,13 +50,13 @@ GEMM_AVX512_TARGET static void tile_14x32(int64_t kc, const float *a, int64_t rs
     }
 
     if (rsa == 1) {
-        /* a packed micro-panel, or a transposed A: the 14 values of step p are adjacent */
+        /* a packed micro-panel, or a transposed A: the values of step p are adjacent */
         for (int64_t p = 0; p < kc; p++, a += csa, b += rsb) {
             v16 b0, b1;
             LOAD16(b0, b);
             LOAD16(b1, b + 16);
 #pragma GCC unroll 14
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 lo[i] += a[i] * b0;
                 hi[i] += a[i] * b1;
             }
@@ -64,7 +68,7 @@ GEMM_AVX512_TARGET static void tile_14x32(int64_t kc, const float *a, int64_t rs
             LOAD16(b0, b);
             LOAD16(b1, b + 16);
 #pragma GCC unroll 14
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 lo[i] += a[i * rsa + p] * b0;
                 hi[i] += a[i * rsa + p] * b1;
             }
@@ -72,7 +76,7 @@ GEMM_AVX512_TARGET static void tile_14x32(int64_t kc, const float *a, int64_t rs
     }
 
 #pragma GCC unroll 14
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         float *ci = c + i * ldc;
         if (beta != 0.0f) {
             /* C = beta * C + acc, one rounding, as the AVX2 kernel does */
@@ -87,14 +91,53 @@ GEMM_AVX512_TARGET static void tile_14x32(int64_t kc, const float *a, int64_t rs
     }
 }
 
+#define TILE_R(R)                                                                             \
+    GEMM_AVX512_TARGET static void tile_##R##x32(int64_t kc, const float *a, int64_t rsa,     \
+                                                 int64_t csa, const float *b, int64_t rsb,    \
+                                                 float *c, int64_t ldc, float beta)           \
+    {                                                                                         \
+        tile_body(R, kc, a, rsa, csa, b, rsb, c, ldc, beta);                                  \
+    }
+TILE_R(1)
+TILE_R(2)
+TILE_R(3)
+TILE_R(4)
+TILE_R(5)
+TILE_R(6)
+TILE_R(7)
+TILE_R(8)
+TILE_R(9)
+TILE_R(10)
+TILE_R(11)
+TILE_R(12)
+TILE_R(13)
+TILE_R(14)
+
+/* gemm_tile_rows_fn: the instance for `rows` (1 <= rows < MR) */
+static void tile_rows_14x32(int rows, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                            const float *b, int64_t rsb, float *c, int64_t ldc, float beta)
+{
+    static const gemm_tile_fn by_rows[MR] = {
+        NULL, tile_1x32, tile_2x32, tile_3x32, tile_4x32, tile_5x32, tile_6x32, tile_7x32,
+        tile_8x32, tile_9x32, tile_10x32, tile_11x32, tile_12x32, tile_13x32};
+    by_rows[rows](kc, a, rsa, csa, b, rsb, c, ldc, beta);
+}
+
 static const gemm_kernel avx512_kernel = {
     .name = "avx512",
     .mr = MR,
     .nr = NR,
     .tile = tile_14x32,
-    /* the AVX2 row kernel sums each element as this tile does (FMAs in k order from zero, a
-     * fused beta update); the AVX2 packers handle any tile (their AVX2 paths are for 6 x 16;
-     * other tiles take the portable loops); every AVX-512 CPU has AVX2 */
+    .tile_rows = tile_rows_14x32,
+    /* every AVX-512 CPU has AVX2, and these AVX2 kernels serve here too: */
+    /* the dot kernel loads 7 vectors per 12 FMAs, its rows of A from L2, so beside this tile
+     * it wins only where one side is narrow (on a Xeon: 64 x 128 x 784 ran at 99 GFLOP/s by
+     * dot products and 106 packed; 32 x 128 x 784 at 99 against 78) */
+    .dot = gemm_dot_avx2,
+    .dot_side = 32,
+    .prefetch_b = 0,
+    /* the row kernel sums each element as this tile does (FMAs in k order from zero, a fused
+     * beta update); the packers have AVX2 paths for this tile */
     .row = gemm_row_avx2,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,

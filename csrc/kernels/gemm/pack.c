@@ -124,100 +124,126 @@ static inline __attribute__((always_inline)) AVX2 void transpose8(__m256 r[8])
     r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-/* A not transposed, a full panel of 6 rows: load 8 values of k from each row (two zero rows
- * make it 8 x 8), transpose, and store each column's 6 values. A full 8-float store at
- * dst + 6p spills 2 values into column p+1's slot, which the next store overwrites; only the
- * panel's last column is stored as 4 + 2 so nothing is written past the panel. */
-static AVX2 void pack_a_rows6(const float *a, int64_t lda, int64_t i0, int64_t p0, int64_t kc,
-                              float alpha, float *dst)
+/* A not transposed, a full panel of MR (6 or 14) rows: load 8 values of k from each row, in
+ * blocks of 8 rows (zero rows fill the last block), transpose each block, and store each
+ * column's MR values. A full 8-float store of the last block's 6 values spills 2 values into
+ * column p+1's slot, which the next column's stores overwrite; only the panel's last column
+ * stores those 6 values as 4 + 2, so nothing is written past the panel. */
+static inline __attribute__((always_inline)) AVX2 void pack_a_rows(const int MR, const float *a,
+                                                                   int64_t lda, int64_t i0,
+                                                                   int64_t p0, int64_t kc,
+                                                                   float alpha, float *dst)
 {
+    enum { BLOCKS_MAX = 2 };
+    const int blocks = (MR + 7) / 8;
     const __m256 va = _mm256_set1_ps(alpha);
     const float *src = a + i0 * lda + p0;
     int64_t p = 0;
     for (; p + 8 <= kc; p += 8) {
-        __m256 r[8];
-        for (int i = 0; i < 6; i++)
-            r[i] = _mm256_mul_ps(va, _mm256_loadu_ps(src + i * lda + p));
-        r[6] = r[7] = _mm256_setzero_ps();
-        transpose8(r);
-        float *d = dst + p * 6;
-        for (int q = 0; q < 7; q++)
-            _mm256_storeu_ps(d + q * 6, r[q]);
-        if (p + 8 < kc) {
-            _mm256_storeu_ps(d + 42, r[7]);
-        } else {
-            _mm_storeu_ps(d + 42, _mm256_castps256_ps128(r[7]));
-            _mm_storel_pi((__m64 *)(d + 46), _mm256_extractf128_ps(r[7], 1));
+        __m256 r[BLOCKS_MAX][8];
+        for (int blk = 0; blk < blocks; blk++) {
+            for (int i = 0; i < 8; i++)
+                r[blk][i] = blk * 8 + i < MR
+                            ? _mm256_mul_ps(va, _mm256_loadu_ps(src + (blk * 8 + i) * lda + p))
+                            : _mm256_setzero_ps();
+            transpose8(r[blk]);
+        }
+        float *d = dst + p * MR;
+        for (int q = 0; q < 8; q++) {
+            for (int blk = 0; blk < blocks; blk++) {
+                float *at = d + q * MR + blk * 8;
+                if (blk * 8 + 8 <= MR || q < 7 || p + 8 < kc) {
+                    _mm256_storeu_ps(at, r[blk][q]);
+                } else {
+                    _mm_storeu_ps(at, _mm256_castps256_ps128(r[blk][q]));
+                    _mm_storel_pi((__m64 *)(at + 4), _mm256_extractf128_ps(r[blk][q], 1));
+                }
+            }
         }
     }
     for (; p < kc; p++)
-        for (int i = 0; i < 6; i++)
-            dst[p * 6 + i] = alpha * src[i * lda + p];
+        for (int i = 0; i < MR; i++)
+            dst[p * MR + i] = alpha * src[i * lda + p];
 }
 
-/* A transposed, full panels of 6: each row of A (one value of k) holds 6 values for each
- * panel in turn, copied as 4 + 2 so that nothing past the last panel is read. Going along the
- * rows of A across all the panels reads whole cache lines. */
-static AVX2 void pack_a_trans6(const float *a, int64_t lda, int64_t i0, int64_t panels,
-                               int64_t p0, int64_t kc, float alpha, float *dst)
+/* A transposed, full panels of MR (6 or 14): each row of A (one value of k) holds MR values for
+ * each panel in turn, copied as 8 (for 14), then 4 + 2, so that nothing past the last panel is
+ * read. Going along the rows of A across all the panels reads whole cache lines. */
+static inline __attribute__((always_inline)) AVX2 void pack_a_trans(const int MR, const float *a,
+                                                                    int64_t lda, int64_t i0,
+                                                                    int64_t panels, int64_t p0,
+                                                                    int64_t kc, float alpha,
+                                                                    float *dst)
 {
     const __m128 va = _mm_set1_ps(alpha);
     for (int64_t p = 0; p < kc; p++) {
         const float *src = a + (p0 + p) * lda + i0;
-        float *d = dst + p * 6;
-        for (int64_t x = 0; x < panels * 6; x += 16)
+        float *d = dst + p * MR;
+        for (int64_t x = 0; x < panels * MR; x += 16)
             _mm_prefetch((const char *)(src + PACK_AHEAD * lda + x), _MM_HINT_T0);
-        for (int64_t t = 0; t < panels; t++, src += 6, d += 6 * kc) {
-            _mm_storeu_ps(d, _mm_mul_ps(va, _mm_loadu_ps(src)));
+        for (int64_t t = 0; t < panels; t++, src += MR, d += MR * kc) {
+            int i = 0;
+            if (MR >= 8) {
+                _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_set1_ps(alpha), _mm256_loadu_ps(src)));
+                i = 8;
+            }
+            _mm_storeu_ps(d + i, _mm_mul_ps(va, _mm_loadu_ps(src + i)));
             /* the last two values, 8 bytes that need not be 8-byte aligned */
-            const __m128 hi = _mm_castsi128_ps(_mm_loadu_si64(src + 4));
-            _mm_storeu_si64(d + 4, _mm_castps_si128(_mm_mul_ps(va, hi)));
+            const __m128 hi = _mm_castsi128_ps(_mm_loadu_si64(src + i + 4));
+            _mm_storeu_si64(d + i + 4, _mm_castps_si128(_mm_mul_ps(va, hi)));
         }
     }
 }
 
-/* B not transposed, full panels of 16: each row of B holds 16 values for each panel in turn. */
-static AVX2 void pack_b_rows16(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-                               int64_t panels, float *dst)
+/* B not transposed, full panels of NR (16 or 32): each row of B holds NR values for each panel
+ * in turn. */
+static inline __attribute__((always_inline)) AVX2 void pack_b_rows(const int NR, const float *b,
+                                                                   int64_t ldb, int64_t p0,
+                                                                   int64_t kc, int64_t j0,
+                                                                   int64_t panels, float *dst)
 {
     for (int64_t p = 0; p < kc; p++) {
         const float *src = b + (p0 + p) * ldb + j0;
-        float *d = dst + p * 16;
+        float *d = dst + p * NR;
         /* rows of B are usually on different pages, where hardware prefetchers stop: fetch
          * the row PACK_AHEAD rows down now */
-        for (int64_t t = 0; t < panels; t++)
-            _mm_prefetch((const char *)(src + PACK_AHEAD * ldb + 16 * t), _MM_HINT_T0);
-        for (int64_t t = 0; t < panels; t++, src += 16, d += 16 * kc) {
-            _mm256_store_ps(d, _mm256_loadu_ps(src));
-            _mm256_store_ps(d + 8, _mm256_loadu_ps(src + 8));
-        }
+        for (int64_t x = 0; x < panels * NR; x += 16)
+            _mm_prefetch((const char *)(src + PACK_AHEAD * ldb + x), _MM_HINT_T0);
+        for (int64_t t = 0; t < panels; t++, src += NR, d += NR * kc)
+            for (int v = 0; v < NR; v += 8)
+                _mm256_store_ps(d + v, _mm256_loadu_ps(src + v));
     }
 }
 
-/* Lanes of a partial panel row that are loaded: mask16[16 - c .. 32 - c) has c ones. */
-static const int32_t mask16[32] = {
+/* Lanes of a partial panel row that are loaded: mask32[32 - c .. 40 - c) has c ones, or all
+ * 8 (c >= 8), or none (c <= 0). */
+static const int32_t mask32[64] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 
-/* B not transposed, the last panel, of cols < 16 columns: each row is loaded under a mask (the
+/* B not transposed, the last panel, of cols < NR columns: each row is loaded under masks (the
  * lanes past the edge read nothing and hold zeros) and stored whole. */
-static AVX2 void pack_b_rows_edge(const float *b, int64_t ldb, int64_t p0, int64_t kc,
-                                  int64_t j0, int64_t cols, float *dst)
+static inline __attribute__((always_inline)) AVX2 void pack_b_rows_edge(
+    const int NR, const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
+    float *dst)
 {
-    const __m256i lo = _mm256_loadu_si256((const __m256i *)(mask16 + 16 - cols));
-    const __m256i hi = _mm256_loadu_si256((const __m256i *)(mask16 + 24 - cols));
+    __m256i mask[4];
+    for (int v = 0; v < NR; v += 8)
+        mask[v / 8] = _mm256_loadu_si256((const __m256i *)(mask32 + 32 - cols + v));
     for (int64_t p = 0; p < kc; p++) {
         const float *src = b + (p0 + p) * ldb + j0;
-        _mm256_store_ps(dst + p * 16, _mm256_maskload_ps(src, lo));
-        _mm256_store_ps(dst + p * 16 + 8, _mm256_maskload_ps(src + 8, hi));
+        for (int v = 0; v < NR; v += 8)
+            _mm256_store_ps(dst + p * NR + v, _mm256_maskload_ps(src + v, mask[v / 8]));
     }
 }
 
-/* B transposed, a full panel of 16 columns: 16 rows of B, 8 values of k at a time, two 8 x 8
- * transposes give 8 packed rows of 16. */
-static AVX2 void pack_b_cols16(const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0,
-                               float *dst)
+/* B transposed, 16 columns of a full panel of NR (16 or 32): 16 rows of B, 8 values of k at a
+ * time, two 8 x 8 transposes give 8 packed rows of 16, stored NR floats apart. */
+static inline __attribute__((always_inline)) AVX2 void pack_b_cols16(const int NR, const float *b,
+                                                                     int64_t ldb, int64_t p0,
+                                                                     int64_t kc, int64_t j0,
+                                                                     float *dst)
 {
     const float *src = b + j0 * ldb + p0;
     int64_t p = 0;
@@ -229,56 +255,73 @@ static AVX2 void pack_b_cols16(const float *b, int64_t ldb, int64_t p0, int64_t 
         }
         transpose8(lo);
         transpose8(hi);
-        float *d = dst + p * 16;
+        float *d = dst + p * NR;
         for (int q = 0; q < 8; q++) {
-            _mm256_store_ps(d + q * 16, lo[q]);
-            _mm256_store_ps(d + q * 16 + 8, hi[q]);
+            _mm256_store_ps(d + q * NR, lo[q]);
+            _mm256_store_ps(d + q * NR + 8, hi[q]);
         }
     }
     for (; p < kc; p++)
         for (int j = 0; j < 16; j++)
-            dst[p * 16 + j] = src[j * ldb + p];
+            dst[p * NR + j] = src[j * ldb + p];
+}
+
+/* The panels of A for a tile of MR rows (6 or 14, constant in each instance). */
+static inline __attribute__((always_inline)) AVX2 void pack_a_tile(
+    const int MR, const float *a, int64_t lda, int trans, int64_t i0, int64_t rows, int64_t p0,
+    int64_t kc, float alpha, float *dst)
+{
+    const int64_t full = rows / MR;
+    if (trans) {
+        pack_a_trans(MR, a, lda, i0, full, p0, kc, alpha, dst);
+    } else {
+        for (int64_t t = 0; t < full; t++)
+            pack_a_rows(MR, a, lda, i0 + t * MR, p0, kc, alpha, dst + t * MR * kc);
+    }
+    if (rows > full * MR)
+        pack_a_panel(a, lda, trans, i0 + full * MR, rows - full * MR, p0, kc, alpha, MR,
+                     dst + full * MR * kc);
+}
+
+/* The panels of B for a tile of NR columns (16 or 32, constant in each instance). */
+static inline __attribute__((always_inline)) AVX2 void pack_b_tile(
+    const int NR, const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc, int64_t j0,
+    int64_t cols, float *dst)
+{
+    const int64_t full = cols / NR;
+    if (trans) {
+        for (int64_t t = 0; t < full; t++)
+            for (int h = 0; h < NR; h += 16)
+                pack_b_cols16(NR, b, ldb, p0, kc, j0 + t * NR + h, dst + t * NR * kc + h);
+    } else if (full) {
+        pack_b_rows(NR, b, ldb, p0, kc, j0, full, dst);
+    }
+    if (cols > full * NR && !trans)
+        pack_b_rows_edge(NR, b, ldb, p0, kc, j0 + full * NR, cols - full * NR,
+                         dst + full * NR * kc);
+    else if (cols > full * NR)
+        pack_b_panel(b, ldb, trans, p0, kc, j0 + full * NR, cols - full * NR, NR,
+                     dst + full * NR * kc);
 }
 
 AVX2 void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
                            int64_t p0, int64_t kc, float alpha, int mr, float *dst)
 {
-    if (mr != 6) {
-        for (int64_t r = 0; r < rows; r += mr, dst += mr * kc)
-            pack_a_panel(a, lda, trans, i0 + r, rows - r < mr ? rows - r : mr, p0, kc, alpha,
-                         mr, dst);
-        return;
-    }
-    const int64_t full = rows / 6;
-    if (trans) {
-        pack_a_trans6(a, lda, i0, full, p0, kc, alpha, dst);
-    } else {
-        for (int64_t t = 0; t < full; t++)
-            pack_a_rows6(a, lda, i0 + t * 6, p0, kc, alpha, dst + t * 6 * kc);
-    }
-    if (rows > full * 6)
-        pack_a_panel(a, lda, trans, i0 + full * 6, rows - full * 6, p0, kc, alpha, 6,
-                     dst + full * 6 * kc);
+    if (mr == 6)
+        pack_a_tile(6, a, lda, trans, i0, rows, p0, kc, alpha, dst);
+    else if (mr == 14)
+        pack_a_tile(14, a, lda, trans, i0, rows, p0, kc, alpha, dst);
+    else
+        gemm_pack_a_generic(a, lda, trans, i0, rows, p0, kc, alpha, mr, dst);
 }
 
 AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                            int64_t j0, int64_t cols, int nr, float *dst)
 {
-    if (nr != 16) {
-        for (int64_t c = 0; c < cols; c += nr, dst += nr * kc)
-            pack_b_panel(b, ldb, trans, p0, kc, j0 + c, cols - c < nr ? cols - c : nr, nr, dst);
-        return;
-    }
-    const int64_t full = cols / 16;
-    if (trans) {
-        for (int64_t t = 0; t < full; t++)
-            pack_b_cols16(b, ldb, p0, kc, j0 + t * 16, dst + t * 16 * kc);
-    } else if (full) {
-        pack_b_rows16(b, ldb, p0, kc, j0, full, dst);
-    }
-    if (cols > full * 16 && !trans)
-        pack_b_rows_edge(b, ldb, p0, kc, j0 + full * 16, cols - full * 16, dst + full * 16 * kc);
-    else if (cols > full * 16)
-        pack_b_panel(b, ldb, trans, p0, kc, j0 + full * 16, cols - full * 16, 16,
-                     dst + full * 16 * kc);
+    if (nr == 16)
+        pack_b_tile(16, b, ldb, trans, p0, kc, j0, cols, dst);
+    else if (nr == 32)
+        pack_b_tile(32, b, ldb, trans, p0, kc, j0, cols, dst);
+    else
+        gemm_pack_b_generic(b, ldb, trans, p0, kc, j0, cols, nr, dst);
 }

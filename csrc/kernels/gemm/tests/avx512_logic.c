@@ -4,9 +4,10 @@
  * kernel_avx512.c is written with GCC's generic vectors, so with GEMM_AVX512_TARGET defined
  * empty it compiles for the baseline instruction set and computes the same sums (each
  * multiply-add rounded twice instead of once). This program includes it that way and compares
- * its tile, in every layout pyrt_sgemm passes to it (A packed, a transposed A in place, rows of
- * A in place; B packed or in place; beta 0 with NaN in C, 1 and -0.5), with a double-precision
- * reference. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
+ * its tile and its versions for fewer rows, in every layout pyrt_sgemm passes to them (A
+ * packed, a transposed A in place, rows of A in place; B packed or in place; beta 0 with NaN in
+ * C, 1 and -0.5), with a double-precision reference, and checks that they write nothing outside
+ * their rows and columns. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
  *
  *     gcc -O2 -std=gnu11 -DGEMM_AVX512_TARGET= -Icsrc avx512_logic.c -lm && ./a.out
  *
@@ -38,6 +39,13 @@ void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_
     abort();
 }
 
+void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
+                   const float *const b[GEMM_DOT_NB], float *out)
+{
+    (void)rows, (void)cols, (void)kc, (void)a, (void)b, (void)out;
+    abort();
+}
+
 void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
                    float beta)
 {
@@ -55,7 +63,7 @@ static float uniform(void)
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-static int check(int64_t kc, int a_layout, int b_in_place, float beta)
+static int check(int rows, int64_t kc, int a_layout, int b_in_place, float beta)
 {
     /* a_layout 0: packed (rsa 1, csa MR); 1: transposed A in place (rsa 1, csa lda);
      * 2: rows of A in place (rsa lda, csa 1) */
@@ -72,9 +80,12 @@ static int check(int64_t kc, int a_layout, int b_in_place, float beta)
         b[i] = uniform();
     for (int64_t i = 0; i < MR * ldc; i++)
         c[i] = c0[i] = beta == 0.0f ? NAN : uniform();
-    tile_14x32(kc, a, rsa, csa, b, ldb, c, ldc, beta);
+    if (rows == MR)
+        tile_14x32(kc, a, rsa, csa, b, ldb, c, ldc, beta);
+    else
+        tile_rows_14x32(rows, kc, a, rsa, csa, b, ldb, c, ldc, beta);
     int ok = 1;
-    for (int64_t i = 0; i < MR && ok; i++) {
+    for (int64_t i = 0; i < rows && ok; i++) {
         for (int64_t j = 0; j < NR && ok; j++) {
             double sum = 0.0, bound = 0.0;
             for (int64_t p = 0; p < kc; p++) {
@@ -88,16 +99,16 @@ static int check(int64_t kc, int a_layout, int b_in_place, float beta)
             }
             const double err = fabs((double)c[i * ldc + j] - sum);
             if (!(err <= 2.0 * (double)(kc + 2) * 1.2e-7 * bound + 1e-30)) {
-                printf("mismatch: kc=%ld a_layout=%d b_in_place=%d beta=%g at (%ld, %ld): %g vs "
-                       "%g\n", (long)kc, a_layout, b_in_place, beta, (long)i, (long)j,
+                printf("mismatch: rows=%d kc=%ld a_layout=%d b_in_place=%d beta=%g at (%ld, %ld): "
+                       "%g vs %g\n", rows, (long)kc, a_layout, b_in_place, beta, (long)i, (long)j,
                        c[i * ldc + j], sum);
                 ok = 0;
             }
         }
     }
-    /* the columns past the tile are untouched */
+    /* the columns past the tile, and its rows past `rows`, are untouched */
     for (int64_t i = 0; i < MR && ok; i++)
-        for (int64_t j = NR; j < ldc && ok; j++)
+        for (int64_t j = i < rows ? NR : 0; j < ldc && ok; j++)
             if (!(c[i * ldc + j] == c0[i * ldc + j] || (isnan(c[i * ldc + j]) && beta == 0.0f))) {
                 printf("wrote outside the tile at (%ld, %ld)\n", (long)i, (long)j);
                 ok = 0;
@@ -113,12 +124,13 @@ int main(void)
 {
     const int64_t kcs[] = {1, 2, 7, 64, 301};
     const float betas[] = {0.0f, 1.0f, -0.5f};
-    for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++)
-        for (int a_layout = 0; a_layout < 3; a_layout++)
-            for (int b_in_place = 0; b_in_place < 2; b_in_place++)
-                for (size_t s = 0; s < sizeof betas / sizeof betas[0]; s++)
-                    if (!check(kcs[q], a_layout, b_in_place, betas[s]))
-                        return 1;
+    for (int rows = 1; rows <= MR; rows++)
+        for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++)
+            for (int a_layout = 0; a_layout < 3; a_layout++)
+                for (int b_in_place = 0; b_in_place < 2; b_in_place++)
+                    for (size_t s = 0; s < sizeof betas / sizeof betas[0]; s++)
+                        if (!check(rows, kcs[q], a_layout, b_in_place, betas[s]))
+                            return 1;
     printf("ok\n");
     return 0;
 }
