@@ -493,13 +493,27 @@ def test_forced_kernels_agree(tmp_path):
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _cpu_has_avx512f():
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the check")
-def test_avx512_tile_logic_on_any_cpu(tmp_path):
-    # the AVX-512 tile, compiled for the baseline instruction set, against a double reference
-    # in every layout the driver uses (runs where no AVX-512 CPU is at hand)
+@pytest.mark.parametrize("build", [
+    "portable",
+    pytest.param("native", marks=pytest.mark.skipif(not _cpu_has_avx512f(),
+                                                    reason="this CPU has no AVX-512")),
+])
+def test_avx512_tile_logic(tmp_path, build):
+    # the AVX-512 tile and its edge versions against a double reference in every layout the
+    # driver uses: portable (the generic vectors for the baseline instruction set, so that it
+    # runs where no AVX-512 CPU is at hand) and native (the assembly pyrt runs)
     exe = tmp_path / "avx512_logic"
     src = ROOT / "csrc" / "kernels" / "gemm" / "tests" / "avx512_logic.c"
-    build = subprocess.run(["gcc", "-O2", "-std=gnu11", "-DGEMM_AVX512_TARGET=",
+    flags = ["-DGEMM_AVX512_PORTABLE"] if build == "portable" else []
+    build = subprocess.run(["gcc", "-O2", "-std=gnu11", *flags,
                             f"-I{ROOT / 'csrc'}", str(src), "-lm", "-o", str(exe)],
                            capture_output=True, text=True, check=False)
     assert build.returncode == 0, build.stderr

@@ -416,7 +416,6 @@ static int scale_range(void *ctx, int64_t start, int64_t stop)
  * packed (zero-padded). The choice depends on the arguments only, never on the thread count. */
 #define DIRECT_MAX_FLOATS (128 * 1024)
 #define DIRECT_FEW_TILES 4
-#define DIRECT_SHORT_K 32
 
 static void choose_direct(gemm *g)
 {
@@ -427,16 +426,15 @@ static void choose_direct(gemm *g)
     /* rows of A hold a micro-panel's values in 6 contiguous runs, whatever lda is */
     g->a_direct = g->alpha == 1.0f && (few_a_uses || a_size <= DIRECT_MAX_FLOATS)
                   && (!g->trans_a || gemm_l1_holds(g->lda, g->kc));
-    /* a B micro-panel of a short k used by at most two micro-tiles is read in place even
-     * when its rows evict each other: the second micro-tile reloads a few lines from L2,
-     * cheaper than copying the panel (8 x 50176 x 9: a third faster) */
-    const int short_few = g->k <= DIRECT_SHORT_K && g->m <= 2 * mr;
-    /* with one micro-tile of rows (m <= mr) each B micro-panel is read once however it is
-     * laid out, so evictions cost nothing: a copy would double the memory traffic of a
-     * product that is nearly all B (1 x 2048 x 512 ran 4x slower packed) */
-    const int once = g->m <= mr;
+    /* a B micro-panel used by at most two micro-tiles (m <= 2 mr) is read in place even when
+     * its rows evict each other from L1: with one micro-tile of rows it is read once however
+     * it is laid out, and a second one reloads it from L2, cheaper than copying it (a copy
+     * doubles the memory traffic of a product that is nearly all B: 1 x 2048 x 512 ran 4x
+     * slower packed, 8 x 50176 x 9 a third slower, 16 x 12544 x 72 on the 8 x 48 tile and
+     * 12 x 12544 x 72 on the 6 x 16 one 1.2-1.4x slower) */
+    const int twice = g->m <= 2 * mr;
     g->b_direct = !g->trans_b && (few_b_uses || b_size <= DIRECT_MAX_FLOATS)
-                  && (gemm_l1_holds(g->ldb, g->kc) || short_few || once);
+                  && (gemm_l1_holds(g->ldb, g->kc) || twice);
     g->b_in_tile = !g->b_direct && ceil_div(g->m, mr) * mr <= MT_MAX;
 }
 

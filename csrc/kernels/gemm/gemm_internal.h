@@ -11,7 +11,7 @@
  *   tile.c            one register tile at an edge of C; which strides L1 holds
  *   pack.c            packing A and B into micro-panels
  *   kernel_avx2.c     6 x 16 tile (assembly k loop), the 3 x 4 dot and the row kernels
- *   kernel_avx512.c   14 x 32 tile
+ *   kernel_avx512.c   8 x 48 tile
  *   kernel_generic.c  4 x 8 tile in plain C
  *   dispatch.c        the kernel for this CPU, PYRT_SGEMM_KERNEL
  *   workspace.c       per-thread packing buffers
@@ -30,11 +30,11 @@
  * a multiple of 8) are aligned for vector loads. */
 #define GEMM_ALIGN 64
 
-/* The largest register tile, mr * nr, of any kernel (AVX-512: 14 x 32). */
-#define GEMM_TILE_MAX (14 * 32)
+/* The largest register tile, mr * nr, of any kernel (AVX-512: 8 x 48). */
+#define GEMM_TILE_MAX (8 * 48)
 /* The widest register tile, nr, of any kernel, and the tallest, mr. */
-#define GEMM_NR_MAX 32
-#define GEMM_MR_MAX 14
+#define GEMM_NR_MAX 48
+#define GEMM_MR_MAX 8
 
 /* The register tile: C[0:mr, 0:nr] (row stride ldc) =
  *     acc                  if beta == 0 (C is not read, so NaN in it does not matter),
@@ -55,6 +55,13 @@ typedef void (*gemm_tile_fn)(int64_t kc, const float *a, int64_t rsa, int64_t cs
 typedef void (*gemm_tile_rows_fn)(int rows, int64_t kc, const float *a, int64_t rsa,
                                   int64_t csa, const float *b, int64_t rsb, float *c, int64_t ldc,
                                   float beta);
+
+/* The same for the first `rows` rows (1 <= rows <= mr) and `cols` columns (1 <= cols <= nr) of
+ * the tile, at an edge of C: A's other rows are not read, and C's other rows and columns are
+ * neither read nor written. */
+typedef void (*gemm_tile_part_fn)(int rows, int cols, int64_t kc, const float *a, int64_t rsa,
+                                  int64_t csa, const float *b, int64_t rsb, float *c,
+                                  int64_t ldc, float beta);
 
 /* Pack rows [i0, i0 + rows) and columns [p0, p0 + kc) of op(A), times alpha, into
  * ceil(rows / mr) consecutive micro-panels of mr * kc floats, each kc groups of mr values
@@ -92,6 +99,7 @@ typedef struct gemm_kernel {
     int mr, nr;       /* register tile */
     gemm_tile_fn tile;
     gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
+    gemm_tile_part_fn tile_part; /* NULL: tiles at the right edge go through a buffer */
     gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
     int dot_side;     /* A B^T with m or n at most this takes the dot path (dot.c) */
     int prefetch_b;   /* the packed path prefetches each next packed B micro-panel (gemm.c) */
@@ -138,9 +146,10 @@ void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int6
 
 /* One register tile of C at c (row stride ldc) of which the first `rows` x `cols` lie inside C:
  * the kernel's tile (gemm_tile_fn's arguments) straight into C where it fits, its version for
- * fewer rows at the bottom edge, and gemm_edge_tile (tile.c) where columns stick out or the
- * kernel has no version for fewer rows. A's rows past `rows` are read only by a kernel without
- * a version for fewer rows; B's kc x nr values are always read. */
+ * part of a tile or for fewer rows at the edges, and gemm_edge_tile (tile.c) where columns
+ * stick out or rows do and the kernel has no version for that. A's rows past `rows` are read
+ * only by a kernel without a version for fewer rows; B's kc x nr values are read unless the
+ * kernel has a version for part of a tile. */
 void gemm_edge_tile(const gemm_kernel *kr, int64_t kc, const float *a, int64_t rsa, int64_t csa,
                     const float *b, int64_t rsb, float *c, int64_t ldc, int64_t rows,
                     int64_t cols, float beta);
@@ -151,6 +160,8 @@ static inline void gemm_micro_tile(const gemm_kernel *kr, int64_t kc, const floa
 {
     if (cols == kr->nr && rows == kr->mr)
         kr->tile(kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    else if (kr->tile_part)
+        kr->tile_part((int)rows, (int)cols, kc, a, rsa, csa, b, rsb, c, ldc, beta);
     else if (cols == kr->nr && kr->tile_rows)
         kr->tile_rows((int)rows, kc, a, rsa, csa, b, rsb, c, ldc, beta);
     else

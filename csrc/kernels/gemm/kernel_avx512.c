@@ -1,30 +1,41 @@
 /*
- * kernel_avx512.c - the AVX-512 micro-kernel: a 14 x 32 register tile.
+ * kernel_avx512.c - the AVX-512 micro-kernel: an 8 x 48 register tile.
  *
- * Thirty-two zmm registers: 28 hold the tile (14 rows x 2 vectors of 16), 2 the current row of
- * B, 1 the broadcast A value. Each step of k issues 28 FMAs against 2 vector loads and 14
+ * Thirty-two zmm registers: 24 hold the tile (8 rows x 3 vectors of 16), 3 the current row of
+ * B, 1 the broadcast A value. Each step of k issues 24 FMAs against 3 vector loads and 8
  * broadcasts: enough independent accumulators for two 512-bit FMA pipes with a latency of 4
- * cycles (Skylake-SP and later, Zen 4), and a load-to-FMA ratio (16:28) that leaves the load
- * ports idle a third of the time. It is compiled for AVX-512F with a target attribute and
- * called only after __builtin_cpu_supports("avx512f") said yes. A version for each number of
- * rows from 1 to 13 serves the bottom edge of C.
+ * cycles (Skylake-SP and later, Zen 4). Loads per FMA matter on these cores: a 14 x 32 tile
+ * (28 FMAs against 16 loads) ran at 87% of the FMA peak from L1 on a Sapphire Rapids Xeon,
+ * this one at 97%. It is compiled for AVX-512F with a target attribute and called only after
+ * __builtin_cpu_supports("avx512f") said yes.
+ *
+ * At the edges of C the tile has versions for fewer rows (1 to 7) and for fewer columns: one
+ * or two vectors of B when the columns fit them, and the last vector's columns written (and,
+ * for beta != 0, read) through a small buffer when they do not fill it. Every element goes
+ * through the same instructions in any version, so an edge tile rounds as a full one does.
  *
  * The tile is written with GCC's generic vectors (16 floats, one zmm register under the
  * target attribute; a * b + c becomes one FMA, as -std=gnu11 contracts) in arrays indexed by
- * constants inside fully unrolled loops, which GCC keeps in registers. Written so, the same
- * source also compiles for any CPU: tests/avx512_logic.c builds it with GEMM_AVX512_TARGET
- * empty and checks the tile against a plain reference on machines without AVX-512.
+ * constants inside fully unrolled loops, which GCC keeps in registers; the whole tile's k loop
+ * is assembly (see tile_8x48 below). Built with GEMM_AVX512_PORTABLE, the file is the generic
+ * vectors alone and compiles for any CPU: tests/avx512_logic.c checks every version that way
+ * against a plain reference on machines without AVX-512, and as built here on those with it.
  */
 #include <string.h>
 
 #include "gemm_internal.h"
 
-#ifndef GEMM_AVX512_TARGET
+/* GEMM_AVX512_PORTABLE: the generic vectors alone, for the baseline instruction set (the
+ * check in tests/avx512_logic.c, on CPUs without AVX-512) */
+#ifdef GEMM_AVX512_PORTABLE
+#define GEMM_AVX512_TARGET
+#else
 #define GEMM_AVX512_TARGET __attribute__((target("avx512f")))
 #endif
 
-#define MR 14
-#define NR 32
+#define MR 8
+#define NV 3 /* vectors of 16 columns */
+#define NR (NV * 16)
 
 typedef float v16 __attribute__((vector_size(64)));
 
@@ -32,72 +43,88 @@ typedef float v16 __attribute__((vector_size(64)));
 #define LOAD16(v, ptr) memcpy(&(v), (ptr), sizeof(v16))
 #define STORE16(ptr, v) memcpy((ptr), &(v), sizeof(v16))
 
-/* The first R rows of the tile (R constant in each instance below, so that the loops unroll
- * and the accumulators stay in registers): A's rows past R are not read and C's not written,
- * and every element goes through the same instructions whatever R is, so a tile at the bottom
- * edge of C rounds as a full one does. */
+/* The first R rows and V vectors of the tile, of which the first `cols` columns are C's
+ * (16 (V - 1) < cols <= 16 V); R and V are constant in each instance below, so that the loops
+ * unroll and the accumulators stay in registers. A's rows past R are not read, nor B's columns
+ * past 16 V; C is read (beta != 0) and written in its first R rows and `cols` columns only. */
 GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_body(
-    const int R, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
-    int64_t rsb, float *c, int64_t ldc, float beta)
+    const int R, const int V, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+    const float *b, int64_t rsb, float *c, int64_t ldc, float beta, int cols)
 {
-    v16 lo[MR], hi[MR];
-#pragma GCC unroll 14
+    v16 acc[MR][NV];
+#pragma GCC unroll 8
     for (int i = 0; i < R; i++) {
-        lo[i] = (v16){0};
-        hi[i] = (v16){0};
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++)
+            acc[i][v] = (v16){0};
         __builtin_prefetch(c + i * ldc);
-        __builtin_prefetch(c + i * ldc + NR - 1);
+        __builtin_prefetch(c + i * ldc + cols - 1);
     }
 
     if (rsa == 1) {
         /* a packed micro-panel, or a transposed A: the values of step p are adjacent */
         for (int64_t p = 0; p < kc; p++, a += csa, b += rsb) {
-            v16 b0, b1;
-            LOAD16(b0, b);
-            LOAD16(b1, b + 16);
-#pragma GCC unroll 14
-            for (int i = 0; i < R; i++) {
-                lo[i] += a[i] * b0;
-                hi[i] += a[i] * b1;
-            }
+            v16 bv[NV];
+#pragma GCC unroll 3
+            for (int v = 0; v < V; v++)
+                LOAD16(bv[v], b + 16 * v);
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++)
+#pragma GCC unroll 3
+                for (int v = 0; v < V; v++)
+                    acc[i][v] += a[i] * bv[v];
         }
     } else {
         /* rows of A read in place: value (i, p) at a[i*rsa + p] */
         for (int64_t p = 0; p < kc; p++, b += rsb) {
-            v16 b0, b1;
-            LOAD16(b0, b);
-            LOAD16(b1, b + 16);
-#pragma GCC unroll 14
-            for (int i = 0; i < R; i++) {
-                lo[i] += a[i * rsa + p] * b0;
-                hi[i] += a[i * rsa + p] * b1;
-            }
+            v16 bv[NV];
+#pragma GCC unroll 3
+            for (int v = 0; v < V; v++)
+                LOAD16(bv[v], b + 16 * v);
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++)
+#pragma GCC unroll 3
+                for (int v = 0; v < V; v++)
+                    acc[i][v] += a[i * rsa + p] * bv[v];
         }
     }
 
-#pragma GCC unroll 14
+    /* C = beta * C + acc, one rounding, as the AVX2 kernel does; the last vector's columns
+     * past `cols` are neither read nor written */
+    const size_t tail = sizeof(float) * (size_t)(cols - 16 * (V - 1));
+#pragma GCC unroll 8
     for (int i = 0; i < R; i++) {
         float *ci = c + i * ldc;
-        if (beta != 0.0f) {
-            /* C = beta * C + acc, one rounding, as the AVX2 kernel does */
-            v16 c0, c1;
-            LOAD16(c0, ci);
-            LOAD16(c1, ci + 16);
-            lo[i] = beta * c0 + lo[i];
-            hi[i] = beta * c1 + hi[i];
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++) {
+            const int whole = v < V - 1 || tail == sizeof(v16);
+            v16 cv = (v16){0};
+            if (beta != 0.0f) {
+                if (whole)
+                    LOAD16(cv, ci + 16 * v);
+                else
+                    memcpy(&cv, ci + 16 * v, tail);
+                acc[i][v] = beta * cv + acc[i][v];
+            }
+            if (whole)
+                STORE16(ci + 16 * v, acc[i][v]);
+            else
+                memcpy(ci + 16 * v, &acc[i][v], tail);
         }
-        STORE16(ci, lo[i]);
-        STORE16(ci + 16, hi[i]);
     }
 }
 
-#define TILE_R(R)                                                                             \
-    GEMM_AVX512_TARGET static void tile_##R##x32(int64_t kc, const float *a, int64_t rsa,     \
-                                                 int64_t csa, const float *b, int64_t rsb,    \
-                                                 float *c, int64_t ldc, float beta)           \
+typedef void (*part_fn)(int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
+                        int64_t rsb, float *c, int64_t ldc, float beta, int cols);
+
+#define TILE_RV(R, V)                                                                         \
+    GEMM_AVX512_TARGET static void tile_##R##x##V(int64_t kc, const float *a, int64_t rsa,    \
+                                                  int64_t csa, const float *b, int64_t rsb,   \
+                                                  float *c, int64_t ldc, float beta, int cols)\
     {                                                                                         \
-        tile_body(R, kc, a, rsa, csa, b, rsb, c, ldc, beta);                                  \
+        tile_body(R, V, kc, a, rsa, csa, b, rsb, c, ldc, beta, cols);                         \
     }
+#define TILE_R(R) TILE_RV(R, 1) TILE_RV(R, 2) TILE_RV(R, 3)
 TILE_R(1)
 TILE_R(2)
 TILE_R(3)
@@ -106,33 +133,183 @@ TILE_R(5)
 TILE_R(6)
 TILE_R(7)
 TILE_R(8)
-TILE_R(9)
-TILE_R(10)
-TILE_R(11)
-TILE_R(12)
-TILE_R(13)
-TILE_R(14)
 
-/* gemm_tile_rows_fn: the instance for `rows` (1 <= rows < MR) */
-static void tile_rows_14x32(int rows, int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                            const float *b, int64_t rsb, float *c, int64_t ldc, float beta)
+/* ---- the whole tile, in assembly ------------------------------------------------------ */
+
+/* Compiled from the generic vectors above, the k loop broadcasts every value of A into one
+ * register and runs one step of k per iteration, which held the whole tile at 87% of the FMA
+ * peak (from L1, on a Sapphire Rapids Xeon); two steps per iteration, the broadcasts
+ * alternating between two registers, reach 97%. So the whole tile is written out here, and the
+ * generic version (tile_body) serves the edges and the portable build. Each element takes the same instructions
+ * in both: FMAs of A(i, p) and B's vector in k order from zero, then C = beta * C + acc fused
+ * (or C = acc when beta is zero). zmm0-zmm23 hold the tile (row i, vector v in zmm(3i + v)),
+ * zmm24 and zmm25 the broadcasts, zmm29-zmm31 the row of B, zmm26 beta. */
+#ifndef GEMM_AVX512_PORTABLE
+
+#define Z(N) "%%zmm" #N
+#define ASM_B "vmovups (%[b]), %%zmm29\n\t" "vmovups 64(%[b]), %%zmm30\n\t"                    \
+              "vmovups 128(%[b]), %%zmm31\n\t"
+/* row i of a step: broadcast its value of A (at address A) into BR and update its vectors */
+#define ASM_ROW(A, BR, V0, V1, V2)                                                            \
+    "vbroadcastss " A ", " BR "\n\t"                                                          \
+    "vfmadd231ps %%zmm29, " BR ", " V0 "\n\t"                                                 \
+    "vfmadd231ps %%zmm30, " BR ", " V1 "\n\t"                                                 \
+    "vfmadd231ps %%zmm31, " BR ", " V2 "\n\t"
+#define ASM_ROWS(A0, A1, A2, A3, A4, A5, A6, A7)                                              \
+    ASM_ROW(A0, Z(24), Z(0), Z(1), Z(2)) ASM_ROW(A1, Z(25), Z(3), Z(4), Z(5))                 \
+    ASM_ROW(A2, Z(24), Z(6), Z(7), Z(8)) ASM_ROW(A3, Z(25), Z(9), Z(10), Z(11))               \
+    ASM_ROW(A4, Z(24), Z(12), Z(13), Z(14)) ASM_ROW(A5, Z(25), Z(15), Z(16), Z(17))           \
+    ASM_ROW(A6, Z(24), Z(18), Z(19), Z(20)) ASM_ROW(A7, Z(25), Z(21), Z(22), Z(23))
+/* one step of k, A packed or transposed: the 8 values adjacent at %[a] */
+#define ASM_STEP_COL                                                                          \
+    ASM_B ASM_ROWS("(%[a])", "4(%[a])", "8(%[a])", "12(%[a])", "16(%[a])", "20(%[a])",        \
+                   "24(%[a])", "28(%[a])")                                                    \
+    "add %[rsb], %[b]\n\t" "add %[csa], %[a]\n\t"
+/* one step of k, rows of A in place: at a, a + rsa, a + 2 rsa, r3, r3 + rsa, r3 + 2 rsa, r6,
+ * r6 + rsa */
+#define ASM_STEP_ROW                                                                          \
+    ASM_B ASM_ROWS("(%[a])", "(%[a],%[rsa],1)", "(%[a],%[rsa],2)", "(%[r3])",                 \
+                   "(%[r3],%[rsa],1)", "(%[r3],%[rsa],2)", "(%[r6])", "(%[r6],%[rsa],1)")     \
+    "add %[rsb], %[b]\n\t" "add $4, %[a]\n\t" "add $4, %[r3]\n\t" "add $4, %[r6]\n\t"
+
+#define ASM_ZERO                                                                              \
+    "vpxord %%zmm0, %%zmm0, %%zmm0\n\t" "vmovaps %%zmm0, %%zmm1\n\t"                          \
+    "vmovaps %%zmm0, %%zmm2\n\t" "vmovaps %%zmm0, %%zmm3\n\t" "vmovaps %%zmm0, %%zmm4\n\t"    \
+    "vmovaps %%zmm0, %%zmm5\n\t" "vmovaps %%zmm0, %%zmm6\n\t" "vmovaps %%zmm0, %%zmm7\n\t"    \
+    "vmovaps %%zmm0, %%zmm8\n\t" "vmovaps %%zmm0, %%zmm9\n\t" "vmovaps %%zmm0, %%zmm10\n\t"   \
+    "vmovaps %%zmm0, %%zmm11\n\t" "vmovaps %%zmm0, %%zmm12\n\t"                               \
+    "vmovaps %%zmm0, %%zmm13\n\t" "vmovaps %%zmm0, %%zmm14\n\t"                               \
+    "vmovaps %%zmm0, %%zmm15\n\t" "vmovaps %%zmm0, %%zmm16\n\t"                               \
+    "vmovaps %%zmm0, %%zmm17\n\t" "vmovaps %%zmm0, %%zmm18\n\t"                               \
+    "vmovaps %%zmm0, %%zmm19\n\t" "vmovaps %%zmm0, %%zmm20\n\t"                               \
+    "vmovaps %%zmm0, %%zmm21\n\t" "vmovaps %%zmm0, %%zmm22\n\t"                               \
+    "vmovaps %%zmm0, %%zmm23\n\t"
+
+/* The rows of the tile to C: rows 0-2 at %[c] + i ldc, 3-5 at %[c3] + (i-3) ldc, 6-7 at
+ * %[c6] + (i-6) ldc. */
+#define ASM_C_ROW(OP, M, V0, V1, V2) OP(M, V0, 0) OP(M, V1, 64) OP(M, V2, 128)
+#define ASM_C(OP)                                                                             \
+    ASM_C_ROW(OP, "%[c])", Z(0), Z(1), Z(2))                                                  \
+    ASM_C_ROW(OP, "%[c],%[ldc],1)", Z(3), Z(4), Z(5))                                         \
+    ASM_C_ROW(OP, "%[c],%[ldc],2)", Z(6), Z(7), Z(8))                                         \
+    ASM_C_ROW(OP, "%[c3])", Z(9), Z(10), Z(11))                                               \
+    ASM_C_ROW(OP, "%[c3],%[ldc],1)", Z(12), Z(13), Z(14))                                     \
+    ASM_C_ROW(OP, "%[c3],%[ldc],2)", Z(15), Z(16), Z(17))                                     \
+    ASM_C_ROW(OP, "%[c6])", Z(18), Z(19), Z(20))                                              \
+    ASM_C_ROW(OP, "%[c6],%[ldc],1)", Z(21), Z(22), Z(23))
+/* C = acc; C = beta * C + acc, one rounding (beta broadcast in zmm26). M is the end of an
+ * address "base[,index,scale])", completed with the byte offset of the vector. */
+#define ASM_STORE(M, V, OFF) "vmovups " V ", " #OFF "(" M "\n\t"
+#define ASM_UPDATE(M, V, OFF) "vfmadd231ps " #OFF "(" M ", %%zmm26, " V "\n\t" ASM_STORE(M, V, OFF)
+#define ASM_WRITE_C                                                                           \
+    "vxorps %%xmm26, %%xmm26, %%xmm26\n\t"                                                    \
+    "vucomiss %[beta], %%xmm26\n\t"                                                           \
+    "jne 4f\n\t"                                                                              \
+    "jp 4f\n\t"                                                                               \
+    ASM_C(ASM_STORE)                                                                          \
+    "jmp 5f\n\t"                                                                              \
+    "4:\n\t"                                                                                  \
+    "vbroadcastss %[beta], %%zmm26\n\t"                                                       \
+    ASM_C(ASM_UPDATE)                                                                         \
+    "5:\n\t"
+
+/* The k loop: pairs of steps, then an odd last step, then the tile to C. */
+#define ASM_TILE(STEP)                                                                        \
+    ASM_ZERO                                                                                  \
+    "test %[n], %[n]\n\t"                                                                     \
+    "jz 2f\n\t"                                                                               \
+    "1:\n\t" STEP STEP                                                                        \
+    "dec %[n]\n\t"                                                                            \
+    "jnz 1b\n\t"                                                                              \
+    "2:\n\t"                                                                                  \
+    "test %[odd], %[odd]\n\t"                                                                 \
+    "jz 3f\n\t" STEP                                                                          \
+    "3:\n\t" ASM_WRITE_C
+
+#define ASM_CLOBBERS                                                                          \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",      \
+        "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm29", "xmm30",      \
+        "xmm31", "cc", "memory"
+
+/* gemm_tile_fn: the whole tile */
+GEMM_AVX512_TARGET static void tile_8x48(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                                         const float *b, int64_t rsb, float *c, int64_t ldc,
+                                         float beta)
 {
-    static const gemm_tile_fn by_rows[MR] = {
-        NULL, tile_1x32, tile_2x32, tile_3x32, tile_4x32, tile_5x32, tile_6x32, tile_7x32,
-        tile_8x32, tile_9x32, tile_10x32, tile_11x32, tile_12x32, tile_13x32};
-    by_rows[rows](kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    /* the C tile is needed only at the end: start fetching its rows now */
+    for (int i = 0; i < MR; i++) {
+        __builtin_prefetch(c + i * ldc);
+        __builtin_prefetch(c + i * ldc + NR - 1);
+    }
+    int64_t pairs = kc / 2, odd = kc % 2;
+    const int64_t rsb_bytes = rsb * (int64_t)sizeof(float);
+    const int64_t ldc_bytes = ldc * (int64_t)sizeof(float);
+    float *c3 = c + 3 * ldc, *c6 = c + 6 * ldc;
+    if (rsa == 1) {
+        /* packed A (csa == 8), or a transposed A read in place (csa == lda) */
+        const int64_t csa_bytes = csa * (int64_t)sizeof(float);
+        __asm__ volatile(ASM_TILE(ASM_STEP_COL)
+                         : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs)
+                         : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [csa] "r"(csa_bytes),
+                           [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),
+                           [beta] "v"(beta)
+                         : ASM_CLOBBERS);
+    } else {
+        /* the rows of A in place (csa == 1) */
+        const int64_t rsa_bytes = rsa * (int64_t)sizeof(float);
+        const float *r3 = a + 3 * rsa, *r6 = a + 6 * rsa;
+        __asm__ volatile(ASM_TILE(ASM_STEP_ROW)
+                         : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [r3] "+r"(r3),
+                           [r6] "+r"(r6)
+                         : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [rsa] "r"(rsa_bytes),
+                           [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),
+                           [beta] "v"(beta)
+                         : ASM_CLOBBERS);
+    }
+}
+
+#else
+
+GEMM_AVX512_TARGET static void tile_8x48(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                                         const float *b, int64_t rsb, float *c, int64_t ldc,
+                                         float beta)
+{
+    tile_body(MR, NV, kc, a, rsa, csa, b, rsb, c, ldc, beta, NR);
+}
+
+#endif
+
+/* gemm_tile_part_fn: the instance for `rows` and the vectors that `cols` spans */
+static void tile_part_8x48(int rows, int cols, int64_t kc, const float *a, int64_t rsa,
+                           int64_t csa, const float *b, int64_t rsb, float *c, int64_t ldc,
+                           float beta)
+{
+    static const part_fn by_shape[MR][NV] = {
+        {tile_1x1, tile_1x2, tile_1x3}, {tile_2x1, tile_2x2, tile_2x3},
+        {tile_3x1, tile_3x2, tile_3x3}, {tile_4x1, tile_4x2, tile_4x3},
+        {tile_5x1, tile_5x2, tile_5x3}, {tile_6x1, tile_6x2, tile_6x3},
+        {tile_7x1, tile_7x2, tile_7x3}, {tile_8x1, tile_8x2, tile_8x3}};
+    by_shape[rows - 1][(cols - 1) / 16](kc, a, rsa, csa, b, rsb, c, ldc, beta, cols);
+}
+
+/* gemm_tile_rows_fn: fewer rows, every column */
+static void tile_rows_8x48(int rows, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                           const float *b, int64_t rsb, float *c, int64_t ldc, float beta)
+{
+    tile_part_8x48(rows, NR, kc, a, rsa, csa, b, rsb, c, ldc, beta);
 }
 
 static const gemm_kernel avx512_kernel = {
     .name = "avx512",
     .mr = MR,
     .nr = NR,
-    .tile = tile_14x32,
-    .tile_rows = tile_rows_14x32,
+    .tile = tile_8x48,
+    .tile_rows = tile_rows_8x48,
+    .tile_part = tile_part_8x48,
     /* every AVX-512 CPU has AVX2, and these AVX2 kernels serve here too: */
     /* the dot kernel loads 7 vectors per 12 FMAs, its rows of A from L2, so beside this tile
-     * it wins only where one side is narrow (on a Xeon: 64 x 128 x 784 ran at 99 GFLOP/s by
-     * dot products and 106 packed; 32 x 128 x 784 at 99 against 78) */
+     * it wins only where one side is narrow */
     .dot = gemm_dot_avx2,
     .dot_side = 32,
     .prefetch_b = 0,

@@ -124,40 +124,32 @@ static inline __attribute__((always_inline)) AVX2 void transpose8(__m256 r[8])
     r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-/* A not transposed, a full panel of MR (6 or 14) rows: load 8 values of k from each row, in
- * blocks of 8 rows (zero rows fill the last block), transpose each block, and store each
- * column's MR values. A full 8-float store of the last block's 6 values spills 2 values into
- * column p+1's slot, which the next column's stores overwrite; only the panel's last column
- * stores those 6 values as 4 + 2, so nothing is written past the panel. */
+/* A not transposed, a full panel of MR (6 or 8) rows: load 8 values of k from each row (zero
+ * rows make it 8 x 8), transpose, and store each column's MR values. With MR = 6 a full
+ * 8-float store spills 2 values into column p+1's slot, which the next column's store
+ * overwrites; only the panel's last column is stored as 4 + 2, so nothing is written past the
+ * panel. */
 static inline __attribute__((always_inline)) AVX2 void pack_a_rows(const int MR, const float *a,
                                                                    int64_t lda, int64_t i0,
                                                                    int64_t p0, int64_t kc,
                                                                    float alpha, float *dst)
 {
-    enum { BLOCKS_MAX = 2 };
-    const int blocks = (MR + 7) / 8;
     const __m256 va = _mm256_set1_ps(alpha);
     const float *src = a + i0 * lda + p0;
     int64_t p = 0;
     for (; p + 8 <= kc; p += 8) {
-        __m256 r[BLOCKS_MAX][8];
-        for (int blk = 0; blk < blocks; blk++) {
-            for (int i = 0; i < 8; i++)
-                r[blk][i] = blk * 8 + i < MR
-                            ? _mm256_mul_ps(va, _mm256_loadu_ps(src + (blk * 8 + i) * lda + p))
-                            : _mm256_setzero_ps();
-            transpose8(r[blk]);
-        }
+        __m256 r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = i < MR ? _mm256_mul_ps(va, _mm256_loadu_ps(src + i * lda + p))
+                          : _mm256_setzero_ps();
+        transpose8(r);
         float *d = dst + p * MR;
         for (int q = 0; q < 8; q++) {
-            for (int blk = 0; blk < blocks; blk++) {
-                float *at = d + q * MR + blk * 8;
-                if (blk * 8 + 8 <= MR || q < 7 || p + 8 < kc) {
-                    _mm256_storeu_ps(at, r[blk][q]);
-                } else {
-                    _mm_storeu_ps(at, _mm256_castps256_ps128(r[blk][q]));
-                    _mm_storel_pi((__m64 *)(at + 4), _mm256_extractf128_ps(r[blk][q], 1));
-                }
+            if (MR == 8 || q < 7 || p + 8 < kc) {
+                _mm256_storeu_ps(d + q * MR, r[q]);
+            } else {
+                _mm_storeu_ps(d + q * MR, _mm256_castps256_ps128(r[q]));
+                _mm_storel_pi((__m64 *)(d + q * MR + 4), _mm256_extractf128_ps(r[q], 1));
             }
         }
     }
@@ -166,9 +158,9 @@ static inline __attribute__((always_inline)) AVX2 void pack_a_rows(const int MR,
             dst[p * MR + i] = alpha * src[i * lda + p];
 }
 
-/* A transposed, full panels of MR (6 or 14): each row of A (one value of k) holds MR values for
- * each panel in turn, copied as 8 (for 14), then 4 + 2, so that nothing past the last panel is
- * read. Going along the rows of A across all the panels reads whole cache lines. */
+/* A transposed, full panels of MR (6 or 8): each row of A (one value of k) holds MR values for
+ * each panel in turn, copied as 8, or 4 + 2, so that nothing past the last panel is read.
+ * Going along the rows of A across all the panels reads whole cache lines. */
 static inline __attribute__((always_inline)) AVX2 void pack_a_trans(const int MR, const float *a,
                                                                     int64_t lda, int64_t i0,
                                                                     int64_t panels, int64_t p0,
@@ -182,20 +174,19 @@ static inline __attribute__((always_inline)) AVX2 void pack_a_trans(const int MR
         for (int64_t x = 0; x < panels * MR; x += 16)
             _mm_prefetch((const char *)(src + PACK_AHEAD * lda + x), _MM_HINT_T0);
         for (int64_t t = 0; t < panels; t++, src += MR, d += MR * kc) {
-            int i = 0;
-            if (MR >= 8) {
+            if (MR == 8) {
                 _mm256_storeu_ps(d, _mm256_mul_ps(_mm256_set1_ps(alpha), _mm256_loadu_ps(src)));
-                i = 8;
+                continue;
             }
-            _mm_storeu_ps(d + i, _mm_mul_ps(va, _mm_loadu_ps(src + i)));
+            _mm_storeu_ps(d, _mm_mul_ps(va, _mm_loadu_ps(src)));
             /* the last two values, 8 bytes that need not be 8-byte aligned */
-            const __m128 hi = _mm_castsi128_ps(_mm_loadu_si64(src + i + 4));
-            _mm_storeu_si64(d + i + 4, _mm_castps_si128(_mm_mul_ps(va, hi)));
+            const __m128 hi = _mm_castsi128_ps(_mm_loadu_si64(src + 4));
+            _mm_storeu_si64(d + 4, _mm_castps_si128(_mm_mul_ps(va, hi)));
         }
     }
 }
 
-/* B not transposed, full panels of NR (16 or 32): each row of B holds NR values for each panel
+/* B not transposed, full panels of NR (16 or 48): each row of B holds NR values for each panel
  * in turn. */
 static inline __attribute__((always_inline)) AVX2 void pack_b_rows(const int NR, const float *b,
                                                                    int64_t ldb, int64_t p0,
@@ -215,9 +206,10 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_rows(const int NR,
     }
 }
 
-/* Lanes of a partial panel row that are loaded: mask32[32 - c .. 40 - c) has c ones, or all
+/* Lanes of a partial panel row that are loaded: mask48[48 - c .. 56 - c) has c ones, or all
  * 8 (c >= 8), or none (c <= 0). */
-static const int32_t mask32[64] = {
+static const int32_t mask48[96] = {
+    -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
@@ -228,9 +220,9 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_rows_edge(
     const int NR, const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
     float *dst)
 {
-    __m256i mask[4];
+    __m256i mask[GEMM_NR_MAX / 8];
     for (int v = 0; v < NR; v += 8)
-        mask[v / 8] = _mm256_loadu_si256((const __m256i *)(mask32 + 32 - cols + v));
+        mask[v / 8] = _mm256_loadu_si256((const __m256i *)(mask48 + 48 - cols + v));
     for (int64_t p = 0; p < kc; p++) {
         const float *src = b + (p0 + p) * ldb + j0;
         for (int v = 0; v < NR; v += 8)
@@ -238,7 +230,7 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_rows_edge(
     }
 }
 
-/* B transposed, 16 columns of a full panel of NR (16 or 32): 16 rows of B, 8 values of k at a
+/* B transposed, 16 columns of a full panel of NR (16 or 48): 16 rows of B, 8 values of k at a
  * time, two 8 x 8 transposes give 8 packed rows of 16, stored NR floats apart. */
 static inline __attribute__((always_inline)) AVX2 void pack_b_cols16(const int NR, const float *b,
                                                                      int64_t ldb, int64_t p0,
@@ -266,7 +258,7 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_cols16(const int N
             dst[p * NR + j] = src[j * ldb + p];
 }
 
-/* The panels of A for a tile of MR rows (6 or 14, constant in each instance). */
+/* The panels of A for a tile of MR rows (6 or 8, constant in each instance). */
 static inline __attribute__((always_inline)) AVX2 void pack_a_tile(
     const int MR, const float *a, int64_t lda, int trans, int64_t i0, int64_t rows, int64_t p0,
     int64_t kc, float alpha, float *dst)
@@ -283,7 +275,7 @@ static inline __attribute__((always_inline)) AVX2 void pack_a_tile(
                      dst + full * MR * kc);
 }
 
-/* The panels of B for a tile of NR columns (16 or 32, constant in each instance). */
+/* The panels of B for a tile of NR columns (16 or 48, constant in each instance). */
 static inline __attribute__((always_inline)) AVX2 void pack_b_tile(
     const int NR, const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc, int64_t j0,
     int64_t cols, float *dst)
@@ -309,8 +301,8 @@ AVX2 void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, i
 {
     if (mr == 6)
         pack_a_tile(6, a, lda, trans, i0, rows, p0, kc, alpha, dst);
-    else if (mr == 14)
-        pack_a_tile(14, a, lda, trans, i0, rows, p0, kc, alpha, dst);
+    else if (mr == 8)
+        pack_a_tile(8, a, lda, trans, i0, rows, p0, kc, alpha, dst);
     else
         gemm_pack_a_generic(a, lda, trans, i0, rows, p0, kc, alpha, mr, dst);
 }
@@ -320,8 +312,8 @@ AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, i
 {
     if (nr == 16)
         pack_b_tile(16, b, ldb, trans, p0, kc, j0, cols, dst);
-    else if (nr == 32)
-        pack_b_tile(32, b, ldb, trans, p0, kc, j0, cols, dst);
+    else if (nr == 48)
+        pack_b_tile(48, b, ldb, trans, p0, kc, j0, cols, dst);
     else
         gemm_pack_b_generic(b, ldb, trans, p0, kc, j0, cols, nr, dst);
 }

@@ -1,15 +1,18 @@
 /*
- * avx512_logic.c - checks the AVX-512 micro-kernel on any CPU.
+ * avx512_logic.c - checks the AVX-512 micro-kernel, on any CPU.
  *
- * kernel_avx512.c is written with GCC's generic vectors, so with GEMM_AVX512_TARGET defined
- * empty it compiles for the baseline instruction set and computes the same sums (each
- * multiply-add rounded twice instead of once). This program includes it that way and compares
- * its tile and its versions for fewer rows, in every layout pyrt_sgemm passes to them (A
- * packed, a transposed A in place, rows of A in place; B packed or in place; beta 0 with NaN in
- * C, 1 and -0.5), with a double-precision reference, and checks that they write nothing outside
- * their rows and columns. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
+ * kernel_avx512.c is written with GCC's generic vectors, but for the k loop of its whole tile
+ * (assembly). Built with GEMM_AVX512_PORTABLE it is the generic vectors alone, for the baseline
+ * instruction set, computing the same sums (each multiply-add rounded twice instead of once);
+ * built plainly (on a CPU with AVX-512) it is the kernel pyrt runs. This program includes it and
+ * compares its whole tile and every version for part of a tile (1 to 8 rows, 1 to 48 columns),
+ * in every layout pyrt_sgemm passes to them (A packed, a transposed A in place, rows of A in
+ * place; B packed or in place; an even and an odd number of steps; beta 0 with NaN in C, 1 and
+ * -0.5), with a double-precision reference, and checks that they write nothing outside their
+ * rows and columns. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
  *
- *     gcc -O2 -std=gnu11 -DGEMM_AVX512_TARGET= -Icsrc avx512_logic.c -lm && ./a.out
+ *     gcc -O2 -std=gnu11 -DGEMM_AVX512_PORTABLE -Icsrc avx512_logic.c -lm && ./a.out
+ *     gcc -O2 -std=gnu11 -Icsrc avx512_logic.c -lm && ./a.out      # with AVX-512
  *
  * It is not part of the library build (the builder skips tests/ folders); the Python tests
  * compile and run it.
@@ -63,7 +66,7 @@ static float uniform(void)
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-static int check(int rows, int64_t kc, int a_layout, int b_in_place, float beta)
+static int check(int rows, int cols, int64_t kc, int a_layout, int b_in_place, float beta)
 {
     /* a_layout 0: packed (rsa 1, csa MR); 1: transposed A in place (rsa 1, csa lda);
      * 2: rows of A in place (rsa lda, csa 1) */
@@ -80,13 +83,15 @@ static int check(int rows, int64_t kc, int a_layout, int b_in_place, float beta)
         b[i] = uniform();
     for (int64_t i = 0; i < MR * ldc; i++)
         c[i] = c0[i] = beta == 0.0f ? NAN : uniform();
-    if (rows == MR)
-        tile_14x32(kc, a, rsa, csa, b, ldb, c, ldc, beta);
+    if (rows == MR && cols == NR)
+        tile_8x48(kc, a, rsa, csa, b, ldb, c, ldc, beta);
+    else if (cols == NR)
+        tile_rows_8x48(rows, kc, a, rsa, csa, b, ldb, c, ldc, beta);
     else
-        tile_rows_14x32(rows, kc, a, rsa, csa, b, ldb, c, ldc, beta);
+        tile_part_8x48(rows, cols, kc, a, rsa, csa, b, ldb, c, ldc, beta);
     int ok = 1;
     for (int64_t i = 0; i < rows && ok; i++) {
-        for (int64_t j = 0; j < NR && ok; j++) {
+        for (int64_t j = 0; j < cols && ok; j++) {
             double sum = 0.0, bound = 0.0;
             for (int64_t p = 0; p < kc; p++) {
                 const double t = (double)a[i * rsa + p * csa] * (double)b[p * ldb + j];
@@ -99,16 +104,16 @@ static int check(int rows, int64_t kc, int a_layout, int b_in_place, float beta)
             }
             const double err = fabs((double)c[i * ldc + j] - sum);
             if (!(err <= 2.0 * (double)(kc + 2) * 1.2e-7 * bound + 1e-30)) {
-                printf("mismatch: rows=%d kc=%ld a_layout=%d b_in_place=%d beta=%g at (%ld, %ld): "
-                       "%g vs %g\n", rows, (long)kc, a_layout, b_in_place, beta, (long)i, (long)j,
-                       c[i * ldc + j], sum);
+                printf("mismatch: %d x %d, kc=%ld a_layout=%d b_in_place=%d beta=%g at (%ld, %ld): "
+                       "%g vs %g\n", rows, cols, (long)kc, a_layout, b_in_place, beta, (long)i,
+                       (long)j, c[i * ldc + j], sum);
                 ok = 0;
             }
         }
     }
-    /* the columns past the tile, and its rows past `rows`, are untouched */
+    /* the columns past `cols`, and the rows past `rows`, are untouched */
     for (int64_t i = 0; i < MR && ok; i++)
-        for (int64_t j = i < rows ? NR : 0; j < ldc && ok; j++)
+        for (int64_t j = i < rows ? cols : 0; j < ldc && ok; j++)
             if (!(c[i * ldc + j] == c0[i * ldc + j] || (isnan(c[i * ldc + j]) && beta == 0.0f))) {
                 printf("wrote outside the tile at (%ld, %ld)\n", (long)i, (long)j);
                 ok = 0;
@@ -124,13 +129,15 @@ int main(void)
 {
     const int64_t kcs[] = {1, 2, 7, 64, 301};
     const float betas[] = {0.0f, 1.0f, -0.5f};
+    const int colss[] = {1, 9, 15, 16, 17, 31, 32, 33, 47, 48};
     for (int rows = 1; rows <= MR; rows++)
-        for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++)
-            for (int a_layout = 0; a_layout < 3; a_layout++)
-                for (int b_in_place = 0; b_in_place < 2; b_in_place++)
-                    for (size_t s = 0; s < sizeof betas / sizeof betas[0]; s++)
-                        if (!check(rows, kcs[q], a_layout, b_in_place, betas[s]))
-                            return 1;
+        for (size_t w = 0; w < sizeof colss / sizeof colss[0]; w++)
+            for (size_t q = 0; q < sizeof kcs / sizeof kcs[0]; q++)
+                for (int a_layout = 0; a_layout < 3; a_layout++)
+                    for (int b_in_place = 0; b_in_place < 2; b_in_place++)
+                        for (size_t s = 0; s < sizeof betas / sizeof betas[0]; s++)
+                            if (!check(rows, colss[w], kcs[q], a_layout, b_in_place, betas[s]))
+                                return 1;
     printf("ok\n");
     return 0;
 }
