@@ -517,12 +517,15 @@ static int overlaps(const float *c, int64_t m, int64_t n, int64_t ldc, const flo
  * fewer instructions, by a count fitted on the AVX2 kernels (callgrind, k from 4 to 256): per
  * element of C, the dot path takes about 0.21 k + 24 (a horizontal sum and a write for every 12
  * elements, whatever k), the small path 0.27 k + 2 per element of its tiles, whose columns are
- * padded to whole panels of nr. The small path wins unless n leaves much of its last panel
- * empty and k is long: 64 x 10 x 128 (a layer with 10 outputs) is a dot product, 64 x 10 x 32
- * and 64 x 16 x 64 are not. */
+ * padded to whole panels of nr (or to whole vectors, part_cols, where the kernel has a version
+ * for part of a tile). The small path wins unless n leaves much of its last panel empty and k
+ * is long: 64 x 10 x 128 (a layer with 10 outputs) is a dot product, 64 x 10 x 32 and
+ * 64 x 16 x 64 are not. The AVX-512 kernels agree (64 x 16 x 64: 1.4 us by its tiles, 2.5 by
+ * dot products; 64 x 10 x 128: 3.0 and 2.6). */
 static int dot_before_small(const gemm_kernel *kr, int64_t n, int64_t k)
 {
-    const int64_t n_pad = ceil_div(n, kr->nr) * kr->nr;
+    const int64_t step = kr->tile_part ? kr->part_cols : kr->nr;
+    const int64_t n_pad = ceil_div(n, step) * step;
     return n * (21 * k + 2400) < n_pad * (27 * k + 200);
 }
 

@@ -307,6 +307,7 @@ static const gemm_kernel avx512_kernel = {
     .tile = tile_8x48,
     .tile_rows = tile_rows_8x48,
     .tile_part = tile_part_8x48,
+    .part_cols = 16,
     /* every AVX-512 CPU has AVX2, and these AVX2 kernels serve here too: */
     /* the dot kernel loads 7 vectors per 12 FMAs, its rows of A from L2, so beside this tile
      * it wins only where one side is narrow */
