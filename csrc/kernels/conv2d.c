@@ -435,7 +435,7 @@ static int param_tasks(void *arg, int64_t t0, int64_t t1)
         for (int slot = 0; slot < CONV_MAX_BANDS; slot++)
             zeros_for[slot] = -1;
         a = alloc_floats(j->dweight ? j->units_per_block * copy_size : 0);
-        lanes = alloc_floats(j->group_size * taps * CONV_VEC);
+        lanes = alloc_floats(j->group_size * taps * CONV_DIRECT_LANES_MAX);
     } else {
         a = alloc_floats(j->dweight ? taps * s->oh * s->ow : 0);
     }

@@ -10,8 +10,8 @@
  * Building the kw copies costs kw passes over a (few-channel) image, much less than the
  * c*kh*kw passes of a full im2col.
  *
- * Forward. A tile is KB filters x NV vectors of CONV_VEC consecutive positions, held in KB*NV
- * vector registers. For each channel c and tap (i, j) it adds w[o, c, i, j] * copy_j[c, p +
+ * Forward. A tile is KB filters x NV vectors of consecutive positions (8 lanes each, 16 with
+ * AVX-512: conv_direct_lanes.h holds these kernels), held in KB*NV vector registers. For each channel c and tap (i, j) it adds w[o, c, i, j] * copy_j[c, p +
  * i*ow ...]: one load per vector, shared by the KB filters, and one broadcast weight per
  * filter, shared by the NV vectors. The packed weights keep the KB weights of a tap side by
  * side, so the broadcasts walk memory in order. The last vector of a plane may run past its
@@ -29,8 +29,8 @@
 /* Filters per tile: 4 while at least 4 are left, then 2, then 1. */
 #define MAX_KB 4
 /* Vectors per forward tile for each KB: KB * NV accumulators, the NV inputs (or, with one
- * filter, memory operands) and a broadcast fit the 16 vector registers of AVX2, with enough
- * independent sums to hide the latency of the FMAs. */
+ * filter, memory operands) and a broadcast fit the 16 vector registers of AVX2 (AVX-512 has
+ * 32), with enough independent sums to hide the latency of the FMAs. */
 #define NV_FOR(kb) ((kb) == 4 ? 3 : (kb) == 2 ? 5 : 8)
 #define MAX_NV 8
 /* Filter taps per gradient tile. */
@@ -45,7 +45,8 @@ static int64_t block_size(int64_t left)
 
 int64_t conv_direct_plane(int64_t rows, int64_t kh, int64_t ow)
 {
-    return ((rows + kh - 1) * ow + 2 * CONV_VEC - 1) / CONV_VEC * CONV_VEC;
+    const int64_t lanes = CONV_DIRECT_LANES_MAX;
+    return ((rows + kh - 1) * ow + 2 * lanes - 1) / lanes * lanes;
 }
 
 /* ---- shifted copies ------------------------------------------------------------------- */
@@ -139,204 +140,49 @@ void conv_direct_pack(const conv_direct *g, const float *w, int transpose, float
     }
 }
 
-/* ---- forward -------------------------------------------------------------------------- */
+/* ---- forward, filter gradient, lane folding: in vectors of 8 or 16 lanes ------------- */
 
-/* One tile: `in` points at position p of copy 0, channel 0; `out` at out[o, p]; `wp` at the
- * packed weights of filters o..o+KB-1. `last` is how many lanes of the last vector to store. */
-CONV_INLINE void fwd_tile(const conv_direct *g, const float *in, const float *wp, const float *bias,
-                          float *out, int KB, int NV, int64_t last)
-{
-    const int64_t copy = g->cin * g->in_plane;
-    conv_vec acc[MAX_KB][MAX_NV];
-    for (int b = 0; b < KB; b++)
-        for (int v = 0; v < NV; v++)
-            acc[b][v] = vsplat(bias ? bias[b] : 0.0f);
-    for (int64_t c = 0; c < g->cin; c++) {
-        const float *row = in + c * g->in_plane;
-        for (int64_t i = 0; i < g->kh; i++, row += g->ow) {
-            const float *tap = row;
-            for (int64_t j = 0; j < g->kw; j++, tap += copy, wp += KB) {
-                conv_vec xv[MAX_NV];
-                for (int v = 0; v < NV; v++)
-                    xv[v] = vload(tap + v * CONV_VEC);
-                for (int b = 0; b < KB; b++)
-                    for (int v = 0; v < NV; v++)
-                        acc[b][v] += wp[b] * xv[v];
-            }
-        }
+#define LANES 8
+#define SUFFIX(name) name##_8
+#include "conv_direct_lanes.h"
+
+#define LANES 16
+#define SUFFIX(name) name##_16
+#include "conv_direct_lanes.h"
+
+/* Define the function `name` to run body_16(args) compiled for AVX-512 where the CPU has it,
+ * else body_8(args) compiled for AVX2+FMA where it has those, else body_8(args) for the
+ * baseline instruction set. The choice is the same for every call in a process, so the
+ * filter gradient's lanes are written and folded by kernels of one width. */
+#define CONV_DISPATCHED_LANES(name, body, params, args)                                       \
+    __attribute__((target("avx512f,avx2,fma"))) static void name##_avx512 params              \
+    {                                                                                         \
+        body##_16 args;                                                                       \
+    }                                                                                         \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params { body##_8 args; }     \
+    static void name##_generic params { body##_8 args; }                                      \
+    void name params                                                                          \
+    {                                                                                         \
+        if (conv_have_avx512())                                                               \
+            name##_avx512 args;                                                               \
+        else if (conv_have_avx2_fma())                                                        \
+            name##_avx2 args;                                                                 \
+        else                                                                                  \
+            name##_generic args;                                                              \
     }
-    for (int b = 0; b < KB; b++)
-        for (int v = 0; v < NV; v++)
-            vstore(out + b * g->out_plane + v * CONV_VEC, &acc[b][v],
-                   v == NV - 1 ? last : CONV_VEC);
-}
 
-/* Filters o..o+KB-1 over the plane, NV_FOR(KB) vectors at a time. */
-CONV_INLINE void fwd_filters(const conv_direct *g, const float *in, const float *wp,
-                             const float *bias, float *out, int KB)
-{
-    const int NV = NV_FOR(KB);
-    const int64_t len = g->rows * g->ow, nvec = (len + CONV_VEC - 1) / CONV_VEC;
-    const int64_t last = len - (nvec - 1) * CONV_VEC;
-    int64_t v = 0;
-    for (; v + NV < nvec; v += NV)
-        fwd_tile(g, in + v * CONV_VEC, wp, bias, out + v * CONV_VEC, KB, NV, CONV_VEC);
-    /* the vectors left, the plane's last among them */
-    in += v * CONV_VEC;
-    out += v * CONV_VEC;
-    switch (nvec - v) {
-#define TAIL(nv)                                                                               \
-    case nv:                                                                                  \
-        if (NV >= nv)                                                                         \
-            fwd_tile(g, in, wp, bias, out, KB, nv, last);                                     \
-        break;
-        TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7) TAIL(8)
-#undef TAIL
-    }
-}
+CONV_DISPATCHED_LANES(conv_direct_forward, forward_body,
+                      (const conv_direct *g, const float *in, const float *packed,
+                       const float *bias, float *out),
+                      (g, in, packed, bias, out))
 
-CONV_INLINE void forward_body(const conv_direct *g, const float *in, const float *packed,
-                              const float *bias, float *out)
-{
-    const int64_t taps = g->cin * g->kh * g->kw;
-    for (int64_t o = 0; o < g->cout;) {
-        const int64_t kb = block_size(g->cout - o);
-        const float *wp = packed + o * taps, *b = bias ? bias + o : NULL;
-        float *out_o = out + o * g->out_plane;
-        if (kb == 4)
-            fwd_filters(g, in, wp, b, out_o, 4);
-        else if (kb == 2)
-            fwd_filters(g, in, wp, b, out_o, 2);
-        else
-            fwd_filters(g, in, wp, b, out_o, 1);
-        o += kb;
-    }
-}
+CONV_DISPATCHED_LANES(conv_direct_dweight, dweight_body,
+                      (const conv_direct *g, const conv_band *bands, int64_t count,
+                       float *lanes),
+                      (g, bands, count, lanes))
 
-CONV_DISPATCHED(conv_direct_forward, forward_body,
-                (const conv_direct *g, const float *in, const float *packed, const float *bias,
-                 float *out),
-                (g, in, packed, bias, out))
-
-/* ---- filter gradient ------------------------------------------------------------------ */
-
-/* One tile: filters o..o+KB-1 (`d_off` is the offset of plane o in each band's dout), taps
- * j..j+TW-1 of row i of channel c (`in_off` is the offset of copy j, channel c, row i in each
- * band's copies), summed over the bands in order into `lanes` (those of dw[o, c, i, j]),
- * starting from zero or, with `add`, from the lanes. The last, partial vector of a band's
- * gradient plane is read from its `tails` (zero-filled). */
-CONV_INLINE void dw_tile(const conv_direct *g, const conv_band *bands, int64_t count,
-                         int64_t in_off, int64_t d_off, const float *tails, float *lanes,
-                         int add, int KB, int TW)
-{
-    const int64_t copy = g->cin * g->in_plane, filter = g->cin * g->kh * g->kw;
-    /* KB*TW accumulators, TW input vectors and one gradient vector: 16 registers at most */
-    conv_vec acc[MAX_KB][MAX_TW], xv[MAX_TW];
-    for (int b = 0; b < KB; b++)
-        for (int t = 0; t < TW; t++)
-            acc[b][t] = add ? vload(lanes + (b * filter + t) * CONV_VEC) : vsplat(0.0f);
-    for (int64_t u = 0; u < count; u++) {
-        const float *in = bands[u].in + in_off, *dout = bands[u].dout + d_off;
-        const int64_t len = bands[u].rows * g->ow, full = len / CONV_VEC * CONV_VEC;
-        for (int64_t p = 0; p < full; p += CONV_VEC) {
-            for (int t = 0; t < TW; t++)
-                xv[t] = vload(in + t * copy + p);
-            for (int b = 0; b < KB; b++) {
-                conv_vec d = vload(dout + b * g->out_plane + p);
-                for (int t = 0; t < TW; t++)
-                    acc[b][t] += d * xv[t];
-            }
-        }
-        if (full < len) {
-            for (int t = 0; t < TW; t++)
-                xv[t] = vload(in + t * copy + full);
-            for (int b = 0; b < KB; b++) {
-                conv_vec d = vload(tails + (u * MAX_KB + b) * CONV_VEC);
-                for (int t = 0; t < TW; t++)
-                    acc[b][t] += d * xv[t];
-            }
-        }
-    }
-    for (int b = 0; b < KB; b++)
-        for (int t = 0; t < TW; t++)
-            vstore(lanes + (b * filter + t) * CONV_VEC, &acc[b][t], CONV_VEC);
-}
-
-/* Filters o..o+KB-1: all their taps. */
-CONV_INLINE void dw_filters(const conv_direct *g, const conv_band *bands, int64_t count,
-                            int64_t o, float *lanes, int add, int KB)
-{
-    const int64_t copy = g->cin * g->in_plane, d_off = o * g->out_plane;
-    /* the last vector of each band's gradient planes, zero past its end */
-    float tails[CONV_MAX_BANDS * MAX_KB * CONV_VEC] = {0};
-    for (int64_t u = 0; u < count; u++) {
-        const int64_t len = bands[u].rows * g->ow, full = len / CONV_VEC * CONV_VEC;
-        for (int b = 0; b < KB; b++)
-            for (int64_t p = full; p < len; p++)
-                tails[(u * MAX_KB + b) * CONV_VEC + p - full] =
-                    bands[u].dout[d_off + b * g->out_plane + p];
-    }
-    for (int64_t c = 0; c < g->cin; c++)
-        for (int64_t i = 0; i < g->kh; i++)
-            for (int64_t j = 0; j < g->kw; j += MAX_TW) {
-                const int64_t in_off = j * copy + c * g->in_plane + i * g->ow;
-                float *l = lanes + ((c * g->kh + i) * g->kw + j) * CONV_VEC;
-                const int64_t tw = g->kw - j;
-                if (tw >= 3)
-                    dw_tile(g, bands, count, in_off, d_off, tails, l, add, KB, 3);
-                else if (tw == 2)
-                    dw_tile(g, bands, count, in_off, d_off, tails, l, add, KB, 2);
-                else
-                    dw_tile(g, bands, count, in_off, d_off, tails, l, add, KB, 1);
-            }
-}
-
-/* Filters o..o+KB-1 over all bands, a group of bands at a time: as many as keep the data one
- * tile streams (KB gradient planes and kw input planes a band) within DW_TILE_BYTES, so that
- * it stays in the L1 cache. The lanes carry the sums from one group to the next, which adds
- * every term in the same order whatever the grouping. */
-CONV_INLINE void dw_groups(const conv_direct *g, const conv_band *bands, int64_t count,
-                           int64_t o, float *lanes, int KB)
-{
-    const int64_t per_band = (KB * g->rows * g->ow + g->kw * g->in_plane) * sizeof(float);
-    const int64_t group = per_band < DW_TILE_BYTES ? DW_TILE_BYTES / per_band : 1;
-    for (int64_t u = 0; u < count; u += group) {
-        const int64_t n = count - u < group ? count - u : group;
-        dw_filters(g, bands + u, n, o, lanes, u > 0, KB);
-    }
-}
-
-CONV_INLINE void dweight_body(const conv_direct *g, const conv_band *bands, int64_t count,
-                              float *lanes)
-{
-    const int64_t filter = g->cin * g->kh * g->kw;
-    for (int64_t o = 0; o < g->cout;) {
-        const int64_t kb = block_size(g->cout - o);
-        float *l = lanes + o * filter * CONV_VEC;
-        if (kb == 4)
-            dw_groups(g, bands, count, o, l, 4);
-        else if (kb == 2)
-            dw_groups(g, bands, count, o, l, 2);
-        else
-            dw_groups(g, bands, count, o, l, 1);
-        o += kb;
-    }
-}
-
-CONV_DISPATCHED(conv_direct_dweight, dweight_body,
-                (const conv_direct *g, const conv_band *bands, int64_t count, float *lanes),
-                (g, bands, count, lanes))
-
-CONV_INLINE void fold_body(const float *lanes, int64_t count, float *out)
-{
-    for (int64_t e = 0; e < count; e++) {
-        conv_vec v = vload(lanes + e * CONV_VEC);
-        out[e] += vsum(&v);
-    }
-}
-
-CONV_DISPATCHED(conv_direct_fold_lanes, fold_body,
-                (const float *lanes, int64_t count, float *out), (lanes, count, out))
+CONV_DISPATCHED_LANES(conv_direct_fold_lanes, fold_body,
+                      (const float *lanes, int64_t count, float *out), (lanes, count, out))
 
 /* ---- bias gradient -------------------------------------------------------------------- */
 

@@ -52,6 +52,11 @@ static inline int conv_have_avx2_fma(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+static inline int conv_have_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && conv_have_avx2_fma();
+}
+
 /* Define the function `name` (declare it static first for a file-local one) to run
  * body(args), compiled once for AVX2+FMA and once for the baseline instruction set, and
  * choose between the two at run time. */
@@ -129,6 +134,11 @@ typedef struct conv_direct {
                         * gradient): rows*ow, or more for a band of a taller image */
 } conv_direct;
 
+/* The widest vectors of the direct kernels (16 lanes with AVX-512, else 8): the planes of the
+ * shifted copies are padded for them, and the filter gradient keeps this many partial sums
+ * per entry at most. */
+#define CONV_DIRECT_LANES_MAX 16
+
 /* The plane size of the shifted copies for `rows` output rows of width ow. */
 CONV_HIDDEN int64_t conv_direct_plane(int64_t rows, int64_t kh, int64_t ow);
 
@@ -163,14 +173,17 @@ typedef struct conv_band {
 /* Most bands one conv_direct_dweight call takes. */
 #define CONV_MAX_BANDS 8
 
-/* The filter gradient of the correlation over `count` bands (1..CONV_MAX_BANDS), as CONV_VEC
- * partial sums per entry: lanes[cout, cin, kh, kw][CONV_VEC] = the lanes of the sum over the
- * bands, in order, and their pixels y, x of dout[o, y, x] * in[c, y + i, x + j]. Each lane
- * adds its terms in one fixed order; conv_direct_fold_lanes adds the lanes up. */
+/* The filter gradient of the correlation over `count` bands (1..CONV_MAX_BANDS), as L partial
+ * sums per entry, L the lanes of the kernels' vectors (8 or 16, the same in every call of a
+ * process): lanes[cout, cin, kh, kw][L] = the lanes of the sum over the bands, in order, and
+ * their pixels y, x of dout[o, y, x] * in[c, y + i, x + j]. Each lane adds its terms in one
+ * fixed order; conv_direct_fold_lanes adds the lanes up. `lanes` holds
+ * CONV_DIRECT_LANES_MAX floats per entry. */
 CONV_HIDDEN void conv_direct_dweight(const conv_direct *g, const conv_band *bands,
                                      int64_t count, float *lanes);
 
-/* out[e] += the sum of the CONV_VEC lanes of entry e, for e < count, in a fixed order. */
+/* out[e] += the sum of the L lanes of entry e (as conv_direct_dweight wrote them), for
+ * e < count, in a fixed order. */
 CONV_HIDDEN void conv_direct_fold_lanes(const float *lanes, int64_t count, float *out);
 
 /* sums[p] += the sum of x[p * stride + i] for i < len, in a fixed order, for p < planes. */

@@ -1,0 +1,260 @@
+/*
+ * conv_direct_lanes.h - the vector kernels of the direct convolution (forward, filter
+ * gradient, folding the gradient's lanes), written once for vectors of LANES floats.
+ *
+ * conv_direct.c includes this file twice: with LANES 8 for AVX2 and the baseline instruction
+ * set, and with LANES 16 for AVX-512, whose 512-bit FMAs do twice the work per instruction;
+ * it picks one at run time, the same for the life of the process. Before each inclusion it
+ * defines LANES and SUFFIX(name), which names this instance's type and functions (name_8,
+ * name_16); this file undefines both at its end. What the kernels compute and in which order
+ * is described in conv_direct.c; the lanes only decide which partial sum of the filter
+ * gradient a term goes to (lane p mod LANES), so each width gives the same bits at any
+ * thread count.
+ */
+
+typedef float SUFFIX(vec) __attribute__((vector_size(LANES * sizeof(float))));
+#define VEC SUFFIX(vec)
+/* Filters per filter-gradient tile at most: with AVX-512's 32 registers a tile of 8 filters x 3
+ * taps keeps 24 sums, and each vector loaded feeds 3 or 8 FMAs instead of 3 or 4. */
+#define DW_KB (LANES == 16 ? 8 : MAX_KB)
+
+CONV_INLINE VEC SUFFIX(vload)(const float *p)
+{
+    VEC v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* a in every lane (one broadcast) */
+CONV_INLINE VEC SUFFIX(vsplat)(float a)
+{
+    return a - (VEC){0};
+}
+
+/* Store the first n lanes of *v. */
+CONV_INLINE void SUFFIX(vstore)(float *p, const VEC *v, int64_t n)
+{
+    if (n == LANES) {
+        memcpy(p, v, sizeof *v);
+    } else {
+        float lanes[LANES];
+        memcpy(lanes, v, sizeof *v);
+        for (int64_t l = 0; l < n; l++)
+            p[l] = lanes[l];
+    }
+}
+
+/* The sum of the lanes, always in the same tree: the upper half of the lanes added to the
+ * lower, lane by lane, until one is left (shuffles with constant masks, then adds). */
+CONV_INLINE float SUFFIX(vsum)(const VEC *v)
+{
+    typedef int32_t SUFFIX(ivec) __attribute__((vector_size(LANES * sizeof(int32_t))));
+    VEC t = *v;
+#if LANES == 16
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){8, 9, 10, 11, 12, 13, 14, 15,
+                                              8, 9, 10, 11, 12, 13, 14, 15});
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7});
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3});
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});
+#else
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){4, 5, 6, 7, 4, 5, 6, 7});
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){2, 3, 2, 3, 2, 3, 2, 3});
+    t += __builtin_shuffle(t, (SUFFIX(ivec)){1, 1, 1, 1, 1, 1, 1, 1});
+#endif
+    return t[0];
+}
+
+/* ---- forward -------------------------------------------------------------------------- */
+
+/* One tile: `in` points at position p of copy 0, channel 0; `out` at out[o, p]; `wp` at the
+ * packed weights of filters o..o+KB-1. `last` is how many lanes of the last vector to store. */
+CONV_INLINE void SUFFIX(fwd_tile)(const conv_direct *g, const float *in, const float *wp, const float *bias,
+                          float *out, int KB, int NV, int64_t last)
+{
+    const int64_t copy = g->cin * g->in_plane;
+    VEC acc[MAX_KB][MAX_NV];
+    for (int b = 0; b < KB; b++)
+        for (int v = 0; v < NV; v++)
+            acc[b][v] = SUFFIX(vsplat)(bias ? bias[b] : 0.0f);
+    for (int64_t c = 0; c < g->cin; c++) {
+        const float *row = in + c * g->in_plane;
+        for (int64_t i = 0; i < g->kh; i++, row += g->ow) {
+            const float *tap = row;
+            for (int64_t j = 0; j < g->kw; j++, tap += copy, wp += KB) {
+                VEC xv[MAX_NV];
+                for (int v = 0; v < NV; v++)
+                    xv[v] = SUFFIX(vload)(tap + v * LANES);
+                for (int b = 0; b < KB; b++)
+                    for (int v = 0; v < NV; v++)
+                        acc[b][v] += wp[b] * xv[v];
+            }
+        }
+    }
+    for (int b = 0; b < KB; b++)
+        for (int v = 0; v < NV; v++)
+            SUFFIX(vstore)(out + b * g->out_plane + v * LANES, &acc[b][v],
+                   v == NV - 1 ? last : LANES);
+}
+
+/* Filters o..o+KB-1 over the plane, NV_FOR(KB) vectors at a time. */
+CONV_INLINE void SUFFIX(fwd_filters)(const conv_direct *g, const float *in, const float *wp,
+                             const float *bias, float *out, int KB)
+{
+    const int NV = NV_FOR(KB);
+    const int64_t len = g->rows * g->ow, nvec = (len + LANES - 1) / LANES;
+    const int64_t last = len - (nvec - 1) * LANES;
+    int64_t v = 0;
+    for (; v + NV < nvec; v += NV)
+        SUFFIX(fwd_tile)(g, in + v * LANES, wp, bias, out + v * LANES, KB, NV, LANES);
+    /* the vectors left, the plane's last among them */
+    in += v * LANES;
+    out += v * LANES;
+    switch (nvec - v) {
+#define TAIL(nv)                                                                               \
+    case nv:                                                                                  \
+        if (NV >= nv)                                                                         \
+            SUFFIX(fwd_tile)(g, in, wp, bias, out, KB, nv, last);                                     \
+        break;
+        TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7) TAIL(8)
+#undef TAIL
+    }
+}
+
+CONV_INLINE void SUFFIX(forward_body)(const conv_direct *g, const float *in, const float *packed,
+                              const float *bias, float *out)
+{
+    const int64_t taps = g->cin * g->kh * g->kw;
+    for (int64_t o = 0; o < g->cout;) {
+        const int64_t kb = block_size(g->cout - o);
+        const float *wp = packed + o * taps, *b = bias ? bias + o : NULL;
+        float *out_o = out + o * g->out_plane;
+        if (kb == 4)
+            SUFFIX(fwd_filters)(g, in, wp, b, out_o, 4);
+        else if (kb == 2)
+            SUFFIX(fwd_filters)(g, in, wp, b, out_o, 2);
+        else
+            SUFFIX(fwd_filters)(g, in, wp, b, out_o, 1);
+        o += kb;
+    }
+}
+
+/* ---- filter gradient ------------------------------------------------------------------ */
+
+/* One tile: filters o..o+KB-1 (`d_off` is the offset of plane o in each band's dout), taps
+ * j..j+TW-1 of row i of channel c (`in_off` is the offset of copy j, channel c, row i in each
+ * band's copies), summed over the bands in order into `lanes` (those of dw[o, c, i, j]),
+ * starting from zero or, with `add`, from the lanes. The last, partial vector of a band's
+ * gradient plane is read from its `tails` (zero-filled). */
+CONV_INLINE void SUFFIX(dw_tile)(const conv_direct *g, const conv_band *bands, int64_t count,
+                         int64_t in_off, int64_t d_off, const float *tails, float *lanes,
+                         int add, int KB, int TW)
+{
+    const int64_t copy = g->cin * g->in_plane, filter = g->cin * g->kh * g->kw;
+    /* KB*TW accumulators, TW input vectors and one gradient vector: 16 registers at most
+     * with 8 lanes, 28 with 16 */
+    VEC acc[DW_KB][MAX_TW], xv[MAX_TW];
+    for (int b = 0; b < KB; b++)
+        for (int t = 0; t < TW; t++)
+            acc[b][t] = add ? SUFFIX(vload)(lanes + (b * filter + t) * LANES) : SUFFIX(vsplat)(0.0f);
+    for (int64_t u = 0; u < count; u++) {
+        const float *in = bands[u].in + in_off, *dout = bands[u].dout + d_off;
+        const int64_t len = bands[u].rows * g->ow, full = len / LANES * LANES;
+        for (int64_t p = 0; p < full; p += LANES) {
+            for (int t = 0; t < TW; t++)
+                xv[t] = SUFFIX(vload)(in + t * copy + p);
+            for (int b = 0; b < KB; b++) {
+                VEC d = SUFFIX(vload)(dout + b * g->out_plane + p);
+                for (int t = 0; t < TW; t++)
+                    acc[b][t] += d * xv[t];
+            }
+        }
+        if (full < len) {
+            for (int t = 0; t < TW; t++)
+                xv[t] = SUFFIX(vload)(in + t * copy + full);
+            for (int b = 0; b < KB; b++) {
+                VEC d = SUFFIX(vload)(tails + (u * DW_KB + b) * LANES);
+                for (int t = 0; t < TW; t++)
+                    acc[b][t] += d * xv[t];
+            }
+        }
+    }
+    for (int b = 0; b < KB; b++)
+        for (int t = 0; t < TW; t++)
+            SUFFIX(vstore)(lanes + (b * filter + t) * LANES, &acc[b][t], LANES);
+}
+
+/* Filters o..o+KB-1: all their taps. */
+CONV_INLINE void SUFFIX(dw_filters)(const conv_direct *g, const conv_band *bands, int64_t count,
+                            int64_t o, float *lanes, int add, int KB)
+{
+    const int64_t copy = g->cin * g->in_plane, d_off = o * g->out_plane;
+    /* the last vector of each band's gradient planes, zero past its end */
+    float tails[CONV_MAX_BANDS * DW_KB * LANES] = {0};
+    for (int64_t u = 0; u < count; u++) {
+        const int64_t len = bands[u].rows * g->ow, full = len / LANES * LANES;
+        for (int b = 0; b < KB; b++)
+            for (int64_t p = full; p < len; p++)
+                tails[(u * DW_KB + b) * LANES + p - full] =
+                    bands[u].dout[d_off + b * g->out_plane + p];
+    }
+    for (int64_t c = 0; c < g->cin; c++)
+        for (int64_t i = 0; i < g->kh; i++)
+            for (int64_t j = 0; j < g->kw; j += MAX_TW) {
+                const int64_t in_off = j * copy + c * g->in_plane + i * g->ow;
+                float *l = lanes + ((c * g->kh + i) * g->kw + j) * LANES;
+                const int64_t tw = g->kw - j;
+                if (tw >= 3)
+                    SUFFIX(dw_tile)(g, bands, count, in_off, d_off, tails, l, add, KB, 3);
+                else if (tw == 2)
+                    SUFFIX(dw_tile)(g, bands, count, in_off, d_off, tails, l, add, KB, 2);
+                else
+                    SUFFIX(dw_tile)(g, bands, count, in_off, d_off, tails, l, add, KB, 1);
+            }
+}
+
+/* Filters o..o+KB-1 over all bands, a group of bands at a time: as many as keep the data one
+ * tile streams (KB gradient planes and kw input planes a band) within DW_TILE_BYTES, so that
+ * it stays in the L1 cache. The lanes carry the sums from one group to the next, which adds
+ * every term in the same order whatever the grouping. */
+CONV_INLINE void SUFFIX(dw_groups)(const conv_direct *g, const conv_band *bands, int64_t count,
+                           int64_t o, float *lanes, int KB)
+{
+    const int64_t per_band = (KB * g->rows * g->ow + g->kw * g->in_plane) * sizeof(float);
+    const int64_t group = per_band < DW_TILE_BYTES ? DW_TILE_BYTES / per_band : 1;
+    for (int64_t u = 0; u < count; u += group) {
+        const int64_t n = count - u < group ? count - u : group;
+        SUFFIX(dw_filters)(g, bands + u, n, o, lanes, u > 0, KB);
+    }
+}
+
+CONV_INLINE void SUFFIX(dweight_body)(const conv_direct *g, const conv_band *bands, int64_t count,
+                              float *lanes)
+{
+    const int64_t filter = g->cin * g->kh * g->kw;
+    for (int64_t o = 0; o < g->cout;) {
+        const int64_t kb = DW_KB == 8 && g->cout - o >= 8 ? 8 : block_size(g->cout - o);
+        float *l = lanes + o * filter * LANES;
+        if (DW_KB == 8 && kb == 8)
+            SUFFIX(dw_groups)(g, bands, count, o, l, 8);
+        else if (kb == 4)
+            SUFFIX(dw_groups)(g, bands, count, o, l, 4);
+        else if (kb == 2)
+            SUFFIX(dw_groups)(g, bands, count, o, l, 2);
+        else
+            SUFFIX(dw_groups)(g, bands, count, o, l, 1);
+        o += kb;
+    }
+}
+
+CONV_INLINE void SUFFIX(fold_body)(const float *lanes, int64_t count, float *out)
+{
+    for (int64_t e = 0; e < count; e++) {
+        VEC v = SUFFIX(vload)(lanes + e * LANES);
+        out[e] += SUFFIX(vsum)(&v);
+    }
+}
+
+#undef VEC
+#undef DW_KB
+#undef LANES
+#undef SUFFIX
