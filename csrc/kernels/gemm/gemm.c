@@ -13,9 +13,10 @@
  *
  * Operands are packed into micro-panels in the order the micro-kernel reads them (pack.c), or
  * read in place where that is as fast (choose_direct), and C is computed in tiles of mr x nr
- * registers (kernel_*.c: 6 x 16 with AVX2). Caches set the block sizes; the values are for AMD
- * Zen 3 (32 KB L1d and 512 KB L2 per core, 32 MB L3 shared) and suit Intel cores of the same
- * generation:
+ * registers (kernel_*.c: 6 x 16 with AVX2, 8 x 48 with AVX-512). Caches set the block sizes;
+ * the values are for AMD Zen 3 (32 KB L1d and 512 KB L2 per core, 32 MB L3 shared) and suit
+ * Intel cores of the same generation; on a Sapphire Rapids Xeon (48 KB L1d, 2 MB L2) the
+ * AVX-512 kernel ran no faster with kc = 128 or 192, or tiles of 96 to 480 rows:
  *
  *   KC_MAX = 256   k is cut into blocks of at most 256 (balanced: k = 784 gives 4 x 196).
  *                  A B micro-panel, kc x nr = 256 x 16 floats = 16 KB, stays in half of L1
@@ -36,7 +37,7 @@
  *   pass over rows i0 (MB_MAX): pack A and B for the pass (one parallel phase over groups of
  *   micro-panels), then one parallel phase over a 2-D grid of tiles of C:
  *       tile (rows x columns) / block q of k / B micro-panel jr / A micro-panel ir: kernel,
- *   prefetching the next B micro-panel a few rows per micro-tile.
+ *   prefetching the next B micro-panel a few rows per micro-tile (AVX2).
  * When all of op(A)'s rows fit one tile (m <= MT_MAX) and B is not read in place, each tile
  * packs its B micro-panels itself, one at a time into a buffer on its stack, just before the
  * kernel runs down the tile's A micro-panels with it (b_in_tile): every micro-panel is used

@@ -201,7 +201,7 @@ const gemm_kernel *gemm_kernel_avx2(void);
 const gemm_kernel *gemm_kernel_avx512(void);
 
 /* Packing (pack.c): portable loops for any tile, and versions that use AVX2 for the tiles of
- * the AVX2 (6 x 16) and AVX-512 (14 x 32) kernels and fall back to the portable loops for
+ * the AVX2 (6 x 16) and AVX-512 (8 x 48) kernels and fall back to the portable loops for
  * other tiles. */
 void gemm_pack_a_generic(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
                          int64_t p0, int64_t kc, float alpha, int mr, float *dst);
