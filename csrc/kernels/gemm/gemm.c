@@ -81,7 +81,7 @@
 #define MB_MAX 4096                  /* rows of C per pass */
 #define NB_MAX 4096                  /* columns of C per pass */
 #define WS_FLOATS (4 << 20)          /* packed A + B of a pass: 16 MB, half of L3 */
-#define TILE_MIN_FLOPS (1 << 18)     /* a tile is at least ~3 us of work: worth a steal */
+#define TILE_MIN_FLOPS (1 << 19)     /* a tile is at least ~3 us of work: worth a steal */
 #define TASKS_PER_THREAD 4           /* tiles per thread, for balance */
 #define IN_TILE_TASKS_PER_THREAD 1   /* ... when each row of tiles packs its own B (b_in_tile) */
 #define PACK_GRAIN_FLOATS (1 << 14)  /* at least this much packing per task */
@@ -441,6 +441,12 @@ static void choose_direct(gemm *g)
     const int twice = g->m <= 2 * mr;
     g->b_direct = !g->trans_b && (few_b_uses || b_size <= DIRECT_MAX_FLOATS)
                   && (gemm_l1_holds(g->ldb, g->kc) || twice);
+    /* with fewer columns than a micro-panel, B "read in place" would be all edge panel,
+     * packed in a phase of its own into the shared workspace: every call would then write
+     * the lines the other threads read in the last one (64 x 10 x 784 ran at 2 threads in
+     * 26 us, at 1 in 15). Packed by each tile, into its own buffer, it stays put. */
+    if (g->n < nr)
+        g->b_direct = 0;
     g->b_in_tile = !g->b_direct && ceil_div(g->m, mr) * mr <= MT_MAX;
 }
 

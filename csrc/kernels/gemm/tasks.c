@@ -78,8 +78,10 @@ void gemm_plan_grid(int64_t pm, int64_t pn, int64_t *tiles_m, int64_t *tiles_n, 
     if (threads > 1) {
         int64_t want = ceil_div((int64_t)threads * tasks_per_thread, groups);
         const double most = flops / (double)groups / min_flops;
+        /* capped by the work: a whole number of tiles per thread, or one tile (three tiles
+         * on two threads take as long as four, and longer than two) */
         if ((double)want > most)
-            want = most < 1.0 ? 1 : (int64_t)most;
+            want = most < threads ? 1 : (int64_t)(most / threads) * threads;
         while (mt * nt < want) {
             const int64_t per_m = ceil_div(pm, mt), per_n = ceil_div(pn, nt);
             if (per_n > 1 && (per_n >= per_m || per_m == 1))
