@@ -19,6 +19,7 @@
 #define PYRT_ENOMEM -2
 #define PYRT_EAGAIN -3
 #define PYRT_EBUSY -4
+#define PYRT_EOVERLAP -5 /* an output array partly overlaps an input */
 
 /* ---- pool and thread count ------------------------------------------------------------ */
 
@@ -154,7 +155,7 @@ size_t pyrt_buffer_idle_bytes(void);
 #define PYRT_BCAST_COL 3    /* b is [rows]: b[i] for every column */
 
 /* out = a op b, or b op a when `swap` is nonzero. out may be a (in place) or, with
- * PYRT_BCAST_NONE, b. */
+ * PYRT_BCAST_NONE, b; PYRT_EOVERLAP if it meets either in any other way. */
 int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows, int64_t cols,
                 int bcast, int swap);
 
@@ -167,13 +168,14 @@ int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows
 #define PYRT_RELU 6
 #define PYRT_IDENTITY 7
 
-/* out = op(x) over n elements; out may be x. */
+/* out = op(x) over n elements; out may be x (PYRT_EOVERLAP if it meets x otherwise). */
 int pyrt_unary(int op, const float *x, float *out, int64_t n);
 
 /* Gradient of a unary op: out = grad * op'(...) where `saved` is the op's input x for
  * PYRT_RELU (grad where x > 0), and its output y for PYRT_SIGMOID (y(1-y)) and PYRT_TANH
  * (1-y^2); PYRT_EXP takes y (grad*y), PYRT_LOG takes x (grad/x), PYRT_SQRT takes y
- * (grad/(2y)), PYRT_NEG ignores saved. out may alias grad. */
+ * (grad/(2y)), PYRT_NEG ignores saved. out may be grad or saved (PYRT_EOVERLAP if it meets
+ * either otherwise). */
 int pyrt_unary_backward(int op, const float *grad, const float *saved, float *out, int64_t n);
 
 /* out[i, j] = act(x[i, j] + bias[j]) for an [rows, cols] x, one pass over memory; act is

@@ -371,6 +371,16 @@ static int binary_body(void *vctx, int64_t start, int64_t stop)
     return 0;
 }
 
+/* Whether out (n floats) meets x (nx floats) other than as the same array: a kernel that
+ * reads each element before writing it may write over its input, but not over a shifted or
+ * broadcast view of it, where the result would depend on the order of the writes. */
+static int overlaps_partly(const float *out, int64_t n, const float *x, int64_t nx)
+{
+    const uintptr_t o0 = (uintptr_t)out, o1 = (uintptr_t)(out + n);
+    const uintptr_t x0 = (uintptr_t)x, x1 = (uintptr_t)(x + nx);
+    return x0 < o1 && o0 < x1 && !(x0 == o0 && nx == n);
+}
+
 int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows, int64_t cols,
                 int bcast, int swap)
 {
@@ -392,6 +402,10 @@ int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows
         bcast = PYRT_BCAST_SCALAR;
     else if (bcast == PYRT_BCAST_COL && cols == 1)
         bcast = PYRT_BCAST_NONE;
+    const int64_t nb = bcast == PYRT_BCAST_NONE ? n
+                       : bcast == PYRT_BCAST_SCALAR ? 1 : bcast == PYRT_BCAST_ROW ? cols : rows;
+    if (overlaps_partly(out, n, a, n) || overlaps_partly(out, n, b, nb))
+        return PYRT_EOVERLAP;
 
     float rep[PERIOD_TARGET];
     binary_ctx c = {op, bcast, swap != 0, a, b, out, cols, b, cols};
@@ -437,6 +451,8 @@ int pyrt_unary(int op, const float *x, float *out, int64_t n)
         return PYRT_OK;
     if (!x || !out)
         return PYRT_EINVAL;
+    if (overlaps_partly(out, n, x, n))
+        return PYRT_EOVERLAP;
     unary_ctx c = {op, x, NULL, NULL, out, 0};
     return pyrt_parallel_for(n, unary_grain(op), unary_body, &c);
 }
@@ -468,6 +484,8 @@ int pyrt_unary_backward(int op, const float *grad, const float *saved, float *ou
     int needs_saved = op != PYRT_NEG && op != PYRT_IDENTITY;
     if (!grad || !out || (needs_saved && !saved))
         return PYRT_EINVAL;
+    if (overlaps_partly(out, n, grad, n) || (needs_saved && overlaps_partly(out, n, saved, n)))
+        return PYRT_EOVERLAP;
     unary_ctx c = {op, grad, needs_saved ? saved : NULL, NULL, out, 0};
     return pyrt_parallel_for(n, GRAIN_CHEAP, backward_body, &c);
 }

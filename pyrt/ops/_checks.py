@@ -193,6 +193,7 @@ def axis_index(axis, ndim, name="axis", expected="an integer or None"):
 _RC_ERRORS = {
     lib.PYRT_EINVAL: ValueError,
     lib.PYRT_ENOMEM: MemoryError,
+    lib.PYRT_EOVERLAP: ValueError,
 }
 
 

@@ -30,9 +30,20 @@ __all__ = [
 SCALARS = (int, float, np.integer, np.floating)
 _NONE, _SCALAR = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
 _ROW, _COL = lib.PYRT_BCAST_ROW, lib.PYRT_BCAST_COL
-_FLOATS = ffi.typeof("float[]")
-_from_buffer = ffi.from_buffer
+_EOVERLAP = lib.PYRT_EOVERLAP
+_FLOATS, _FLOAT1 = ffi.typeof("float[]"), ffi.typeof("float[1]")
+_from_buffer, _new = ffi.from_buffer, ffi.new
 _empty = empty
+_ndarray = np.ndarray
+_c_binary, _c_unary, _c_unary_backward = lib.pyrt_binary, lib.pyrt_unary, lib.pyrt_unary_backward
+
+
+def _failed(rc, what, res, *inputs):
+    """The exception for a kernel's error code. The kernels refuse an `out` that partly
+    overlaps an input (PYRT_EOVERLAP); check_out then names the input."""
+    if rc == _EOVERLAP:
+        check_out(res, *inputs)
+    check_rc(rc, what)
 
 
 # ---- binary ops ------------------------------------------------------------------------------
@@ -58,7 +69,11 @@ def _bcast_mode(big, small):
 
 def _binary(op, a, b, out, what):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return _binary_arrays(op, as_f32(a, "a"), as_f32(b, "b"), out, what)
+        if type(a) is not _ndarray or a.dtype is not F32 or not a.flags.c_contiguous:
+            a = as_f32(a, "a")
+        if type(b) is not _ndarray or b.dtype is not F32 or not b.flags.c_contiguous:
+            b = as_f32(b, "b")
+        return _binary_arrays(op, a, b, out, what)
     for x, name in ((a, "a"), (b, "b")):
         if not isinstance(x, (np.ndarray,) + SCALARS):
             raise TypeError(f"{name} must be a float32 numpy.ndarray or a real number, "
@@ -75,12 +90,10 @@ def _binary(op, a, b, out, what):
     except OverflowError:
         raise ValueError(f"{'a' if swap else 'b'} is too large for a float") from None
     res = out_f32(out, big.shape)
-    if out is not None:
-        check_out(res, (big, name))
-    rc = lib.pyrt_binary(op, fptr(big), ffi.new("float[1]", [value]), fptr(res), 1,
-                         big.size, _SCALAR, swap)
+    rc = _c_binary(op, _from_buffer(_FLOATS, big), _new(_FLOAT1, (value,)),
+                   _from_buffer(_FLOATS, res), 1, big.size, _SCALAR, swap)
     if rc:
-        check_rc(rc, what)
+        _failed(rc, what, res, (big, name))
     return res
 
 
@@ -97,14 +110,23 @@ def _binary_arrays(op, a, b, out, what):
                 big, small, swap = b, a, 1
         if mode is None:
             big, small, mode, shape = _expand(a, b, what)
-    res = out_f32(out, shape)
-    if out is not None:
-        check_out(res, (a, "a"), (b, "b"))
+    if out is None:
+        res = _empty(shape, F32)
+    elif type(out) is _ndarray and out.dtype is F32 and out.shape == shape:
+        res = out  # its layout and writability: from_buffer below
+    else:
+        res = out_f32(out, shape)
+    try:
+        pres = _from_buffer(_FLOATS, res, True)  # C-contiguous and writable only
+    except ValueError:
+        out_f32(res, shape)  # raises the error that says which
+        raise
     cols = shape[-1] if shape else 1
     rows = big.size // cols if cols else 0
-    rc = lib.pyrt_binary(op, fptr(big), fptr(small), fptr(res), rows, cols, mode, swap)
+    rc = _c_binary(op, _from_buffer(_FLOATS, big), _from_buffer(_FLOATS, small), pres, rows,
+                   cols, mode, swap)
     if rc:
-        check_rc(rc, what)
+        _failed(rc, what, res, (a, "a"), (b, "b"))
     return res
 
 
@@ -157,19 +179,21 @@ def unary_raw(op, x, what="unary"):
     """The unary op `op` (a PYRT_* code) of x into a new array, without any checks: for
     internal callers holding a C-contiguous float32 array."""
     res = _empty(x.shape, F32)
-    rc = lib.pyrt_unary(op, _from_buffer(_FLOATS, x), _from_buffer(_FLOATS, res), x.size)
+    rc = _c_unary(op, _from_buffer(_FLOATS, x), _from_buffer(_FLOATS, res), x.size)
     if rc:
         check_rc(rc, what)
     return res
 
 
 def _unary(op, x, out, what):
-    x = as_f32(x, "x")
+    if type(x) is not _ndarray or x.dtype is not F32 or not x.flags.c_contiguous:
+        x = as_f32(x, "x")
     if out is None:
         return unary_raw(op, x, what)
     res = out_f32(out, x.shape)
-    check_out(res, (x, "x"))
-    check_rc(lib.pyrt_unary(op, fptr(x), fptr(res), x.size), what)
+    rc = _c_unary(op, _from_buffer(_FLOATS, x), _from_buffer(_FLOATS, res), x.size)
+    if rc:
+        _failed(rc, what, res, (x, "x"))
     return res
 
 
@@ -237,8 +261,10 @@ def _backward(op, grad, saved, saved_name, out, what):
     if out is None:
         return unary_backward_raw(op, grad, saved, what)
     res = out_f32(out, grad.shape)
-    check_out(res, (grad, "grad"), (saved, saved_name))
-    check_rc(lib.pyrt_unary_backward(op, fptr(grad), fptr(saved), fptr(res), grad.size), what)
+    rc = _c_unary_backward(op, _from_buffer(_FLOATS, grad), _from_buffer(_FLOATS, saved),
+                           _from_buffer(_FLOATS, res), grad.size)
+    if rc:
+        _failed(rc, what, res, (grad, "grad"), (saved, saved_name))
     return res
 
 
