@@ -11,11 +11,12 @@
  * c*kh*kw passes of a full im2col.
  *
  * Forward. A tile is KB filters x NV vectors of consecutive positions (8 lanes each, 16 with
- * AVX-512: conv_direct_lanes.h holds these kernels), held in KB*NV vector registers. For each channel c and tap (i, j) it adds w[o, c, i, j] * copy_j[c, p +
- * i*ow ...]: one load per vector, shared by the KB filters, and one broadcast weight per
- * filter, shared by the NV vectors. The packed weights keep the KB weights of a tap side by
- * side, so the broadcasts walk memory in order. The last vector of a plane may run past its
- * end: its extra lanes read zeros and are not stored.
+ * AVX-512: conv_direct_lanes.h holds these kernels), held in KB*NV vector registers. For each
+ * channel c and tap (i, j) it adds w[o, c, i, j] * copy_j[c, p + i*ow ...]: one load per vector,
+ * shared by the KB filters, and one broadcast weight per filter, shared by the NV vectors. The
+ * packed weights keep the KB weights of a tap side by side, so the broadcasts walk memory in
+ * order. The last vector of a plane may run past its end: its extra lanes read zeros and are not
+ * stored.
  *
  * Filter gradient. dw[o, c, i, j] is the dot product of output-gradient plane o with copy_j
  * of channel c at offset i*ow. A tile keeps KB filters x TW taps as vector partial sums over

@@ -68,8 +68,9 @@ CONV_INLINE float SUFFIX(vsum)(const VEC *v)
 
 /* One tile: `in` points at position p of copy 0, channel 0; `out` at out[o, p]; `wp` at the
  * packed weights of filters o..o+KB-1. `last` is how many lanes of the last vector to store. */
-CONV_INLINE void SUFFIX(fwd_tile)(const conv_direct *g, const float *in, const float *wp, const float *bias,
-                          float *out, int KB, int NV, int64_t last)
+CONV_INLINE void SUFFIX(fwd_tile)(
+    const conv_direct *g, const float *in, const float *wp, const float *bias, float *out, int KB,
+    int NV, int64_t last)
 {
     const int64_t copy = g->cin * g->in_plane;
     VEC acc[MAX_KB][MAX_NV];
@@ -97,8 +98,8 @@ CONV_INLINE void SUFFIX(fwd_tile)(const conv_direct *g, const float *in, const f
 }
 
 /* Filters o..o+KB-1 over the plane, NV_FOR(KB) vectors at a time. */
-CONV_INLINE void SUFFIX(fwd_filters)(const conv_direct *g, const float *in, const float *wp,
-                             const float *bias, float *out, int KB)
+CONV_INLINE void SUFFIX(fwd_filters)(
+    const conv_direct *g, const float *in, const float *wp, const float *bias, float *out, int KB)
 {
     const int NV = NV_FOR(KB);
     const int64_t len = g->rows * g->ow, nvec = (len + LANES - 1) / LANES;
@@ -113,15 +114,15 @@ CONV_INLINE void SUFFIX(fwd_filters)(const conv_direct *g, const float *in, cons
 #define TAIL(nv)                                                                               \
     case nv:                                                                                  \
         if (NV >= nv)                                                                         \
-            SUFFIX(fwd_tile)(g, in, wp, bias, out, KB, nv, last);                                     \
+            SUFFIX(fwd_tile)(g, in, wp, bias, out, KB, nv, last);                             \
         break;
         TAIL(1) TAIL(2) TAIL(3) TAIL(4) TAIL(5) TAIL(6) TAIL(7) TAIL(8)
 #undef TAIL
     }
 }
 
-CONV_INLINE void SUFFIX(forward_body)(const conv_direct *g, const float *in, const float *packed,
-                              const float *bias, float *out)
+CONV_INLINE void SUFFIX(forward_body)(
+    const conv_direct *g, const float *in, const float *packed, const float *bias, float *out)
 {
     const int64_t taps = g->cin * g->kh * g->kw;
     for (int64_t o = 0; o < g->cout;) {
@@ -145,9 +146,9 @@ CONV_INLINE void SUFFIX(forward_body)(const conv_direct *g, const float *in, con
  * band's copies), summed over the bands in order into `lanes` (those of dw[o, c, i, j]),
  * starting from zero or, with `add`, from the lanes. The last, partial vector of a band's
  * gradient plane is read from its `tails` (zero-filled). */
-CONV_INLINE void SUFFIX(dw_tile)(const conv_direct *g, const conv_band *bands, int64_t count,
-                         int64_t in_off, int64_t d_off, const float *tails, float *lanes,
-                         int add, int KB, int TW)
+CONV_INLINE void SUFFIX(dw_tile)(
+    const conv_direct *g, const conv_band *bands, int64_t count, int64_t in_off, int64_t d_off,
+    const float *tails, float *lanes, int add, int KB, int TW)
 {
     const int64_t copy = g->cin * g->in_plane, filter = g->cin * g->kh * g->kw;
     /* KB*TW accumulators, TW input vectors and one gradient vector: 16 registers at most
@@ -155,7 +156,8 @@ CONV_INLINE void SUFFIX(dw_tile)(const conv_direct *g, const conv_band *bands, i
     VEC acc[DW_KB][MAX_TW], xv[MAX_TW];
     for (int b = 0; b < KB; b++)
         for (int t = 0; t < TW; t++)
-            acc[b][t] = add ? SUFFIX(vload)(lanes + (b * filter + t) * LANES) : SUFFIX(vsplat)(0.0f);
+            acc[b][t] = add ? SUFFIX(vload)(lanes + (b * filter + t) * LANES)
+                            : SUFFIX(vsplat)(0.0f);
     for (int64_t u = 0; u < count; u++) {
         const float *in = bands[u].in + in_off, *dout = bands[u].dout + d_off;
         const int64_t len = bands[u].rows * g->ow, full = len / LANES * LANES;
@@ -184,8 +186,9 @@ CONV_INLINE void SUFFIX(dw_tile)(const conv_direct *g, const conv_band *bands, i
 }
 
 /* Filters o..o+KB-1: all their taps. */
-CONV_INLINE void SUFFIX(dw_filters)(const conv_direct *g, const conv_band *bands, int64_t count,
-                            int64_t o, float *lanes, int add, int KB)
+CONV_INLINE void SUFFIX(dw_filters)(
+    const conv_direct *g, const conv_band *bands, int64_t count, int64_t o, float *lanes, int add,
+    int KB)
 {
     const int64_t copy = g->cin * g->in_plane, d_off = o * g->out_plane;
     /* the last vector of each band's gradient planes, zero past its end */
@@ -216,8 +219,8 @@ CONV_INLINE void SUFFIX(dw_filters)(const conv_direct *g, const conv_band *bands
  * tile streams (KB gradient planes and kw input planes a band) within DW_TILE_BYTES, so that
  * it stays in the L1 cache. The lanes carry the sums from one group to the next, which adds
  * every term in the same order whatever the grouping. */
-CONV_INLINE void SUFFIX(dw_groups)(const conv_direct *g, const conv_band *bands, int64_t count,
-                           int64_t o, float *lanes, int KB)
+CONV_INLINE void SUFFIX(dw_groups)(
+    const conv_direct *g, const conv_band *bands, int64_t count, int64_t o, float *lanes, int KB)
 {
     const int64_t per_band = (KB * g->rows * g->ow + g->kw * g->in_plane) * sizeof(float);
     const int64_t group = per_band < DW_TILE_BYTES ? DW_TILE_BYTES / per_band : 1;
@@ -227,8 +230,8 @@ CONV_INLINE void SUFFIX(dw_groups)(const conv_direct *g, const conv_band *bands,
     }
 }
 
-CONV_INLINE void SUFFIX(dweight_body)(const conv_direct *g, const conv_band *bands, int64_t count,
-                              float *lanes)
+CONV_INLINE void SUFFIX(dweight_body)(
+    const conv_direct *g, const conv_band *bands, int64_t count, float *lanes)
 {
     const int64_t filter = g->cin * g->kh * g->kw;
     for (int64_t o = 0; o < g->cout;) {

@@ -137,13 +137,13 @@ TILE_R(8)
 /* ---- the whole tile, in assembly ------------------------------------------------------ */
 
 /* Compiled from the generic vectors above, the k loop broadcasts every value of A into one
- * register and runs one step of k per iteration, which held the whole tile at 87% of the FMA
- * peak (from L1, on a Sapphire Rapids Xeon); two steps per iteration, the broadcasts
- * alternating between two registers, reach 97%. So the whole tile is written out here, and the
- * generic version (tile_body) serves the edges and the portable build. Each element takes the same instructions
- * in both: FMAs of A(i, p) and B's vector in k order from zero, then C = beta * C + acc fused
- * (or C = acc when beta is zero). zmm0-zmm23 hold the tile (row i, vector v in zmm(3i + v)),
- * zmm24 and zmm25 the broadcasts, zmm29-zmm31 the row of B, zmm26 beta. */
+ * register and runs one step of k per iteration, which held the whole tile at 87% of the FMA peak
+ * (from L1, on a Sapphire Rapids Xeon); two steps per iteration, the broadcasts alternating
+ * between two registers, reach 97%. So the whole tile is written out here, and the generic version
+ * (tile_body) serves the edges and the portable build. Each element takes the same instructions in
+ * both: FMAs of A(i, p) and B's vector in k order from zero, then C = beta * C + acc fused (or C =
+ * acc when beta is zero). zmm0-zmm23 hold the tile (row i, vector v in zmm(3i + v)), zmm24 and
+ * zmm25 the broadcasts, zmm29-zmm31 the row of B, zmm26 beta. */
 #ifndef GEMM_AVX512_PORTABLE
 
 #define Z(N) "%%zmm" #N
