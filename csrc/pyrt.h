@@ -290,6 +290,9 @@ int pyrt_avg_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y);
 int pyrt_avg_pool2d_backward(const pyrt_conv_shape *s, const float *dy, float *dx);
 
 /* ---- optimizer updates (in place, one pass over the parameter and its state) ---------- */
+/* Both store a state value (momentum buffer, m, v) below FLT_MIN in magnitude as zero: a state
+ * decaying under a zero gradient would otherwise linger among subnormal numbers, on which the
+ * CPU is many times slower. */
 
 /* PyTorch's SGD: g = grad + weight_decay * param; with momentum, buf = momentum * buf +
  * (1 - dampening) * g (buf = g on the first step), g = nesterov ? g + momentum * buf : buf;

@@ -210,6 +210,37 @@ def test_sgd_buffer_rules():
     assert q[0] == np.inf
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_subnormal_state_is_stored_as_zero(threads):
+    # a state decaying under a zero gradient reaches zero instead of lingering among subnormal
+    # numbers (slow on the CPU); normal values, infinities and NaN are kept, and the parameter
+    # moves as it would without the flush. 37 elements: whole vectors and a partial one.
+    tiny, small = np.finfo(F32).tiny, np.float32(1e-3)  # tiny: the smallest normal float32
+    n = 37
+    state = np.full(n, tiny, F32)
+    state[::3], state[1::3] = small, np.nan
+    state[5] = -np.inf
+    expect_buf = np.where(np.abs(state * F32(0.9)) < np.finfo(F32).tiny, F32(0), state * F32(0.9))
+    p = np.ones(n, F32)
+    with pyrt.num_threads(threads):
+        sgd_step(p, np.zeros(n, F32), state.copy(), lr=0.1, momentum=0.9)
+        buf = state.copy()
+        sgd_step(np.ones(n, F32), np.zeros(n, F32), buf, lr=0.1, momentum=0.9)
+    np.testing.assert_array_equal(buf, expect_buf)
+    assert np.count_nonzero(buf == 0) == np.count_nonzero(np.abs(state) == tiny)
+    np.testing.assert_array_equal(p, 1 - F32(0.1) * expect_buf)
+    # Adam: m decays by beta1, v by beta2; both flushed the same way
+    m, v = np.full(n, tiny, F32), np.full(n, tiny, F32)
+    m[::2] = v[::2] = small
+    q = np.ones(n, F32)
+    with pyrt.num_threads(threads):
+        adam_step(q, np.zeros(n, F32), m, v, step=10, lr=0.01)
+    assert np.all(m[1::2] == 0) and np.all(v[1::2] == 0)
+    np.testing.assert_array_equal(m[::2], np.full(m[::2].shape, small * F32(0.9), F32))
+    assert np.all(np.abs(m[::2]) >= np.finfo(F32).tiny) and np.all(v[::2] > 0)
+    np.testing.assert_array_equal(q[1::2], np.ones(q[1::2].shape, F32))
+
+
 # ---- errors -------------------------------------------------------------------------------
 
 

@@ -14,11 +14,21 @@
  *         param = param - step_size * m / (sqrt(v) / sqrt(bias_correction2) + eps)
  *         with step_size = lr / bias_correction1, bias_correction_i = 1 - beta_i^step
  *
+ * One departure: momentum buffers and Adam's moments smaller than FLT_MIN in magnitude are
+ * stored as zero. A state that decays geometrically, as it does for a parameter whose gradient
+ * stays zero (the weights of a ReLU unit that never fires), would otherwise spend a hundred
+ * steps or more among subnormal numbers, each of which costs the CPU a microcode assist of
+ * about a hundred cycles (on a Xeon the MLP's SGD step, 100k parameters, took 868 us instead of
+ * 42). PyTorch keeps them; the difference is under 1.2e-38 in the state and nothing in the
+ * parameters, whose updates of that size round away.
+ *
  * Hyper-parameters come in double precision, as Python holds them: 1 - beta magnifies any
  * earlier rounding by 1 / (1 - beta) (float(0.999) would make 1 - beta2 1.3e-5 away from 0.001).
- * The per-step scalars are computed once per call in double and rounded to float. Chunks of GRAIN elements run in parallel; with AVX2 and FMA every element,
- * the last partial vector included, goes through the same vector code.
+ * The per-step scalars are computed once per call in double and rounded to float. Chunks of
+ * GRAIN elements run in parallel; with AVX2 and FMA every element, the last partial vector
+ * included, goes through the same vector code.
  */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +38,21 @@
 
 /* Elements per chunk: an update streams 3 to 5 arrays, a few microseconds per chunk. */
 #define GRAIN 8192
+
+/* x, or 0 where |x| < FLT_MIN (a subnormal): see the note at the top. NaN stays NaN. */
+static inline float flush_tiny(float x)
+{
+    return fabsf(x) < FLT_MIN ? 0.0f : x;
+}
+
+#if SIMD_HAVE_X86
+SIMD_AVX2 static inline __m256 flush_tiny_avx2(__m256 x)
+{
+    /* keep the lanes whose magnitude is not below FLT_MIN: unordered (NaN) counts as not below */
+    const __m256 mag = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+    return _mm256_and_ps(x, _mm256_cmp_ps(mag, _mm256_set1_ps(FLT_MIN), _CMP_NLT_UQ));
+}
+#endif
 
 /* ---- SGD -------------------------------------------------------------------------------- */
 
@@ -53,6 +78,7 @@ SIMD_AVX2 static inline __m256 sgd_vec(const sgd_ctx *c, __m256 p, __m256 g, flo
             b = full ? _mm256_loadu_ps(buf) : _mm256_maskload_ps(buf, mask);
             b = _mm256_fmadd_ps(g, _mm256_set1_ps(c->keep), _mm256_mul_ps(b, mom));
         }
+        b = flush_tiny_avx2(b);
         if (full)
             _mm256_storeu_ps(buf, b);
         else
@@ -95,7 +121,7 @@ static int sgd_body(void *vctx, int64_t start, int64_t stop)
     for (int64_t k = start; k < stop; k++) {
         float g = c->wd != 0.0f ? c->grad[k] + c->wd * c->param[k] : c->grad[k];
         if (c->momentum != 0.0f) {
-            float b = c->first_step ? g : c->buf[k] * c->momentum + c->keep * g;
+            float b = flush_tiny(c->first_step ? g : c->buf[k] * c->momentum + c->keep * g);
             c->buf[k] = b;
             g = c->nesterov ? g + c->momentum * b : b;
         }
@@ -143,8 +169,9 @@ SIMD_AVX2 static inline void adam_vec(const adam_ctx *c, __m256 *p, __m256 g, __
         *m = _mm256_fmadd_ps(_mm256_set1_ps(c->w1), d, *m);
     else
         *m = _mm256_fnmadd_ps(d, _mm256_set1_ps(1.0f - c->w1), g);
+    *m = flush_tiny_avx2(*m);
     __m256 vb = _mm256_mul_ps(*v, _mm256_set1_ps(c->beta2));
-    *v = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(c->w2), g), g, vb);
+    *v = flush_tiny_avx2(_mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(c->w2), g), g, vb));
     __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(*v), _mm256_set1_ps(c->bc2_sqrt)),
                                  _mm256_set1_ps(c->eps));
     *p = _mm256_add_ps(*p, _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(c->neg_step_size), *m),
@@ -187,8 +214,8 @@ static int adam_body(void *vctx, int64_t start, int64_t stop)
     for (int64_t k = start; k < stop; k++) {
         float g = c->wd != 0.0f ? c->grad[k] + c->wd * c->param[k] : c->grad[k];
         float m = c->m[k], d = g - m;
-        m = c->w1 < 0.5f ? m + c->w1 * d : g - d * (1.0f - c->w1);
-        float v = c->v[k] * c->beta2 + c->w2 * g * g;
+        m = flush_tiny(c->w1 < 0.5f ? m + c->w1 * d : g - d * (1.0f - c->w1));
+        float v = flush_tiny(c->v[k] * c->beta2 + c->w2 * g * g);
         c->m[k] = m;
         c->v[k] = v;
         c->param[k] += c->neg_step_size * m / (sqrtf(v) / c->bc2_sqrt + c->eps);

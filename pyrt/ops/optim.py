@@ -5,6 +5,10 @@ The parameter and the optimizer state are updated in place, so they must be C-co
 writable float32 arrays of the parameter's shape (a ValueError otherwise: a silent copy
 would lose the update); they must not overlap one another. The gradient is only read and may
 be any float32 array of that shape. Hyper-parameters are checked as PyTorch checks them.
+
+One departure from PyTorch: state values smaller in magnitude than the smallest normal float32
+(1.18e-38) are stored as zero, so that a state decaying under a zero gradient does not linger
+among subnormal numbers, on which the CPU is many times slower (csrc/kernels/optim.c).
 """
 
 import operator
