@@ -202,7 +202,7 @@ TILE_R(8)
 #define ASM_STORE(M, V, OFF) "vmovups " V ", " #OFF "(" M "\n\t"
 #define ASM_UPDATE(M, V, OFF) "vfmadd231ps " #OFF "(" M ", %%zmm26, " V "\n\t" ASM_STORE(M, V, OFF)
 #define ASM_WRITE_C                                                                           \
-    "vxorps %%xmm26, %%xmm26, %%xmm26\n\t"                                                    \
+    "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"                                                    \
     "vucomiss %[beta], %%xmm26\n\t"                                                           \
     "jne 4f\n\t"                                                                              \
     "jp 4f\n\t"                                                                               \
