@@ -10,7 +10,7 @@ import numpy as np
 from pyrt.cuda._module import BLOCK, kernel
 from pyrt.cuda.ops._checks import as_f32, as_i64, check_out, out_f32
 from pyrt.ops._checks import F32, I64, axis_index
-from pyrt.ops.reduction import _EMPTY_ARGMAX, _EMPTY_MAX, _axes, _result_shape
+from pyrt.ops.reduction import _EMPTY_ARGMAX, _EMPTY_MAX, _axes, _result_shape, _zero_d_axis
 from pyrt.ops.softmax import check_labels, check_logits, check_targets
 
 __all__ = ["argmax", "binary_cross_entropy_with_logits", "cross_entropy", "log_softmax",
@@ -18,12 +18,17 @@ __all__ = ["argmax", "binary_cross_entropy_with_logits", "cross_entropy", "log_s
 
 
 def _axis(axis, ndim):
-    """`axis` checked as the CPU ops check it, as a tuple of axes, or None for all."""
+    """`axis` checked as the CPU ops check it, as a tuple of axes, or None for all (axis 0 or
+    -1 of a 0-d array included, as NumPy takes them)."""
     if axis is None:
         return None
     if isinstance(axis, tuple):
         return _axes(axis, ndim)
-    return (axis_index(axis, ndim),)
+    try:
+        return (axis_index(axis, ndim),)
+    except ValueError:
+        _zero_d_axis(axis, ndim)
+        return None
 
 
 def _reduce(fn, x, axis, keepdims, out, empty_error=None):
@@ -60,7 +65,12 @@ def max(x, axis=None, *, keepdims=False, out=None):
 def argmax(x, axis=None, *, keepdims=False):
     """Index of the first maximum along `axis` as int64 (the flat index when axis is None)."""
     x = as_f32(x, "x")
-    a = None if axis is None else axis_index(axis, x.ndim)
+    a = None
+    if axis is not None:
+        try:
+            a = axis_index(axis, x.ndim)
+        except ValueError:  # axis 0 or -1 of a 0-d array: its one element, as on the CPU
+            _zero_d_axis(axis, x.ndim)
     if (x.size if a is None else x.shape[a]) == 0:
         raise ValueError(_EMPTY_ARGMAX)
     res = cupy.argmax(x, axis=a).astype(I64, copy=False)
