@@ -98,8 +98,8 @@ typedef struct gemm_kernel {
     const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
     int mr, nr;       /* register tile */
     gemm_tile_fn tile;
+    gemm_tile_part_fn tile_part; /* any edge tile; NULL: tile_rows and buffers serve */
     gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
-    gemm_tile_part_fn tile_part; /* NULL: tiles at the right edge go through a buffer */
     int part_cols;    /* tile_part computes whole vectors of this many columns */
     gemm_dot_fn dot;  /* NULL: A B^T takes the packed path */
     int dot_side;     /* A B^T with m or n at most this takes the dot path (dot.c) */

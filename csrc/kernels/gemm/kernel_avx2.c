@@ -255,7 +255,7 @@ typedef void (*dot_rc_fn)(int64_t kc, const float *const a[3], const float *cons
 
 /* gemm_dot_fn: the version for `rows` x `cols` */
 void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[3],
-                          const float *const b[4], float *out)
+                   const float *const b[4], float *out)
 {
     static const dot_rc_fn by_shape[3][4] = {{dot_1x1, dot_1x2, dot_1x3, dot_1x4},
                                              {dot_2x1, dot_2x2, dot_2x3, dot_2x4},

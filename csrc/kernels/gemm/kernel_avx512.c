@@ -43,6 +43,26 @@ typedef float v16 __attribute__((vector_size(64)));
 #define LOAD16(v, ptr) memcpy(&(v), (ptr), sizeof(v16))
 #define STORE16(ptr, v) memcpy((ptr), &(v), sizeof(v16))
 
+/* The k loop of the first R rows and V vectors: acc[i][v] += A(i, p) * B(p, 16v ...) for
+ * p = 0 .. kc-1 in order, A(i, p) at a[i*rsa + p*csa]. Called with rsa or csa the constant 1,
+ * so that the addresses of a step's values fold into constant offsets. */
+GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_steps(
+    const int R, const int V, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+    const float *b, int64_t rsb, v16 acc[MR][NV])
+{
+    for (int64_t p = 0; p < kc; p++, a += csa, b += rsb) {
+        v16 bv[NV];
+#pragma GCC unroll 3
+        for (int v = 0; v < V; v++)
+            LOAD16(bv[v], b + 16 * v);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++)
+#pragma GCC unroll 3
+            for (int v = 0; v < V; v++)
+                acc[i][v] += a[i * rsa] * bv[v];
+    }
+}
+
 /* The first R rows and V vectors of the tile, of which the first `cols` columns are C's
  * (16 (V - 1) < cols <= 16 V); R and V are constant in each instance below, so that the loops
  * unroll and the accumulators stay in registers. A's rows past R are not read, nor B's columns
@@ -61,33 +81,10 @@ GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_body(
         __builtin_prefetch(c + i * ldc + cols - 1);
     }
 
-    if (rsa == 1) {
-        /* a packed micro-panel, or a transposed A: the values of step p are adjacent */
-        for (int64_t p = 0; p < kc; p++, a += csa, b += rsb) {
-            v16 bv[NV];
-#pragma GCC unroll 3
-            for (int v = 0; v < V; v++)
-                LOAD16(bv[v], b + 16 * v);
-#pragma GCC unroll 8
-            for (int i = 0; i < R; i++)
-#pragma GCC unroll 3
-                for (int v = 0; v < V; v++)
-                    acc[i][v] += a[i] * bv[v];
-        }
-    } else {
-        /* rows of A read in place: value (i, p) at a[i*rsa + p] */
-        for (int64_t p = 0; p < kc; p++, b += rsb) {
-            v16 bv[NV];
-#pragma GCC unroll 3
-            for (int v = 0; v < V; v++)
-                LOAD16(bv[v], b + 16 * v);
-#pragma GCC unroll 8
-            for (int i = 0; i < R; i++)
-#pragma GCC unroll 3
-                for (int v = 0; v < V; v++)
-                    acc[i][v] += a[i * rsa + p] * bv[v];
-        }
-    }
+    if (rsa == 1) /* a packed micro-panel, or a transposed A: a step's values are adjacent */
+        tile_steps(R, V, kc, a, 1, csa, b, rsb, acc);
+    else /* rows of A read in place (csa == 1) */
+        tile_steps(R, V, kc, a, rsa, 1, b, rsb, acc);
 
     /* C = beta * C + acc, one rounding, as the AVX2 kernel does; the last vector's columns
      * past `cols` are neither read nor written */
@@ -293,19 +290,11 @@ static void tile_part_8x48(int rows, int cols, int64_t kc, const float *a, int64
     by_shape[rows - 1][(cols - 1) / 16](kc, a, rsa, csa, b, rsb, c, ldc, beta, cols);
 }
 
-/* gemm_tile_rows_fn: fewer rows, every column */
-static void tile_rows_8x48(int rows, int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                           const float *b, int64_t rsb, float *c, int64_t ldc, float beta)
-{
-    tile_part_8x48(rows, NR, kc, a, rsa, csa, b, rsb, c, ldc, beta);
-}
-
 static const gemm_kernel avx512_kernel = {
     .name = "avx512",
     .mr = MR,
     .nr = NR,
     .tile = tile_8x48,
-    .tile_rows = tile_rows_8x48,
     .tile_part = tile_part_8x48,
     .part_cols = 16,
     /* every AVX-512 CPU has AVX2, and these AVX2 kernels serve here too: */

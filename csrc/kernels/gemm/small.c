@@ -15,8 +15,8 @@
  *     transposed, the right edge of C, crowded rows) it is packed into a buffer on the stack,
  *     once per column panel, where it stays in L1 for every row panel.
  *   - op(A)'s panel is read in place (rows of A, or rows of a transposed A) when alpha == 1
- *     and, at the bottom edge, the kernel has a version for fewer rows; otherwise it is packed
- *     (alpha folded in, edge rows zero) for each tile. The A panels of all the row panels,
+ *     and, at the bottom edge, the kernel has a version for fewer rows (or for part of a
+ *     tile); otherwise it is packed (alpha folded in, edge rows zero) for each tile. The A panels of all the row panels,
  *     m x k floats, stay in L1 or L2 from one column panel to the next.
  *   - tiles whose columns stick out go through a buffer (gemm_micro_tile).
  * k is at most GEMM_SMALL_MAX_K, one block of k of the packed path, so each element of C is
@@ -47,7 +47,7 @@ void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int6
     const int64_t rsa = trans_a ? 1 : lda, csa = trans_a ? lda : 1;
     /* rows of op(A) below a_end and columns of op(B) below b_end are read in place */
     const int a_direct = alpha == 1.0f && (!trans_a || gemm_l1_holds(lda, k));
-    const int64_t a_end = !a_direct ? 0 : kr->tile_rows ? m : m / mr * mr;
+    const int64_t a_end = !a_direct ? 0 : kr->tile_rows || kr->tile_part ? m : m / mr * mr;
     const int b_direct = !trans_b && (gemm_l1_holds(ldb, k) || m <= 2 * mr);
     const int64_t b_end = b_direct ? n / nr * nr : 0;
     float bpanel[GEMM_SMALL_MAX_K * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));

@@ -85,8 +85,6 @@ static int check(int rows, int cols, int64_t kc, int a_layout, int b_in_place, f
         c[i] = c0[i] = beta == 0.0f ? NAN : uniform();
     if (rows == MR && cols == NR)
         tile_8x48(kc, a, rsa, csa, b, ldb, c, ldc, beta);
-    else if (cols == NR)
-        tile_rows_8x48(rows, kc, a, rsa, csa, b, ldb, c, ldc, beta);
     else
         tile_part_8x48(rows, cols, kc, a, rsa, csa, b, ldb, c, ldc, beta);
     int ok = 1;
