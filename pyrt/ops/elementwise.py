@@ -69,11 +69,7 @@ def _bcast_mode(big, small):
 
 def _binary(op, a, b, out, what):
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        if type(a) is not _ndarray or a.dtype is not F32 or not a.flags.c_contiguous:
-            a = as_f32(a, "a")
-        if type(b) is not _ndarray or b.dtype is not F32 or not b.flags.c_contiguous:
-            b = as_f32(b, "b")
-        return _binary_arrays(op, a, b, out, what)
+        return _binary_arrays(op, as_f32(a, "a"), as_f32(b, "b"), out, what)
     for x, name in ((a, "a"), (b, "b")):
         if not isinstance(x, (np.ndarray,) + SCALARS):
             raise TypeError(f"{name} must be a float32 numpy.ndarray or a real number, "
@@ -186,8 +182,7 @@ def unary_raw(op, x, what="unary"):
 
 
 def _unary(op, x, out, what):
-    if type(x) is not _ndarray or x.dtype is not F32 or not x.flags.c_contiguous:
-        x = as_f32(x, "x")
+    x = as_f32(x, "x")
     if out is None:
         return unary_raw(op, x, what)
     res = out_f32(out, x.shape)
