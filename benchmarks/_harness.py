@@ -147,13 +147,16 @@ def run_settings(script, argv, args, **extra):
 # ---- timing ---------------------------------------------------------------------------------
 
 
-def timing_phrase(settings):
-    """How the medians of timed_passes were taken, for a report's method paragraph."""
+def timing_phrase(settings, stream=False):
+    """How the medians of timed_passes (or passes_beside_stream, with `stream`) were taken,
+    for a report's method paragraph."""
     if "sample_ms" in settings:
         return (f"{settings['repeat']} samples of about {settings['sample_ms']} ms each, "
                 "variants interleaved"
                 + (" (quick: a smoke test, not a measurement)" if settings["quick"] else ""))
     return (f"{settings['repeat']} timed passes after a warm-up"
+            + (f", in {min(STREAM_ROUNDS, settings['repeat'])} rounds with the STREAM ceiling's passes between "
+               "them" if stream else "")
             + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else ""))
 
 
@@ -174,31 +177,46 @@ def sample_records(samples, names, **fixed):
 # ---- STREAM-style ceilings of memory-bound kernels ------------------------------------------
 
 
-def stream_ceiling(src, label, n, repeat, threads, samples, notes, wrong, include=None):
-    """Build the C program `src` (gcc with STREAM_FLAGS) and run it once per thread count in
-    its own process (OMP_NUM_THREADS, the first-touch placement of STREAM), on n elements for
-    `repeat` passes; return {threads: the JSON line it printed}.
+STREAM_ROUNDS = 7  # rounds of passes_beside_stream
 
-    Its samples go into samples[(label, threads)]; a result it did not check adds the note
-    "<label> threads=<t>: <wrong>". When it does not build, a note says why and nothing runs.
+
+def passes_beside_stream(variants, repeat, pause_s, stream, *, rounds=STREAM_ROUNDS,
+                         on_result=None):
+    """timed_passes of `variants` with a STREAM-style ceiling measured between them, so that
+    both see the same machine: a shared machine's bandwidth drifts by tens of percent over a
+    minute, and a ceiling timed before or after the variants is compared with another load.
+
+    `stream` is (src, label, n, threads, notes, wrong, include): the C program is built (gcc
+    with STREAM_FLAGS) and, after each of `rounds` rounds of the variants' passes, run once
+    per thread count in its own process (OMP_NUM_THREADS, STREAM's first-touch placement) for
+    as many passes on n elements. Returns (samples, {threads: [the JSON line of each run]});
+    the ceiling's samples are under (label, threads). A run whose result did not check adds
+    the note "<label> threads=<t>: <wrong>"; when the program does not build, a note says why
+    and only the variants run.
     """
+    src, label, n, threads, notes, wrong, include = stream
     exe = build_stream(src, KERNELS_BUILD, notes, include)
-    if exe is None:
-        return {}
-    runs = {}
-    for t in threads:
-        env = dict(os.environ, OMP_NUM_THREADS=str(t))
-        # A program whose result does not check still prints its line, then exits with 1.
-        proc = subprocess.run([str(exe), str(n), str(repeat)], check=False, env=env,
-                              capture_output=True, text=True, timeout=600)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        if not lines:
-            raise RuntimeError(f"{exe.name} failed: {proc.stderr.strip()[-300:]}")
-        runs[t] = json.loads(lines[-1])
-        samples[(label, t)] = runs[t]["samples"]
-        if not runs[t]["ok"]:
-            notes.append(f"{label} threads={t}: {wrong}")
-    return runs
+    rounds = max(1, min(rounds, repeat))
+    samples, runs = {}, {t: [] for t in threads} if exe is not None else {}
+    for r in range(rounds):
+        passes = repeat // rounds + (r < repeat % rounds)  # `repeat` passes in all
+        for key, secs in timed_passes(variants, passes, pause_s, on_result=on_result).items():
+            samples.setdefault(key, []).extend(secs)
+        for t in runs:
+            env = dict(os.environ, OMP_NUM_THREADS=str(t))
+            # A program whose result does not check still prints its line, then exits with 1.
+            proc = subprocess.run([str(exe), str(n), str(passes)], check=False, env=env,
+                                  capture_output=True, text=True, timeout=600)
+            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            if not lines:
+                raise RuntimeError(f"{exe.name} failed: {proc.stderr.strip()[-300:]}")
+            run = json.loads(lines[-1])
+            runs[t].append(run)
+            samples.setdefault((label, t), []).extend(run["samples"])
+            if not run["ok"] and f"{label} threads={t}: {wrong}" not in notes:
+                notes.append(f"{label} threads={t}: {wrong}")
+        print(f"round {r + 1}/{rounds}", flush=True)
+    return samples, runs
 
 
 def bandwidth_rows(samples, n, bytes_per_element):

@@ -45,7 +45,7 @@ BYTES_PER_ELEMENT = 16  # three arrays read, one written
 def markdown(report):
     n, info = report["settings"]["n"], report["machine"]
     method = (f"n = {n} float32 per array (4 arrays of {4 * n / 1e6:.0f} MB), median of "
-              f"{harness.timing_phrase(report['settings'])}. GB/s counts "
+              f"{harness.timing_phrase(report['settings'], stream=True)}. GB/s counts "
               f"{BYTES_PER_ELEMENT} bytes per element for every variant. "
               + harness.bandwidth_legend(STREAM, MINE, one_thread="NumPy"))
     libraries = (f"NumPy {info['numpy']}; numexpr {info['numexpr'] or 'not installed'}; "
@@ -76,13 +76,12 @@ def main(argv=None):
         if not addcmul_close(out, ref, a, b, c):
             notes.append(f"{label} threads={t}: result differs from a * b + c in float64")
         time.sleep(PAUSE_S)
-    samples = harness.timed_passes([v[:3] for v in variants], args.repeat, PAUSE_S,
-                                   show_passes=True)
+    samples, triad_runs = harness.passes_beside_stream(
+        [v[:3] for v in variants], args.repeat, PAUSE_S,
+        (TRIAD_SRC, STREAM, n, args.threads, notes, "its result did not check", None))
     if torch is not None:
         torch.set_num_threads(max(args.threads))
 
-    triad_runs = harness.stream_ceiling(TRIAD_SRC, STREAM, n, args.repeat, args.threads,
-                                        samples, notes, "its result did not check")
     rows = harness.bandwidth_rows(samples, n, BYTES_PER_ELEMENT)
     index = {(r["variant"], r["threads"]): r for r in rows}
     pyrt_vs_stream = {t: index[MINE, t]["gb_per_s"] / index[STREAM, t]["gb_per_s"]

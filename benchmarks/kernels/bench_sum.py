@@ -40,7 +40,7 @@ PAUSE_S = 0.02
 def markdown(report):
     n, info = report["settings"]["n"], report["machine"]
     method = (f"n = {n} float32 ({4 * n / 1e6:.0f} MB), median of "
-              f"{harness.timing_phrase(report['settings'])}. "
+              f"{harness.timing_phrase(report['settings'], stream=True)}. "
               + harness.bandwidth_legend(STREAM, MINE, one_thread="np.sum"))
     libraries = f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}"
     table = harness.bandwidth_table(report["summary"], STREAM, MINE, ms_digits=2)
@@ -64,8 +64,11 @@ def main(argv=None):
         setup()
         results[key] = [float(run())]
         time.sleep(PAUSE_S)
-    samples = harness.timed_passes(variants, args.repeat, PAUSE_S, show_passes=True,
-                                   on_result=lambda key, value: results[key].append(float(value)))
+    samples, stream_runs = harness.passes_beside_stream(
+        variants, args.repeat, PAUSE_S,
+        (STREAM_SRC, STREAM, n, args.threads, notes, "its sum is not exact",
+         STREAM_SRC.parent.parent),
+        on_result=lambda key, value: results[key].append(float(value)))
     if torch is not None:
         torch.set_num_threads(max(args.threads))
 
@@ -79,9 +82,6 @@ def main(argv=None):
     if not deterministic:
         notes.append(f"{MINE} is not bitwise identical across thread counts")
 
-    stream_runs = harness.stream_ceiling(STREAM_SRC, STREAM, n, args.repeat, args.threads,
-                                         samples, notes, "its sum is not exact",
-                                         include=STREAM_SRC.parent.parent)
     settings = harness.run_settings(__file__, argv, args,
                                     stream_flags=" ".join(harness.STREAM_FLAGS))
     harness.write_report(args.out, "kernels_sum", info, settings, notes, {
