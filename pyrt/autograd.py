@@ -99,9 +99,10 @@ def run_backward(root, grad):
     # entries (tensor, its gradient or None, may we keep that array?): not when it is shared
     # with another tensor's gradient, as `a + b` passes the same array to both inputs
     ready = [(root, grad, False)]
+    pop, push = ready.pop, ready.append
     partial = {}
     while ready:
-        node, g, owned = ready.pop()
+        node, g, owned = pop()
         parents = node._parents
         # a tensor no gradient reached (every consumer passed None) only releases its inputs
         parent_grads = (None,) * len(parents) if g is None else node._backward(g)
@@ -112,7 +113,9 @@ def run_backward(root, grad):
                 if pg is None:
                     continue
                 if parent.grad is None:
-                    parent.grad = Tensor(pg if _owned(pg, g, owned) else pg.copy())
+                    # _owned(pg, g, owned), written out: this runs for every parameter
+                    parent.grad = Tensor(pg if pg is not g and (owned or pg.base is None)
+                                         else pg.copy())
                 else:
                     parent.grad.data += pg
                 continue
@@ -123,9 +126,9 @@ def run_backward(root, grad):
                     acc, acc_owned = partial.pop(key)
                     if pg is not None:
                         acc, acc_owned = acc + pg, True
-                    ready.append((parent, acc, acc_owned))
+                    push((parent, acc, acc_owned))
                 else:
-                    ready.append((parent, pg, _owned(pg, g, owned)))
+                    push((parent, pg, _owned(pg, g, owned)))
             else:
                 pending[key] = left - 1
                 if pg is not None:

@@ -3,15 +3,17 @@ torch.optim.SGD; each parameter is updated by one fused kernel pass (pyrt.ops.sg
 
 import numpy as np
 
-from pyrt._pyrt_cffi import ffi
-from pyrt.ops._checks import F32
-from pyrt.ops.optim import _grad, _in_place, sgd_hyperparameters, sgd_step_raw
+from pyrt._pyrt_cffi import ffi, lib
+from pyrt.ops._checks import F32, check_rc
+from pyrt.ops.optim import _grad, _in_place, sgd_hyperparameters
 from pyrt.optim.optimizer import Optimizer
 
 __all__ = ["SGD"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
+_ndarray = np.ndarray
+_sgd_step = lib.pyrt_sgd_step  # unchecked: step() checks the arrays and hyper-parameters
 
 
 class SGD(Optimizer):
@@ -43,34 +45,35 @@ class SGD(Optimizer):
             sgd_step(self)
             return loss
         # only kernels run below, no tensor ops: nothing is recorded for autograd
-        state, cache = self.state, self._cache
+        state, cache, sgd = self.state, self._cache, _sgd_step
         for group in self.param_groups:
             lr, momentum, dampening, weight_decay, nesterov = self._hyperparameters(group)
+            has_momentum = momentum != 0
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
                     continue
-                param = p.data
-                if momentum:
-                    s = state.get(p)
-                    buf = None if s is None else s.get("momentum_buffer")
-                else:
-                    buf = None
+                # (p, its array, that array's pointer, momentum buffer, its pointer, whether
+                # made with momentum, the array's shape and size), while all still hold
                 cached = cache.get(id(p))
-                if (cached is not None and cached[1] is param and cached[3] is buf
-                        and cached[0] is p and cached[5] == (momentum != 0)):
-                    pp, pbuf = cached[2], cached[4]
-                else:
-                    param, pp, buf, pbuf = self._pointers(p, state, momentum)
+                if (cached is None or cached[0] is not p or cached[1] is not p.data
+                        or cached[5] != has_momentum
+                        or (has_momentum and cached[3] is not _momentum_buffer(state, p))):
+                    cached = self._pointers(p, state, momentum)
                 g = grad.data
-                if not (g.shape == param.shape and g.dtype is F32 and g.flags.c_contiguous):
-                    g = _grad(g, param.shape)
+                if not (type(g) is _ndarray and g.dtype is F32 and g.flags.c_contiguous
+                        and g.shape == cached[6]):
+                    g = _grad(g, cached[6])
+                pbuf = cached[4]
                 first = pbuf is None
                 if first:  # the kernel fills the new buffer with g on this first step
-                    state[p]["momentum_buffer"] = np.empty_like(param)
-                    param, pp, buf, pbuf = self._pointers(p, state, momentum)
-                sgd_step_raw(pp, _from_buffer(_FLOATS, g), pbuf, param.size, lr, momentum,
-                             dampening, weight_decay, nesterov, first)
+                    state[p]["momentum_buffer"] = np.empty_like(cached[1])
+                    cached = self._pointers(p, state, momentum)
+                    pbuf = cached[4]
+                rc = sgd(cached[2], _from_buffer(_FLOATS, g), pbuf, cached[7], lr, momentum,
+                         dampening, weight_decay, nesterov, first)
+                if rc:
+                    check_rc(rc, "sgd_step")
         return loss
 
     def _hyperparameters(self, group):
@@ -85,32 +88,32 @@ class SGD(Optimizer):
         return cached[2]
 
     def _pointers(self, p, state, momentum):
-        """(param array, its pointer, momentum buffer, its pointer) for parameter p: the
-        pointers are made once and reused while p.data and the buffer stay the same arrays
-        (the cache keeps them alive). The buffer pointer is ffi.NULL without momentum, None
-        when the buffer is still to be created."""
+        """The cache entry of parameter p: (p, its array, the array's pointer, momentum buffer,
+        its pointer, whether made with momentum, shape, size). The pointers are made once and
+        reused while p.data and the buffer stay the same arrays (the entry keeps them alive).
+        The buffer pointer is ffi.NULL without momentum, None when the buffer is still to be
+        created (and the entry is then not kept)."""
         param = p.data
-        buf = None
-        if momentum != 0:
-            s = state.get(p)
-            if s is not None:
-                buf = s.get("momentum_buffer")
-        cached = self._cache.get(id(p))
-        if (cached is not None and cached[0] is p and cached[1] is param and cached[3] is buf
-                and cached[5] == (momentum != 0)):
-            return cached[1:5]
+        has_momentum = momentum != 0
+        buf = _momentum_buffer(state, p) if has_momentum else None
         _in_place(param, "param")
         pp = _from_buffer(_FLOATS, param)
-        if momentum == 0:
+        if not has_momentum:
             pbuf = ffi.NULL
         elif buf is None:
             pbuf = None
         else:
             if not isinstance(buf, np.ndarray):
-                buf = s["momentum_buffer"] = np.array(buf, dtype=np.float32)
+                buf = state[p]["momentum_buffer"] = np.array(buf, dtype=np.float32)
             _in_place(buf, "momentum_buffer", param.shape)
             pbuf = _from_buffer(_FLOATS, buf)
-        cached = (p, param, pp, buf, pbuf, momentum != 0)
+        cached = (p, param, pp, buf, pbuf, has_momentum, param.shape, param.size)
         if pbuf is not None:
             self._cache[id(p)] = cached
-        return cached[1:5]
+        return cached
+
+
+def _momentum_buffer(state, p):
+    """p's momentum buffer in the optimizer's state, or None before its first step."""
+    s = state.get(p)
+    return None if s is None else s.get("momentum_buffer")
