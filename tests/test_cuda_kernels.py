@@ -1,8 +1,14 @@
-"""Tests of the CUDA backend that run without a GPU: every kernel source compiles with nvcc
-and, where CuPy and NVRTC are installed (pip install cupy-cuda12x nvidia-cuda-nvrtc-cu12),
-with NVRTC as at run time; the CPU-only paths say clearly that no GPU is there; importing
-pyrt does not import CuPy."""
+"""Tests of the CUDA backend that run without a GPU: every kernel source compiles with NVRTC,
+as at run time (its library, from the nvidia-cuda-nvrtc wheel of the test extra, needs no GPU
+and no CuPy), and with nvcc where installed; the CPU-only paths say clearly that no GPU is
+there; importing pyrt does not import CuPy."""
 
+import ctypes
+import ctypes.util
+import functools
+import glob
+import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +20,8 @@ import pytest
 from pyrt.cuda import _module
 
 KERNELS = sorted(p.stem for p in _module.KERNEL_DIR.glob("*.cu"))
+NO_NVRTC = ("NVRTC is not installed (pip install nvidia-cuda-nvrtc, which the test extra "
+            "installs on Linux x86-64)")
 
 
 def test_every_kernel_file_is_listed():
@@ -41,33 +49,81 @@ def test_kernel_compiles_with_nvcc(name, tmp_path):
         assert f".entry {kernel}(" in ptx
 
 
-def _nvrtc():
-    """CuPy's binding of NVRTC, the compiler RawModule uses at run time, or a skip."""
-    try:
-        from cupy_backends.cuda.libs import nvrtc
+def _nvrtc_paths():
+    """Where libnvrtc may be: the lib folders of the NVIDIA wheels (nvidia-cuda-nvrtc puts it
+    in nvidia/cu13/lib, nvidia-cuda-nvrtc-cu12 in nvidia/cuda_nvrtc/lib), then the linker's
+    search path."""
+    paths = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        paths += sorted(glob.glob(os.path.join(root, "*", "lib", "libnvrtc.so*")), reverse=True)
+    found = ctypes.util.find_library("nvrtc")
+    return paths + ([found] if found else [])
 
-        nvrtc.getVersion()
-    except Exception as exc:  # noqa: BLE001 (no CuPy, or no libnvrtc: say which)
-        pytest.skip(f"NVRTC is not usable here ({type(exc).__name__}: {exc})")
-    return nvrtc
+
+@functools.cache
+def _nvrtc():
+    """NVRTC, the compiler cupy.RawModule runs at run time, loaded with ctypes (it needs no
+    GPU and no CuPy), or None."""
+    for path in _nvrtc_paths():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == 0:
+            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+            return lib, (major.value, minor.value)
+    return None
+
+
+def _nvrtc_compile(lib, source, name, options):
+    """(PTX, "") for `source` compiled by NVRTC with `options`, or (None, the log)."""
+    program = ctypes.c_void_p()
+    rc = lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0,
+                                None, None)
+    assert rc == 0, lib.nvrtcGetErrorString(rc)
+    try:
+        opts = (ctypes.c_char_p * len(options))(*[o.encode() for o in options])
+        if lib.nvrtcCompileProgram(program, len(options), opts) != 0:
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+            log = ctypes.create_string_buffer(size.value)
+            lib.nvrtcGetProgramLog(program, log)
+            return None, log.value.decode(errors="replace")
+        size = ctypes.c_size_t()
+        assert lib.nvrtcGetPTXSize(program, ctypes.byref(size)) == 0
+        ptx = ctypes.create_string_buffer(size.value)
+        assert lib.nvrtcGetPTX(program, ptx) == 0
+        return ptx.value.decode(), ""
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(program))
+
+
+def test_nvrtc_reports_a_broken_kernel():
+    # the check below must be able to fail: a kernel with a type error does not compile
+    nvrtc = _nvrtc()
+    if nvrtc is None:
+        pytest.skip(NO_NVRTC)
+    ptx, log = _nvrtc_compile(nvrtc[0], 'extern "C" __global__ void k(float *x) '
+                              '{ x[0] = undeclared; }', "broken.cu", [])
+    assert ptx is None and "undeclared" in log
 
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_kernel_compiles_with_nvrtc(name):
     # the compiler the kernels meet at run time: no host headers, its own builtins
     nvrtc = _nvrtc()
+    if nvrtc is None:
+        pytest.skip(NO_NVRTC)
     options = [f"-D{k}={v}" for k, v in _module.COMPILE_DEFINES.items()]
-    program = nvrtc.createProgram(_module.kernel_source(name), f"{name}.cu", (), ())
-    try:
-        try:
-            nvrtc.compileProgram(program, options + ["--gpu-architecture=compute_80"])
-        except Exception:  # noqa: BLE001 (the log says what failed)
-            pytest.fail(nvrtc.getProgramLog(program))
-        ptx = nvrtc.getPTX(program)
-    finally:
-        nvrtc.destroyProgram(program)
-    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
-    for kernel in re.findall(r'extern "C" __global__ void (\w+)\(', _module.kernel_source(name)):
+    source = _module.kernel_source(name)
+    ptx, log = _nvrtc_compile(nvrtc[0], source, f"{name}.cu",
+                              options + ["--gpu-architecture=compute_80"])
+    assert ptx is not None, log
+    kernels = re.findall(r'extern "C" __global__ void (\w+)\(', source)
+    assert kernels
+    for kernel in kernels:
         assert f".entry {kernel}(" in ptx
 
 
