@@ -525,7 +525,10 @@ def binary_cross_entropy_with_logits(logits, targets):
 
 
 def mse_loss(input, target):
-    if isinstance(target, _Tensor or _tensor()):
+    Tensor = _Tensor or _tensor()
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input)
+    if isinstance(target, Tensor):
         target = target.data
     else:
         target = _as_tensor(target, None).data

@@ -105,6 +105,10 @@ class Tensor:
     # optimizer's state is keyed by parameter)
     __hash__ = object.__hash__
 
+    # NumPy's operators leave an array op Tensor to the Tensor's reflected operator (a
+    # Tensor, as in PyTorch), instead of making an object array of one Tensor per element
+    __array_ufunc__ = None
+
     def __repr__(self):
         grad = ", requires_grad=True" if self.requires_grad else ""
         if isinstance(self.data, np.ndarray):
@@ -124,6 +128,14 @@ class Tensor:
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
         return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        """np.asarray(tensor): the data (as numpy() gives it; a copy when `dtype` differs or
+        NumPy asks for one)."""
+        data = self.numpy()
+        if copy:
+            return data.astype(dtype or data.dtype, copy=True)
+        return data if dtype is None else data.astype(dtype, copy=False)
 
     def item(self):
         if self.data.size != 1:
@@ -292,7 +304,11 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __matmul__(self, other):
-        return F.matmul(self, other)
+        # as in the other operators, an array (or a list of numbers) becomes a constant tensor
+        return F.matmul(self, other if isinstance(other, Tensor) else F._as_tensor(other, self))
+
+    def __rmatmul__(self, other):
+        return F.matmul(F._as_tensor(other, self), self)
 
     def __getitem__(self, index):
         if isinstance(index, Tensor):

@@ -196,6 +196,33 @@ def test_register_parameter_and_add_module_check_arguments():
         m.add_module("x", 3)
 
 
+@pytest.mark.parametrize("module", [
+    nn.Linear(3, 2), nn.Conv2d(3, 4, 3), nn.MaxPool2d(2), nn.AvgPool2d(2), nn.Flatten(),
+    nn.ReLU(), nn.Sigmoid(), nn.Tanh(), nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss(),
+    nn.MSELoss()], ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("bad", [None, 3, np.zeros((2, 3, 4, 4), F32)],
+                         ids=["None", "int", "ndarray"])
+def test_a_layer_called_on_something_else_than_a_tensor_says_so(module, bad):
+    losses = (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss, nn.MSELoss)
+    args = (bad, pyrt.zeros(2)) if isinstance(module, losses) else (bad,)
+    # (activations name the array the op got: "was a numpy.ndarray passed where a
+    # pyrt.Tensor was expected?")
+    with pytest.raises(TypeError, match=f"input must be a (pyrt )?Tensor, got "
+                                        f"{type(bad).__name__}|pyrt.Tensor was expected"):
+        module(*args)
+
+
+def test_a_users_module_keeps_its_own_attribute_errors():
+    class Broken(nn.Module):
+        def forward(self, x):
+            return x.no_such_attribute
+
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        Broken()(None)
+    with pytest.raises(AttributeError, match="no_such_attribute"):
+        nn.Sequential(Broken())(None)
+
+
 def test_forward_must_be_defined():
     with pytest.raises(NotImplementedError, match=r'Module \[Module\] is missing the '
                                                   r'required "forward" function'):

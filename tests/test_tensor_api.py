@@ -68,6 +68,30 @@ def test_tensors_stay_hashable_by_identity():
     assert all(p in opt.state for p in model.parameters())
 
 
+def test_numpy_arrays_meet_tensors_as_in_torch():
+    # array op Tensor is a Tensor (NumPy defers to the reflected operator), with gradients
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    a = np.array([[1.0, -1.0], [0.5, 2.0]], np.float32)
+    for y, ref in ((a + x, a + x.data), (a * x, a * x.data), (a - x, a - x.data),
+                   (a @ x, a @ x.data), (x @ a, x.data @ a), (x @ a.tolist(), x.data @ a)):
+        assert type(y) is pyrt.Tensor and y.requires_grad
+        np.testing.assert_allclose(y.data, ref, rtol=1e-6)
+    (a @ x).sum().backward()
+    np.testing.assert_allclose(x.grad.data, a.T @ np.ones((2, 2), np.float32), rtol=1e-6)
+    # np.asarray(tensor) is its data, shared, as numpy() gives it
+    t = pyrt.tensor(a)
+    assert np.asarray(t) is t.data
+    assert np.asarray(t, np.float64).dtype == np.float64
+    assert not np.shares_memory(np.array(t, copy=True), t.data)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.asarray(x * 2)
+    for bad in (None, "x", object()):
+        with pytest.raises(TypeError, match="operands must be Tensors"):
+            x @ bad
+        with pytest.raises(TypeError, match="operands must be Tensors"):
+            bad @ x
+
+
 def test_truth_value():
     assert bool(pyrt.tensor([1.0])) and not bool(pyrt.tensor(0.0))
     assert bool(pyrt.tensor([2.0]) == 2.0)

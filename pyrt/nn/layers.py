@@ -55,6 +55,7 @@ def _init_weight_and_bias(weight, bias):
 class Linear(Module):
     """y = x @ weight.T + bias, with weight [out_features, in_features] and bias
     [out_features]; x is [*, in_features]."""
+    _tensor_input = True
 
     def __init__(self, in_features, out_features, bias=True):
         super().__init__()
@@ -87,6 +88,7 @@ class Linear(Module):
 class Conv2d(Module):
     """2-D cross-correlation of x [n, in_channels, h, w] with weight [out_channels,
     in_channels, kh, kw], plus bias [out_channels]."""
+    _tensor_input = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, *,
                  bias=True):
@@ -126,6 +128,8 @@ class Conv2d(Module):
 
 
 class _Pool2d(Module):
+    _tensor_input = True
+
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         _pair(kernel_size, "kernel_size", 1)
@@ -156,6 +160,7 @@ class AvgPool2d(_Pool2d):
 
 class Flatten(Module):
     """Merge dimensions start_dim..end_dim into one: [n, c, h, w] -> [n, c*h*w] by default."""
+    _tensor_input = True
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -178,16 +183,22 @@ class Flatten(Module):
 
 
 class ReLU(Module):
+    _tensor_input = True
+
     def forward(self, x):
         return F.relu(x)
 
 
 class Sigmoid(Module):
+    _tensor_input = True
+
     def forward(self, x):
         return F.sigmoid(x)
 
 
 class Tanh(Module):
+    _tensor_input = True
+
     def forward(self, x):
         return F.tanh(x)
 

@@ -7,6 +7,8 @@ __all__ = ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"]
 
 
 class _Loss(Module):
+    _tensor_input = True
+
     def __init__(self, *, reduction="mean"):
         super().__init__()
         if reduction != "mean":

@@ -18,6 +18,16 @@ __all__ = ["Module"]
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
+def _check_tensor_input(module, args, kwargs):
+    """The TypeError for a call of `module` whose input (first argument) is not a Tensor."""
+    x = args[0] if args else kwargs.get("input", Tensor)
+    if not isinstance(x, Tensor) and x is not Tensor:
+        hint = (": wrap arrays with pyrt.tensor() or pyrt.from_numpy()"
+                if isinstance(x, np.ndarray) else "")
+        raise TypeError(f"{type(module).__name__}: input must be a pyrt Tensor, got "
+                        f"{type(x).__name__}{hint}") from None
+
+
 def _addindent(text, spaces):
     """Indent every line of `text` but the first by `spaces` spaces."""
     first, *rest = text.split("\n")
@@ -39,8 +49,17 @@ class Module:
         raise NotImplementedError(
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
+    # pyrt's own modules take a Tensor as their first argument: when one of them fails on an
+    # attribute of something else (None, a number, an array), the error says so instead
+    _tensor_input = False
+
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        try:
+            return self.forward(*args, **kwargs)
+        except AttributeError:
+            if self._tensor_input:
+                _check_tensor_input(self, args, kwargs)
+            raise
 
     # ---- registration ------------------------------------------------------------------------
 
