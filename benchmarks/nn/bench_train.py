@@ -137,20 +137,29 @@ def _markdown(results, args, machine):
         lines += [f"## {title}: one epoch, batch 64, SGD lr 0.1 momentum 0.9", "",
                   (f"Median of {args.runs} epochs ({args.train_limit} images each) in "
                    "seconds; test accuracy after the epoch, mean over the runs (seeds "
-                   f"0..{args.runs - 1})."), "",
-                  "| threads | pyrt s | torch s | pyrt/torch | pyrt acc | torch acc |",
-                  "|---:|---:|---:|---:|---:|---:|"]
+                   f"0..{args.runs - 1}). Run r of both starts from the same weights and sees "
+                   "the same batch order, so their accuracies differ only where float32 "
+                   "rounding sends the two trajectories apart: acc diff is pyrt's minus "
+                   "torch's in points, paired by seed, with the standard error of its mean."),
+                  "",
+                  ("| threads | pyrt s | torch s | pyrt/torch | pyrt acc | torch acc "
+                   "| acc diff | s.e. |"),
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for t in args.threads:
             mp = _median(results, "pyrt", t, task, "epoch_s")
             mq = _median(results, "torch", t, task, "epoch_s")
-            acc = {}
-            for fw in ("pyrt", "torch"):
-                r = results.get((fw, t), {}).get(task)
-                acc[fw] = f"{statistics.mean(r['test_accuracy']):.2%}" if r else "-"
+            accs = {fw: results.get((fw, t), {}).get(task, {}).get("test_accuracy")
+                    for fw in ("pyrt", "torch")}
+            acc = {fw: f"{statistics.mean(a):.2%}" if a else "-" for fw, a in accs.items()}
+            diff, se = "-", "-"
+            if accs["pyrt"] and accs["torch"]:
+                d = [100 * (p - q) for p, q in zip(accs["pyrt"], accs["torch"])]
+                diff = f"{statistics.mean(d):+.2f}"
+                se = f"{statistics.stdev(d) / len(d) ** 0.5:.2f}" if len(d) > 1 else "-"
             sp = f"{mp:.3f}" if mp else "-"
             sq = f"{mq:.3f}" if mq else "-"
             lines.append(f"| {t} | {sp} | {sq} | {_fmt_ratio(mp, mq)} | {acc['pyrt']} | "
-                         f"{acc['torch']} |")
+                         f"{acc['torch']} | {diff} | {se} |")
         lines.append("")
     return "\n".join(lines)
 
