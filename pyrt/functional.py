@@ -31,6 +31,7 @@ __all__ = [
 _Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
+_ndarray = np.ndarray
 
 
 def _tensor():
@@ -514,7 +515,10 @@ def binary_cross_entropy_with_logits(logits, targets):
         need = logits.requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
-    if _plain(z) and _plain(targets) and z.shape == targets.shape:
+    # _plain(z) and _plain(targets), written out: this runs once a step
+    if (type(z) is _ndarray and type(targets) is _ndarray and z.dtype is F32
+            and targets.dtype is F32 and z.shape == targets.shape and z.flags.c_contiguous
+            and targets.flags.c_contiguous):
         out = bce_with_logits_raw(z, targets, need)
     else:
         out = ops.binary_cross_entropy_with_logits(z, targets, return_grad=need)

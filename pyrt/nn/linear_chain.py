@@ -28,6 +28,7 @@ _plain = F._plain
 _NULL = ffi.NULL
 _NAMES = ("weight", "bias")
 _getitem = dict.__getitem__
+_ndarray = np.ndarray
 _is = operator.is_
 
 
@@ -58,6 +59,7 @@ class LinearChain:
         self._acts = ffi.new("int[]", [F._ACT_CODES[act] for act in acts])
         # each layer's parameter dict twice, beside _NAMES: weight, bias, weight, bias, ...
         self._dicts = [layer._parameters for layer in self.layers for _ in _NAMES]
+        self._names = _NAMES * len(self.layers)
         self._cached = None  # (the parameters, their arrays, what _current found for them)
         self._needs = {}  # requires_grad flags of the parameters -> C table of needs
 
@@ -68,7 +70,7 @@ class LinearChain:
         float32). The checks and the C tables are redone only when a parameter or its array
         was replaced since the last call."""
         # the same objects as last time? (map and all run in C: this is on every call)
-        params = list(map(_getitem, self._dicts, _NAMES * len(self.layers)))
+        params = list(map(_getitem, self._dicts, self._names))
         arrays = [p.data for p in params if p is not None]
         cached = self._cached
         if (cached is not None and all(map(_is, params, cached[0]))
@@ -99,7 +101,9 @@ class LinearChain:
         run one by one (an input or parameter the fused kernel does not take as it is; the
         layers then raise the errors a user expects)."""
         xd = x.data
-        if not (_plain(xd) and xd.ndim == 2 and xd.shape[1] == self.dims[0]):
+        # _plain(xd), written out: this runs on every forward
+        if not (type(xd) is _ndarray and xd.dtype is F32 and xd.ndim == 2
+                and xd.shape[1] == self.dims[0] and xd.flags.c_contiguous):
             return None
         found = self._current()
         if found is None:
