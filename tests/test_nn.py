@@ -295,6 +295,35 @@ def test_modules_copy_and_pickle():
             assert np.array_equal(a.data, b.data), name
 
 
+@pytest.mark.parametrize("make_opt", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+                                      lambda ps: optim.Adam(ps, lr=0.01)],
+                         ids=["SGD", "Adam"])
+def test_models_and_optimizers_copy_and_pickle_after_training(make_opt):
+    # after steps, a Sequential holds its fused plan and an optimizer its kernel pointers:
+    # a copy rebuilds them and trains on as the original does
+    pyrt.manual_seed(7)
+    net = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    opt = make_opt(net.parameters())
+    x = pyrt.tensor(rng(7).standard_normal((6, 3)).astype(F32))
+
+    def step(model, optimizer):
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+    for _ in range(2):
+        step(net, opt)
+    for copier in (copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):
+        net2, opt2 = copier((net, opt))  # together, as a checkpoint holds them
+        assert opt2.param_groups[0]["params"][0] is net2[0].weight
+        before = net2[0].weight.data.copy()
+        step(net2, opt2)
+        step(net, opt)
+        assert not np.array_equal(net2[0].weight.data, before)  # it trained on
+        for a, b in zip(net2.parameters(), net.parameters()):
+            assert a.data is not b.data and np.array_equal(a.data, b.data)
+
+
 def test_load_state_dict_accepts_tensors_and_other_dtypes():
     lin = nn.Linear(2, 2)
     lin.load_state_dict({"weight": pyrt.tensor([[1.0, 2.0], [3.0, 4.0]]),

@@ -223,6 +223,13 @@ class Sequential(Module):
             for i, module in enumerate(modules):
                 self.add_module(str(i), module)
 
+    def __getstate__(self):
+        # the plan holds C tables (cffi objects, which neither copy nor pickle): a copy makes
+        # its own on its first call
+        state = self.__dict__.copy()
+        state.pop("_plan", None)
+        return state
+
     def forward(self, x):
         modules = tuple(self._modules.values())
         plan = self.__dict__.get("_plan")

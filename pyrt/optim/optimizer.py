@@ -72,6 +72,15 @@ class Optimizer:
         group = {**self.defaults, **param_group, "params": params}
         self.param_groups.append(group)
 
+    def __getstate__(self):
+        # the subclasses' caches (kernel pointers per parameter, checked hyper-parameters per
+        # group) hold cffi objects, which neither copy nor pickle: a copy starts them empty
+        state = self.__dict__.copy()
+        for name in ("_cache", "_checked"):
+            if name in state:
+                state[name] = {}
+        return state
+
     def zero_grad(self, set_to_none=True):
         """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with
         zeros."""
