@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import pyrt
 from pyrt import nn, optim
+from pyrt._pyrt_cffi import ffi
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.ops.optim import adam_step, sgd_step
 
@@ -283,3 +284,72 @@ def test_linear_chain_leaves_other_inputs_to_the_layers():
     with pyrt.no_grad():
         y = model(pyrt.randn(5, 4))
     assert not y.requires_grad and y.is_leaf
+
+
+def _xor_like(seed):
+    pyrt.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1, bias=False))
+    rng = np.random.default_rng(seed)
+    xs = [pyrt.tensor(rng.standard_normal((8, 2)).astype(np.float32)) for _ in range(4)]
+    return model, xs
+
+
+def _reference_grads(model, x):
+    """The parameter gradients of model(x).sum() computed layer by layer, into fresh arrays."""
+    for p in model.parameters():
+        p.grad = None
+    _layer_by_layer(model, x).sum().backward()
+    grads = [p.grad.data.copy() for p in model.parameters()]
+    for p in model.parameters():
+        p.grad = None
+    return grads
+
+
+def test_linear_chain_reuses_gradient_arrays_nobody_holds():
+    model, xs = _xor_like(4)
+    refs = [_reference_grads(model, x) for x in xs]
+    bases = set()
+    for x, ref in zip(xs, refs):
+        model.zero_grad()  # the last step's gradients are dropped
+        model(x).sum().backward()
+        for p, r in zip(model.parameters(), ref):
+            assert np.array_equal(p.grad.data, r)
+        bases.add(id(model[0].weight.grad.data.base))
+    assert len(bases) == 1  # the same buffer every step
+
+
+@pytest.mark.parametrize("hold", ["grad", "array", "slice", "pointer"])
+def test_linear_chain_never_overwrites_a_gradient_still_held(hold):
+    model, xs = _xor_like(5)
+    refs = [_reference_grads(model, x) for x in xs[:2]]
+    model(xs[0]).sum().backward()
+    w = model[0].weight
+    held = {"grad": lambda: w.grad, "array": lambda: w.grad.data,
+            "slice": lambda: w.grad.data[1:], "pointer": lambda: ffi.from_buffer(
+                "float[]", w.grad.data)}[hold]()
+    first = w.grad.data.copy()
+    model.zero_grad()
+    model(xs[1]).sum().backward()
+    assert np.array_equal(w.grad.data, refs[1][0])
+    assert np.array_equal(first, refs[0][0]) and not np.shares_memory(w.grad.data, first)
+    kept = {"grad": lambda: held.data, "array": lambda: held,
+            "slice": lambda: held, "pointer": lambda: np.frombuffer(ffi.buffer(held),
+                                                                    np.float32)}[hold]()
+    assert np.array_equal(kept.reshape(-1), first[1:].reshape(-1) if hold == "slice"
+                          else first.reshape(-1))
+
+
+def test_linear_chain_gradients_accumulate_without_zero_grad():
+    model, xs = _xor_like(6)
+    refs = [_reference_grads(model, x) for x in xs[:3]]
+    for x in xs[:3]:
+        model(x).sum().backward()  # no zero_grad: gradients add up
+    for i, p in enumerate(model.parameters()):
+        assert np.allclose(p.grad.data, refs[0][i] + refs[1][i] + refs[2][i], rtol=1e-6)
+    held = [p.grad.data for p in model.parameters()]
+    model.zero_grad(set_to_none=False)  # zeroed in place, then summed into
+    model(xs[3]).sum().backward()
+    ref = [p.grad.data.copy() for p in model.parameters()]
+    assert all(a is p.grad.data for a, p in zip(held, model.parameters()))
+    for got, r in zip(ref, _reference_grads(model, xs[3])):
+        assert np.array_equal(got, r)

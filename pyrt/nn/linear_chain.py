@@ -11,6 +11,7 @@ rebuilt only when a parameter's array is replaced (``load_state_dict``, ``.data 
 """
 
 import operator
+import sys
 
 import numpy as np
 
@@ -29,6 +30,8 @@ _NULL = ffi.NULL
 _NAMES = ("weight", "bias")
 _getitem = dict.__getitem__
 _ndarray = np.ndarray
+_requires_grad = operator.attrgetter("requires_grad")
+_getrefcount = sys.getrefcount
 _is = operator.is_
 
 
@@ -43,6 +46,34 @@ class _Tables:
         self.keep += bias_ptrs
         self.weights = ffi.new("float *[]", self.keep[:len(weights)])
         self.biases = ffi.new("float *[]", bias_ptrs)
+
+
+def _new_grads(found, wanted):
+    """A buffer for the parameter gradients of one backward and its views, as a reuse entry:
+    [found (what _current gave), wanted, buffer, its pointer, the views, their reference
+    counts (filled in by the caller), what the backward returns].
+
+    A training step drops its gradients before the next backward (zero_grad sets them to
+    None), so the arrays of the last backward are usually referenced by nothing but this
+    entry then, and are overwritten instead of allocated, pointed to and sliced again. The
+    reference counts tell: the buffer's and every view's are those taken right after the
+    entry was made (_ref_counts) only while no one else holds them, a view of them, or a
+    pointer from ffi.from_buffer; any other holder (a kept .grad, gradients accumulated
+    without zero_grad, a slice) makes a fresh entry, as NumPy elides temporaries only under
+    the same condition."""
+    grad_size, slots = found[2], found[4]
+    grads = _empty((grad_size,), F32)
+    views = [grads[lo:hi].reshape(shape) for want, (lo, hi, shape) in zip(wanted, slots)
+             if want]
+    result = [None]  # no gradient for the input
+    it = iter(views)
+    result += [next(it) if want else None for want in wanted]
+    return [found, wanted, grads, _from_buffer(_FLOATS, grads), tuple(views), None, result]
+
+
+def _ref_counts(entry):
+    """The reference counts of a reuse entry's buffer and views (see _new_grads)."""
+    return _getrefcount(entry[2]), tuple(map(_getrefcount, entry[4]))
 
 
 class LinearChain:
@@ -62,6 +93,7 @@ class LinearChain:
         self._names = _NAMES * len(self.layers)
         self._cached = None  # (the parameters, their arrays, what _current found for them)
         self._needs = {}  # requires_grad flags of the parameters -> C table of needs
+        self._grads = None  # the gradient arrays of the last backward, for reuse (_new_grads)
 
     def _current(self):
         """(biases, C tables, size of all parameter gradients, the parameters, where each
@@ -121,20 +153,29 @@ class LinearChain:
         def backward(g):
             if not _plain(g):
                 g = np.ascontiguousarray(g, F32)
-            wanted = tuple([p.requires_grad for p in params])
+            wanted = tuple(map(_requires_grad, params))
             needs = self._needs.get(wanted)
             if needs is None:
                 needs = self._needs[wanted] = self._needs_table(wanted, biases)
-            grads = _empty((grad_size + (xd.size if x.requires_grad else 0),), F32)
-            dx = grads[grad_size:].reshape(xd.shape) if x.requires_grad else None
+            if x.requires_grad:
+                grads = _empty((grad_size + xd.size,), F32)
+                dx = grads[grad_size:].reshape(xd.shape)
+                pgrads, pdx = _from_buffer(_FLOATS, grads), _from_buffer(_FLOATS, dx)
+                result = [dx] + [grads[lo:hi].reshape(shape) if want else None
+                                 for want, (lo, hi, shape) in zip(wanted, slots)]
+            else:
+                reuse = self._grads
+                if (reuse is None or reuse[0] is not found or reuse[1] != wanted
+                        or _ref_counts(reuse) != reuse[5]):
+                    reuse = self._grads = _new_grads(found, wanted)
+                    reuse[5] = _ref_counts(reuse)
+                pgrads, pdx, result = reuse[3], _NULL, reuse[6]
             rc = lib.pyrt_linear_chain_backward(
                 layers, self._dims, m, tables.weights, tables.biases, self._acts, needs, px,
-                pout, _from_buffer(_FLOATS, g), _from_buffer(_FLOATS, grads),
-                _NULL if dx is None else _from_buffer(_FLOATS, dx))
+                pout, _from_buffer(_FLOATS, g), pgrads, pdx)
             if rc:
                 check_rc(rc, "linear backward")
-            return [dx] + [grads[lo:hi].reshape(shape) if want else None
-                           for want, (lo, hi, shape) in zip(wanted, slots)]
+            return result
 
         return F._make(y, (x,) + params, backward)
 
