@@ -353,3 +353,72 @@ def test_linear_chain_gradients_accumulate_without_zero_grad():
     assert all(a is p.grad.data for a, p in zip(held, model.parameters()))
     for got, r in zip(ref, _reference_grads(model, xs[3])):
         assert np.array_equal(got, r)
+
+
+def test_linear_chain_reuses_output_arrays_nobody_holds():
+    model, xs = _xor_like(8)
+    refs = [_layer_by_layer(model, x).data.copy() for x in xs]
+    arrays = set()
+    for x, ref in zip(xs, refs):
+        model.zero_grad()
+        loss = model(x).sum()  # the output itself is held by the loss's graph only
+        loss.backward()
+        arrays.add(id(model.__dict__["_plan"][1][0][0]._reuse.outs[0][1]))
+    assert len(arrays) == 1
+    # a loop that keeps each output until the next one replaces it: two arrays in turn, and
+    # every output keeps its values while held
+    outputs = []
+    for x, ref in zip(xs, refs):
+        output = model(x)
+        assert np.array_equal(output.data, ref)
+        outputs.append(output)
+    for output, ref in zip(outputs, refs):
+        assert np.array_equal(output.data, ref)
+
+
+def test_linear_chain_output_read_by_a_pending_backward_is_not_reused():
+    model, xs = _xor_like(9)
+    ref = _reference_grads(model, xs[0])
+    for p in model.parameters():
+        p.grad = None
+    output = model(xs[0])
+    output.data = output.data.copy()  # the graph no longer references the forward's array
+    pending = output.sum()
+    del output
+    model(xs[1])  # a forward between the first one and its backward
+    model(xs[2])
+    pending.backward()
+    for p, r in zip(model.parameters(), ref):
+        assert np.array_equal(p.grad.data, r)
+
+
+def test_linear_chain_forward_twice_then_backward():
+    model, xs = _xor_like(10)
+    ref0, ref1 = _reference_grads(model, xs[0]), _reference_grads(model, xs[1])
+    (model(xs[0]).sum() + model(xs[1]).sum()).backward()
+    for p, r0, r1 in zip(model.parameters(), ref0, ref1):
+        assert np.allclose(p.grad.data, r0 + r1, rtol=1e-6)
+
+
+def test_linear_chain_shared_by_threads():
+    # each thread reuses only its own arrays: outputs computed concurrently by one model stay
+    # those of their own inputs
+    import threading
+
+    model, xs = _xor_like(11)
+    refs = [_layer_by_layer(model, x).data.copy() for x in xs]
+    errors = []
+
+    def run(i):
+        for _ in range(300):
+            with pyrt.no_grad():
+                y = model(xs[i])
+            if not np.array_equal(y.data, refs[i]):
+                errors.append(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

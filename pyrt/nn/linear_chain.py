@@ -12,6 +12,7 @@ rebuilt only when a parameter's array is replaced (``load_state_dict``, ``.data 
 
 import operator
 import sys
+import threading
 
 import numpy as np
 
@@ -76,6 +77,37 @@ def _ref_counts(entry):
     return _getrefcount(entry[2]), tuple(map(_getrefcount, entry[4]))
 
 
+_OUTPUTS_KEPT = 2  # output arrays kept for reuse: a loop holds the last step's output
+
+
+class _Reuse(threading.local):
+    """A chain's arrays to reuse, per thread: between the test of an entry's reference counts
+    and the references the call then takes, another thread could pass the same test, so each
+    thread reuses only the arrays of its own calls."""
+
+    outs = ()  # entries of _new_outputs, the latest first
+    grads = None  # the entry of _new_grads
+
+
+def _new_outputs(m, width, n):
+    """The output array of a forward of m rows, as a reuse entry: [m, the array (every
+    layer's outputs), its pointer, the view of the last layer's (m x n) that the forward
+    returns, the reference counts of the array and the view (filled in by the caller)].
+
+    As with the gradients (_new_grads), the arrays of an earlier forward are overwritten only
+    when their reference counts are those taken when the entry was made: nothing holds the
+    returned output (a loop's `output = model(x)` still holds the last step's while the next
+    forward runs, hence two entries), a view of it, or a backward closure that will read it."""
+    out = _empty((m * width,), F32)
+    y = out[out.size - m * n:].reshape(m, n)
+    return [m, out, _from_buffer(_FLOATS, out), y, None]
+
+
+def _out_counts(entry):
+    """The reference counts of an output entry's array and view (see _new_outputs)."""
+    return _getrefcount(entry[1]), _getrefcount(entry[3])
+
+
 class LinearChain:
     """Linear modules ``layers`` with activations ``acts`` (None, "relu", "sigmoid" or "tanh"
     after each), applied in turn to a 2-D batch."""
@@ -93,7 +125,7 @@ class LinearChain:
         self._names = _NAMES * len(self.layers)
         self._cached = None  # (the parameters, their arrays, what _current found for them)
         self._needs = {}  # requires_grad flags of the parameters -> C table of needs
-        self._grads = None  # the gradient arrays of the last backward, for reuse (_new_grads)
+        self._reuse = _Reuse()  # arrays of earlier calls, to overwrite (_new_outputs)
 
     def _current(self):
         """(biases, C tables, size of all parameter gradients, the parameters, where each
@@ -141,16 +173,28 @@ class LinearChain:
         if found is None:
             return None
         biases, tables, grad_size, params, slots = found
-        layers, m, n = len(biases), xd.shape[0], self.dims[-1]
-        out = _empty((m * self._width,), F32)
-        px, pout = _from_buffer(_FLOATS, xd), _from_buffer(_FLOATS, out)
+        layers, m = len(biases), xd.shape[0]
+        # the outputs of all layers (the backward needs them): an array of an earlier call
+        # that nothing references any more, or a new one
+        reuse = self._reuse
+        for entry in reuse.outs:
+            if entry[0] == m and _out_counts(entry) == entry[4]:
+                break
+        else:
+            entry = _new_outputs(m, self._width, self.dims[-1])
+            entry[4] = _out_counts(entry)
+            reuse.outs = (entry,) + reuse.outs[:_OUTPUTS_KEPT - 1]
+        out, pout, y = entry[1], entry[2], entry[3]
+        px = _from_buffer(_FLOATS, xd)
         rc = lib.pyrt_linear_chain_forward(layers, self._dims, m, tables.weights, tables.biases,
                                            self._acts, px, pout)
         if rc:
             check_rc(rc, "linear")
-        y = out[out.size - m * n:].reshape(m, n)
 
         def backward(g):
+            # a reference to `out` for as long as this closure lives: the forward must not
+            # reuse the array while a backward may still read it
+            outputs = out  # noqa: F841
             if not _plain(g):
                 g = np.ascontiguousarray(g, F32)
             wanted = tuple(map(_requires_grad, params))
@@ -164,10 +208,10 @@ class LinearChain:
                 result = [dx] + [grads[lo:hi].reshape(shape) if want else None
                                  for want, (lo, hi, shape) in zip(wanted, slots)]
             else:
-                reuse = self._grads
+                reuse = self._reuse.grads
                 if (reuse is None or reuse[0] is not found or reuse[1] != wanted
                         or _ref_counts(reuse) != reuse[5]):
-                    reuse = self._grads = _new_grads(found, wanted)
+                    reuse = self._reuse.grads = _new_grads(found, wanted)
                     reuse[5] = _ref_counts(reuse)
                 pgrads, pdx, result = reuse[3], _NULL, reuse[6]
             rc = lib.pyrt_linear_chain_backward(
