@@ -111,7 +111,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 typedef struct cost_entry {
     pyrt_range_fn fn;
     void *ctx;
-    double chunk; /* indices that take about AUTO_CHUNK_US */
+    int64_t chunk; /* indices that take about AUTO_CHUNK_US, at least 1 */
     unsigned uses;
 } cost_entry;
 
@@ -126,28 +126,30 @@ static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx)
 /* grain 0 on several threads: use chunks of about AUTO_CHUNK_US, so that no split is smaller
  * than what sharing it costs. The cost of an index comes from the table or from timing the
  * first few indices. Returns the index the loop goes on from (n when it is done); *rc holds
- * the probe chunk's result. */
+ * the probe chunk's result. The common case, the same loop again, is a lookup, a count and
+ * an integer: a loop too small to split costs on several threads what it costs on one. */
 static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
 {
     cost_entry *e = cost_slot(fn, ctx);
-    int64_t start = 0;
     *rc = 0;
-    if (e->fn != fn || e->ctx != ctx || ++e->uses % COST_REFRESH == 0) {
-        start = n < AUTO_PROBE ? n : AUTO_PROBE;
-        uint64_t t0 = ticks();
-        *rc = fn(ctx, 0, start);
-        double per_index = (double)(ticks() - t0) / (double)start;
-        if (per_index < 1.0)
-            per_index = 1.0;
-        /* the chunk length is kept rather than the cost, so that the calls in between (the
-         * common case: the same kernel again) do no arithmetic */
-        *e = (cost_entry){fn, ctx, AUTO_CHUNK_US * ticks_per_us() / per_index, 1};
-        if (*rc || start == n)
-            return n;
+    if (e->fn == fn && e->ctx == ctx && ++e->uses % COST_REFRESH != 0) {
+        *grain = e->chunk < n ? e->chunk : n;
+        return 0;
     }
-    double want = e->chunk;
-    int64_t rest = n - start;
-    *grain = want >= (double)rest ? rest : want >= 1.0 ? (int64_t)want : 1;
+    const int64_t start = n < AUTO_PROBE ? n : AUTO_PROBE;
+    uint64_t t0 = ticks();
+    *rc = fn(ctx, 0, start);
+    double per_index = (double)(ticks() - t0) / (double)start;
+    if (per_index < 1.0)
+        per_index = 1.0;
+    /* the chunk length is kept rather than the cost, so that the calls in between do no
+     * arithmetic */
+    const double chunk = AUTO_CHUNK_US * ticks_per_us() / per_index;
+    *e = (cost_entry){fn, ctx, chunk >= (double)INT64_MAX ? INT64_MAX
+                               : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
+    if (*rc || start == n)
+        return n;
+    *grain = e->chunk < n - start ? e->chunk : n - start;
     return start;
 }
 
