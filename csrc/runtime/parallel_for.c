@@ -138,16 +138,20 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
 {
     cost_entry *e = cost_slot(fn, ctx);
     *rc = 0;
-    if (e->fn == fn && e->ctx == ctx && ++e->uses % COST_REFRESH != 0) {
+    const int known = e->fn == fn && e->ctx == ctx;
+    if (known && ++e->uses % COST_REFRESH != 0) {
         *grain = e->chunk < n ? e->chunk : n;
         return 0;
     }
     const double probe_ticks = AUTO_PROBE_US * ticks_per_us();
     const double chunk_ticks = AUTO_CHUNK_US * ticks_per_us();
-    int64_t start = 0, probe = AUTO_PROBE;
+    /* measuring again a loop known and warm: the first round is a quarter of the chunk known
+     * (about AUTO_PROBE_US), and counts like any later one; a loop shorter than that is timed
+     * whole, in one round */
+    int64_t start = 0, probe = known && e->chunk / 4 > AUTO_PROBE ? e->chunk / 4 : AUTO_PROBE;
     double per_index;
     uint64_t t0 = ticks();
-    for (int round = 1;; round++, probe *= 2) {
+    for (int round = known ? 2 : 1;; round++, probe *= 2) {
         const int64_t end = n - start < probe ? n : start + probe;
         *rc = fn(ctx, start, end);
         const uint64_t t1 = ticks(); /* the end of this round is the start of the next */
