@@ -149,7 +149,8 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
      * (about AUTO_PROBE_US), and counts like any later one; a loop shorter than that is timed
      * whole, in one round */
     int64_t start = 0, probe = known && e->chunk / 4 > AUTO_PROBE ? e->chunk / 4 : AUTO_PROBE;
-    double per_index;
+    double per_index = 0.0;
+    int64_t measured = 0; /* indices of the round per_index comes from */
     uint64_t t0 = ticks();
     for (int round = known ? 2 : 1;; round++, probe *= 2) {
         const int64_t end = n - start < probe ? n : start + probe;
@@ -157,7 +158,12 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
         const uint64_t t1 = ticks(); /* the end of this round is the start of the next */
         const double dt = (double)(t1 - t0);
         t0 = t1;
-        per_index = dt / (double)(end - start);
+        /* the rate of the longest round: the last one may be cut short by the loop's end (4
+         * indices after 1020 of a 1024-element loop: mostly the clock) */
+        if (end - start > measured) {
+            per_index = dt / (double)(end - start);
+            measured = end - start;
+        }
         start = end;
         /* a round of at least AUTO_PROBE_US measures the body, not the clock; the first
          * round, on cold caches (the loop's first lines, its TLB entries: 4 indices of an
