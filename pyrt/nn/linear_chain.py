@@ -10,7 +10,7 @@ The C tables (layer widths, activation codes, weight and bias pointers) are buil
 rebuilt only when a parameter's array is replaced (``load_state_dict``, ``.data = ...``).
 The arrays a call makes (every layer's outputs, the parameters' gradients) are those of an
 earlier call whenever nothing references those any more, as reference counts tell
-(_new_outputs, _new_grads): allocating, pointing to and slicing them again was a fifth of a
+(_new_outputs, _new_grads): allocating, pointing to and slicing them again was an eighth of a
 small network's training step.
 """
 
