@@ -202,7 +202,7 @@ def passes_beside_stream(variants, repeat, pause_s, stream, *, rounds=STREAM_ROU
         passes = repeat // rounds + (r < repeat % rounds)  # `repeat` passes in all
         for key, secs in timed_passes(variants, passes, pause_s, on_result=on_result).items():
             samples.setdefault(key, []).extend(secs)
-        for t in runs:
+        for t, done in runs.items():
             env = dict(os.environ, OMP_NUM_THREADS=str(t))
             # A program whose result does not check still prints its line, then exits with 1.
             proc = subprocess.run([str(exe), str(n), str(passes)], check=False, env=env,
@@ -211,7 +211,7 @@ def passes_beside_stream(variants, repeat, pause_s, stream, *, rounds=STREAM_ROU
             if not lines:
                 raise RuntimeError(f"{exe.name} failed: {proc.stderr.strip()[-300:]}")
             run = json.loads(lines[-1])
-            runs[t].append(run)
+            done.append(run)
             samples.setdefault((label, t), []).extend(run["samples"])
             if not run["ok"] and f"{label} threads={t}: {wrong}" not in notes:
                 notes.append(f"{label} threads={t}: {wrong}")
