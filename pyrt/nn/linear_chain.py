@@ -36,7 +36,7 @@ _NAMES = ("weight", "bias")
 _getitem = dict.__getitem__
 _ndarray = np.ndarray
 _requires_grad = operator.attrgetter("requires_grad")
-_getrefcount = sys.getrefcount
+_getrefcount = getattr(sys, "getrefcount", None)  # CPython's; see _ref_counts
 _is = operator.is_
 
 
@@ -81,6 +81,11 @@ def _ref_counts(entry):
     return _getrefcount(entry[2]), tuple(map(_getrefcount, entry[4]))
 
 
+if _getrefcount is None:  # an interpreter without reference counts: never reuse
+    def _ref_counts(entry):  # noqa: F811
+        return object()
+
+
 _OUTPUTS_KEPT = 2  # output arrays kept for reuse: a loop holds the last step's output
 
 
@@ -110,6 +115,11 @@ def _new_outputs(m, width, n):
 def _out_counts(entry):
     """The reference counts of an output entry's array and view (see _new_outputs)."""
     return _getrefcount(entry[1]), _getrefcount(entry[3])
+
+
+if _getrefcount is None:
+    def _out_counts(entry):  # noqa: F811
+        return object()
 
 
 class LinearChain:
