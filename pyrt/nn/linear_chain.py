@@ -82,7 +82,7 @@ def _ref_counts(entry):
 
 
 if _getrefcount is None:  # an interpreter without reference counts: never reuse
-    def _ref_counts(entry):  # noqa: F811
+    def _ref_counts(entry):
         return object()
 
 
@@ -118,7 +118,7 @@ def _out_counts(entry):
 
 
 if _getrefcount is None:
-    def _out_counts(entry):  # noqa: F811
+    def _out_counts(entry):
         return object()
 
 
