@@ -422,3 +422,20 @@ def test_linear_chain_shared_by_threads():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_linear_chain_keeps_no_large_arrays():
+    # arrays of the buffer cache's size and more are made afresh, not kept by the chain
+    pyrt.manual_seed(12)
+    model = nn.Sequential(nn.Linear(200, 300), nn.ReLU(), nn.Linear(300, 10))
+    x = pyrt.randn(128, 200)
+    refs = _reference_grads(model, x)
+    for _ in range(2):
+        model.zero_grad()
+        out = model(x)
+        assert np.array_equal(out.data, _layer_by_layer(model, x).data)
+        out.sum().backward()
+        for p, r in zip(model.parameters(), refs):
+            assert np.array_equal(p.grad.data, r)
+    chain = model.__dict__["_plan"][1][0][0]
+    assert chain._reuse.outs == () and chain._reuse.grads is None

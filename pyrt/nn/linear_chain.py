@@ -87,6 +87,11 @@ if _getrefcount is None:  # an interpreter without reference counts: never reuse
 
 
 _OUTPUTS_KEPT = 2  # output arrays kept for reuse: a loop holds the last step's output
+# Only arrays smaller than the buffer cache's blocks are kept for reuse, so that a chain holds
+# a few hundred KB at most once its caller has let go: a larger array comes from the buffer
+# cache (pyrt/ops/_memory.py) at little cost, and its allocation is a small part of the work
+# that fills it.
+_REUSE_MAX_FLOATS = lib.PYRT_BUFFER_MIN_BYTES // 4
 
 
 class _Reuse(threading.local):
@@ -132,6 +137,7 @@ class LinearChain:
         dims = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
         self.dims = tuple(dims)
         self._width = sum(dims[1:])  # floats of the outputs of all layers, per row
+        self._reuse_rows = _REUSE_MAX_FLOATS // max(self._width, 1)  # batches kept for reuse
         self._dims = ffi.new("int64_t[]", dims)
         self._acts = ffi.new("int[]", [F._ACT_CODES[act] for act in acts])
         # each layer's parameter dict twice, beside _NAMES: weight, bias, weight, bias, ...
@@ -169,7 +175,7 @@ class LinearChain:
         for p in present:
             slots.append((at, at + p.data.size, p.data.shape))
             at += p.data.size
-        found = (biases, tables, at, present, tuple(slots))
+        found = (biases, tables, at, present, tuple(slots), at <= _REUSE_MAX_FLOATS)
         self._needs = {}
         self._cached = (params, arrays, found)
         return found
@@ -186,18 +192,21 @@ class LinearChain:
         found = self._current()
         if found is None:
             return None
-        biases, tables, grad_size, params, slots = found
+        biases, tables, grad_size, params, slots, reuse_grads = found
         layers, m = len(biases), xd.shape[0]
         # the outputs of all layers (the backward needs them): an array of an earlier call
         # that nothing references any more, or a new one
         reuse = self._reuse
-        for entry in reuse.outs:
-            if entry[0] == m and _out_counts(entry) == entry[4]:
-                break
+        if m > self._reuse_rows:
+            entry = _new_outputs(m, self._width, self.dims[-1])  # not kept
         else:
-            entry = _new_outputs(m, self._width, self.dims[-1])
-            entry[4] = _out_counts(entry)
-            reuse.outs = (entry,) + reuse.outs[:_OUTPUTS_KEPT - 1]
+            for entry in reuse.outs:
+                if entry[0] == m and _out_counts(entry) == entry[4]:
+                    break
+            else:
+                entry = _new_outputs(m, self._width, self.dims[-1])
+                entry[4] = _out_counts(entry)
+                reuse.outs = (entry,) + reuse.outs[:_OUTPUTS_KEPT - 1]
         out, pout, y = entry[1], entry[2], entry[3]
         px = _from_buffer(_FLOATS, xd)
         rc = lib.pyrt_linear_chain_forward(layers, self._dims, m, tables.weights, tables.biases,
@@ -215,10 +224,11 @@ class LinearChain:
             needs = self._needs.get(wanted)
             if needs is None:
                 needs = self._needs[wanted] = self._needs_table(wanted, biases)
-            if x.requires_grad:
-                grads = _empty((grad_size + xd.size,), F32)
-                dx = grads[grad_size:].reshape(xd.shape)
-                pgrads, pdx = _from_buffer(_FLOATS, grads), _from_buffer(_FLOATS, dx)
+            if x.requires_grad or not reuse_grads:
+                grads = _empty((grad_size + (xd.size if x.requires_grad else 0),), F32)
+                dx = grads[grad_size:].reshape(xd.shape) if x.requires_grad else None
+                pgrads = _from_buffer(_FLOATS, grads)
+                pdx = _NULL if dx is None else _from_buffer(_FLOATS, dx)
                 result = [dx] + [grads[lo:hi].reshape(shape) if want else None
                                  for want, (lo, hi, shape) in zip(wanted, slots)]
             else:
