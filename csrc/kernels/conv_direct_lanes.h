@@ -18,31 +18,7 @@ typedef float SUFFIX(vec) __attribute__((vector_size(LANES * sizeof(float))));
  * taps keeps 24 sums, and each vector loaded feeds 3 or 8 FMAs instead of 3 or 4. */
 #define DW_KB (LANES == 16 ? 8 : MAX_KB)
 
-CONV_INLINE VEC SUFFIX(vload)(const float *p)
-{
-    VEC v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* a in every lane (one broadcast) */
-CONV_INLINE VEC SUFFIX(vsplat)(float a)
-{
-    return a - (VEC){0};
-}
-
-/* Store the first n lanes of *v. */
-CONV_INLINE void SUFFIX(vstore)(float *p, const VEC *v, int64_t n)
-{
-    if (n == LANES) {
-        memcpy(p, v, sizeof *v);
-    } else {
-        float lanes[LANES];
-        memcpy(lanes, v, sizeof *v);
-        for (int64_t l = 0; l < n; l++)
-            p[l] = lanes[l];
-    }
-}
+CONV_VEC_HELPERS(VEC, LANES, SUFFIX(vload), SUFFIX(vsplat), SUFFIX(vstore))
 
 /* The sum of the lanes, always in the same tree: the upper half of the lanes added to the
  * lower, lane by lane, until one is left (shuffles with constant masks, then adds). */

@@ -71,32 +71,36 @@ static inline int conv_have_avx512(void)
             name##_generic args;                                                              \
     }
 
-CONV_INLINE conv_vec vload(const float *p)
-{
-    conv_vec v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* a in every lane (a vector-scalar operation compiles to one broadcast; a braced list of
- * eight copies does not) */
-CONV_INLINE conv_vec vsplat(float a)
-{
-    return a - (conv_vec){0};
-}
-
-/* Store the first n lanes of *v. */
-CONV_INLINE void vstore(float *p, const conv_vec *v, int64_t n)
-{
-    if (n == CONV_VEC) {
-        memcpy(p, v, sizeof *v);
-    } else {
-        float lanes[CONV_VEC];
-        memcpy(lanes, v, sizeof *v);
-        for (int64_t l = 0; l < n; l++)
-            p[l] = lanes[l];
+/* The three helpers every vector loop needs, for a vector type VEC of N floats:
+ *   LOAD(p)          a vector of N floats from p (any alignment);
+ *   SPLAT(a)         a in every lane (a vector-scalar operation compiles to one broadcast; a
+ *                    braced list of N copies does not);
+ *   STORE(p, v, n)   the first n lanes of *v to p.
+ * Instantiated here for conv_vec, and in conv_direct_lanes.h for each width it is built at. */
+#define CONV_VEC_HELPERS(VEC, N, LOAD, SPLAT, STORE)                                          \
+    CONV_INLINE VEC LOAD(const float *p)                                                      \
+    {                                                                                         \
+        VEC v;                                                                                \
+        memcpy(&v, p, sizeof v);                                                              \
+        return v;                                                                             \
+    }                                                                                         \
+    CONV_INLINE VEC SPLAT(float a)                                                            \
+    {                                                                                         \
+        return a - (VEC){0};                                                                  \
+    }                                                                                         \
+    CONV_INLINE void STORE(float *p, const VEC *v, int64_t n)                                 \
+    {                                                                                         \
+        if (n == (N)) {                                                                       \
+            memcpy(p, v, sizeof *v);                                                          \
+        } else {                                                                              \
+            float lanes[N];                                                                   \
+            memcpy(lanes, v, sizeof *v);                                                      \
+            for (int64_t l = 0; l < n; l++)                                                   \
+                p[l] = lanes[l];                                                              \
+        }                                                                                     \
     }
-}
+
+CONV_VEC_HELPERS(conv_vec, CONV_VEC, vload, vsplat, vstore)
 
 /* The sum of the lanes, always in the same tree. */
 CONV_INLINE float vsum(const conv_vec *v)
