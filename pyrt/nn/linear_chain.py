@@ -34,9 +34,8 @@ _plain = F._plain
 _NULL = ffi.NULL
 _NAMES = ("weight", "bias")
 _getitem = dict.__getitem__
-_ndarray = np.ndarray
 _requires_grad = operator.attrgetter("requires_grad")
-_getrefcount = getattr(sys, "getrefcount", None)  # CPython's; see _ref_counts
+_getrefcount = getattr(sys, "getrefcount", None)  # CPython's; see _counts
 _is = operator.is_
 
 
@@ -53,16 +52,33 @@ class _Tables:
         self.biases = ffi.new("float *[]", bias_ptrs)
 
 
+def _counts(held):
+    """The reference counts of the objects `held` (a tuple) of a reuse entry: equal to those
+    taken when the entry was made only while nothing else references any of them."""
+    return tuple(map(_getrefcount, held))
+
+
+if _getrefcount is None:  # an interpreter without reference counts: never reuse
+    def _counts(held):
+        return object()
+
+
+def _reusable(entry):
+    """Whether the arrays of a reuse entry (_new_grads, _new_outputs) may be overwritten."""
+    return _counts(entry[4]) == entry[5]
+
+
 def _new_grads(found, wanted):
     """A buffer for the parameter gradients of one backward and its views, as a reuse entry:
-    [found (what _current gave), wanted, buffer, its pointer, the views, their reference
-    counts (filled in by the caller), what the backward returns].
+    [found (what _current gave), wanted, buffer, its pointer, (buffer, views), their
+    reference counts (taken by the caller, once this function's names are gone), what the
+    backward returns].
 
     A training step drops its gradients before the next backward (zero_grad sets them to
     None), so the arrays of the last backward are usually referenced by nothing but this
     entry then, and are overwritten instead of allocated, pointed to and sliced again. The
     reference counts tell: the buffer's and every view's are those taken right after the
-    entry was made (_ref_counts) only while no one else holds them, a view of them, or a
+    entry was made (_counts) only while no one else holds them, a view of them, or a
     pointer from ffi.from_buffer; any other holder (a kept .grad, gradients accumulated
     without zero_grad, a slice) makes a fresh entry, as NumPy elides temporaries only under
     the same condition."""
@@ -73,17 +89,7 @@ def _new_grads(found, wanted):
     result = [None]  # no gradient for the input
     it = iter(views)
     result += [next(it) if want else None for want in wanted]
-    return [found, wanted, grads, _from_buffer(_FLOATS, grads), tuple(views), None, result]
-
-
-def _ref_counts(entry):
-    """The reference counts of a reuse entry's buffer and views (see _new_grads)."""
-    return _getrefcount(entry[2]), tuple(map(_getrefcount, entry[4]))
-
-
-if _getrefcount is None:  # an interpreter without reference counts: never reuse
-    def _ref_counts(entry):
-        return object()
+    return [found, wanted, grads, _from_buffer(_FLOATS, grads), (grads, *views), None, result]
 
 
 _OUTPUTS_KEPT = 2  # output arrays kept for reuse: a loop holds the last step's output
@@ -106,7 +112,7 @@ class _Reuse(threading.local):
 def _new_outputs(m, width, n):
     """The output array of a forward of m rows, as a reuse entry: [m, the array (every
     layer's outputs), its pointer, the view of the last layer's (m x n) that the forward
-    returns, the reference counts of the array and the view (filled in by the caller)].
+    returns, (array, view), their reference counts (taken by the caller)].
 
     As with the gradients (_new_grads), the arrays of an earlier forward are overwritten only
     when their reference counts are those taken when the entry was made: nothing holds the
@@ -114,17 +120,7 @@ def _new_outputs(m, width, n):
     forward runs, hence two entries), a view of it, or a backward closure that will read it."""
     out = _empty((m * width,), F32)
     y = out[out.size - m * n:].reshape(m, n)
-    return [m, out, _from_buffer(_FLOATS, out), y, None]
-
-
-def _out_counts(entry):
-    """The reference counts of an output entry's array and view (see _new_outputs)."""
-    return _getrefcount(entry[1]), _getrefcount(entry[3])
-
-
-if _getrefcount is None:
-    def _out_counts(entry):
-        return object()
+    return [m, out, _from_buffer(_FLOATS, out), y, (out, y), None]
 
 
 class LinearChain:
@@ -185,9 +181,7 @@ class LinearChain:
         run one by one (an input or parameter the fused kernel does not take as it is; the
         layers then raise the errors a user expects)."""
         xd = x.data
-        # _plain(xd), written out: this runs on every forward
-        if not (type(xd) is _ndarray and xd.dtype is F32 and xd.ndim == 2
-                and xd.shape[1] == self.dims[0] and xd.flags.c_contiguous):
+        if not (_plain(xd) and xd.ndim == 2 and xd.shape[1] == self.dims[0]):
             return None
         found = self._current()
         if found is None:
@@ -201,11 +195,11 @@ class LinearChain:
             entry = _new_outputs(m, self._width, self.dims[-1])  # not kept
         else:
             for entry in reuse.outs:
-                if entry[0] == m and _out_counts(entry) == entry[4]:
+                if entry[0] == m and _reusable(entry):
                     break
             else:
                 entry = _new_outputs(m, self._width, self.dims[-1])
-                entry[4] = _out_counts(entry)
+                entry[5] = _counts(entry[4])
                 reuse.outs = (entry,) + reuse.outs[:_OUTPUTS_KEPT - 1]
         out, pout, y = entry[1], entry[2], entry[3]
         px = _from_buffer(_FLOATS, xd)
@@ -234,9 +228,9 @@ class LinearChain:
             else:
                 reuse = self._reuse.grads
                 if (reuse is None or reuse[0] is not found or reuse[1] != wanted
-                        or _ref_counts(reuse) != reuse[5]):
+                        or not _reusable(reuse)):
                     reuse = self._reuse.grads = _new_grads(found, wanted)
-                    reuse[5] = _ref_counts(reuse)
+                    reuse[5] = _counts(reuse[4])
                 pgrads, pdx, result = reuse[3], _NULL, reuse[6]
             rc = lib.pyrt_linear_chain_backward(
                 layers, self._dims, m, tables.weights, tables.biases, self._acts, needs, px,
