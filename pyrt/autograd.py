@@ -113,9 +113,7 @@ def run_backward(root, grad):
                 if pg is None:
                     continue
                 if parent.grad is None:
-                    # _owned(pg, g, owned), written out: this runs for every parameter
-                    parent.grad = Tensor(pg if pg is not g and (owned or pg.base is None)
-                                         else pg.copy())
+                    parent.grad = Tensor(pg if _owned(pg, g, owned) else pg.copy())
                 else:
                     parent.grad.data += pg
                 continue

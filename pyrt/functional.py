@@ -31,7 +31,6 @@ __all__ = [
 _Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
-_ndarray = np.ndarray
 
 
 def _tensor():
@@ -272,6 +271,7 @@ def pow(x, exponent):
 
 def matmul(a, b):
     """2-D matrix product; dA = g @ B^T, dB = A^T @ g (transposes folded into the GEMM)."""
+    a, b = _as_tensor(a, b), _as_tensor(b, a)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul expects 2-D tensors, got shapes {a.shape} and {b.shape}")
     ad, bd = a.data, b.data
@@ -515,10 +515,7 @@ def binary_cross_entropy_with_logits(logits, targets):
         need = logits.requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
-    # _plain(z) and _plain(targets), written out: this runs once a step
-    if (type(z) is _ndarray and type(targets) is _ndarray and z.dtype is F32
-            and targets.dtype is F32 and z.shape == targets.shape and z.flags.c_contiguous
-            and targets.flags.c_contiguous):
+    if _plain(z) and _plain(targets) and z.shape == targets.shape:
         out = bce_with_logits_raw(z, targets, need)
     else:
         out = ops.binary_cross_entropy_with_logits(z, targets, return_grad=need)

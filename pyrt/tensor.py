@@ -304,11 +304,10 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __matmul__(self, other):
-        # as in the other operators, an array (or a list of numbers) becomes a constant tensor
-        return F.matmul(self, other if isinstance(other, Tensor) else F._as_tensor(other, self))
+        return F.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return F.matmul(F._as_tensor(other, self), self)
+        return F.matmul(other, self)
 
     def __getitem__(self, index):
         if isinstance(index, Tensor):

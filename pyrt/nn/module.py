@@ -18,10 +18,13 @@ __all__ = ["Module"]
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
+_MISSING = object()
+
+
 def _check_tensor_input(module, args, kwargs):
     """The TypeError for a call of `module` whose input (first argument) is not a Tensor."""
-    x = args[0] if args else kwargs.get("input", Tensor)
-    if not isinstance(x, Tensor) and x is not Tensor:
+    x = args[0] if args else kwargs.get("input", _MISSING)
+    if not isinstance(x, Tensor) and x is not _MISSING:
         hint = (": wrap arrays with pyrt.tensor() or pyrt.from_numpy()"
                 if isinstance(x, np.ndarray) else "")
         raise TypeError(f"{type(module).__name__}: input must be a pyrt Tensor, got "

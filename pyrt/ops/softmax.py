@@ -28,7 +28,6 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _empty = empty
-_np_empty = np.empty
 
 
 def _softmax(x, axis, out, log, what):
@@ -134,7 +133,7 @@ def check_targets(logits, targets):
 def bce_with_logits_raw(logits, targets, return_grad):
     """binary_cross_entropy_with_logits without the argument checks: for internal callers
     holding C-contiguous float32 logits and targets of one shape."""
-    loss = _np_empty((), F32)  # one float: never from the buffer cache
+    loss = _empty((), F32)
     grad = _empty(logits.shape, F32) if return_grad else None
     rc = lib.pyrt_bce_with_logits(_from_buffer(_FLOATS, logits), _from_buffer(_FLOATS, targets),
                                   _from_buffer(_FLOATS, loss),

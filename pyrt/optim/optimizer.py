@@ -100,10 +100,7 @@ class Optimizer:
     def _on_device(self):
         """Whether the parameters live on the GPU. After Module.to() moved them, the state
         arrays (momentum buffers, moments) are moved to follow them first."""
-        first = self.param_groups[0]["params"][0]
-        if type(first.data) is np.ndarray and self._state_device == "cpu":
-            return False  # the common case, without the property below
-        device = first.device
+        device = self.param_groups[0]["params"][0].device
         if device != self._state_device:
             from pyrt.tensor import _move
 
