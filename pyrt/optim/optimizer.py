@@ -100,7 +100,10 @@ class Optimizer:
     def _on_device(self):
         """Whether the parameters live on the GPU. After Module.to() moved them, the state
         arrays (momentum buffers, moments) are moved to follow them first."""
-        device = self.param_groups[0]["params"][0].device
+        first = self.param_groups[0]["params"][0]
+        if self._state_device == "cpu" and type(first.data) is np.ndarray:
+            return False  # where the parameters stay: no property call, no move
+        device = first.device
         if device != self._state_device:
             from pyrt.tensor import _move
 
