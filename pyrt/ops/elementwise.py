@@ -34,7 +34,8 @@ _EOVERLAP = lib.PYRT_EOVERLAP
 _FLOATS, _FLOAT1 = ffi.typeof("float[]"), ffi.typeof("float[1]")
 _from_buffer, _new = ffi.from_buffer, ffi.new
 _empty = empty
-_ndarray = np.ndarray
+_ndarray, _np_empty = np.ndarray, np.empty
+_SMALL = lib.PYRT_BUFFER_MIN_BYTES  # smaller arrays come from NumPy (see _memory.empty)
 _c_binary, _c_unary, _c_unary_backward = lib.pyrt_binary, lib.pyrt_unary, lib.pyrt_unary_backward
 
 
@@ -44,6 +45,17 @@ def _failed(rc, what, res, *inputs):
     if rc == _EOVERLAP:
         check_out(res, *inputs)
     check_rc(rc, what)
+
+
+def _common_result(out, x):
+    """The result array of an op's common call (below) on an array like `x`: a new array, or
+    `out` if it is a float32 ndarray of x's shape. ValueError otherwise, which sends the call
+    to its op's general path."""
+    if out is None:
+        return _np_empty(x.shape, F32) if x.nbytes < _SMALL else _empty(x.shape, F32)
+    if type(out) is _ndarray and out.dtype is F32 and out.shape == x.shape:
+        return out
+    raise ValueError
 
 
 # ---- binary ops ------------------------------------------------------------------------------
@@ -68,6 +80,29 @@ def _bcast_mode(big, small):
 
 
 def _binary(op, a, b, out, what):
+    # The common calls first, checked at the cost of a few attribute reads: a float32 ndarray
+    # and another of its shape, or a Python float or int; out None or a float32 ndarray of
+    # that shape. from_buffer refuses an array that is not C-contiguous (or, for out, not
+    # writable) and ffi.new a number too large; any refusal takes the general path below,
+    # which copies, converts or names the error.
+    if type(a) is _ndarray and a.dtype is F32:
+        if type(b) is _ndarray:
+            mode = _NONE if b.dtype is F32 and a.shape == b.shape else None
+        else:
+            mode = _SCALAR if type(b) is float or type(b) is int else None
+        if mode is not None:
+            try:
+                pa = _from_buffer(_FLOATS, a)
+                pb = _from_buffer(_FLOATS, b) if mode is _NONE else _new(_FLOAT1, (b,))
+                res = _common_result(out, a)
+                pres = _from_buffer(_FLOATS, res, True)
+            except (ValueError, OverflowError):
+                pass
+            else:
+                rc = _c_binary(op, pa, pb, pres, 1, a.size, mode, 0)
+                if rc:
+                    _failed(rc, what, res, (a, "a"), (b, "b"))
+                return res
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return _binary_arrays(op, as_f32(a, "a"), as_f32(b, "b"), out, what)
     for x, name in ((a, "a"), (b, "b")):
@@ -182,6 +217,18 @@ def unary_raw(op, x, what="unary"):
 
 
 def _unary(op, x, out, what):
+    if type(x) is _ndarray and x.dtype is F32:  # the common call, as in _binary
+        try:
+            px = _from_buffer(_FLOATS, x)
+            res = _common_result(out, x)
+            pres = _from_buffer(_FLOATS, res, True)
+        except ValueError:
+            pass
+        else:
+            rc = _c_unary(op, px, pres, x.size)
+            if rc:
+                _failed(rc, what, res, (x, "x"))
+            return res
     x = as_f32(x, "x")
     if out is None:
         return unary_raw(op, x, what)
@@ -250,6 +297,19 @@ def check_saved(grad, saved, saved_name, what):
 
 
 def _backward(op, grad, saved, saved_name, out, what):
+    if (type(grad) is _ndarray and type(saved) is _ndarray and grad.dtype is F32
+            and saved.dtype is F32 and grad.shape == saved.shape):  # as in _binary
+        try:
+            pg, ps = _from_buffer(_FLOATS, grad), _from_buffer(_FLOATS, saved)
+            res = _common_result(out, grad)
+            pres = _from_buffer(_FLOATS, res, True)
+        except ValueError:
+            pass
+        else:
+            rc = _c_unary_backward(op, pg, ps, pres, grad.size)
+            if rc:
+                _failed(rc, what, res, (grad, "grad"), (saved, saved_name))
+            return res
     grad = as_f32(grad, "grad")
     saved = as_f32(saved, saved_name)
     check_saved(grad, saved, saved_name, what)

@@ -13,8 +13,9 @@ import warnings
 
 import numpy as np
 
-from pyrt._pyrt_cffi import lib
+from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import (
+    F32,
     I64,
     as_f32,
     axis_index,
@@ -27,6 +28,10 @@ from pyrt.ops._checks import (
 from pyrt.ops._memory import empty
 
 __all__ = ["sum", "mean", "max", "argmax"]
+
+_FLOATS = ffi.typeof("float[]")
+_from_buffer = ffi.from_buffer
+_ndarray, _np_empty = np.ndarray, np.empty
 
 _EMPTY_MAX = "zero-size array to reduction operation maximum which has no identity"
 _EMPTY_ARGMAX = "attempt to get argmax of an empty sequence"
@@ -78,6 +83,22 @@ def _out(out, shape, x):
 
 def _reduce(kernel, what, x, axis, keepdims, out, empty_error=None):
     """Run `kernel` over the axes of `axis`; returns (result, number of elements reduced)."""
+    if axis is None and out is None and type(x) is _ndarray and x.dtype is F32:
+        # the commonest call, a float32 ndarray into a new 0-d array, checked in few steps
+        # (from_buffer refuses an array that is not C-contiguous: the general path copies it)
+        try:
+            px = _from_buffer(_FLOATS, x)
+        except ValueError:
+            pass
+        else:
+            n = x.size
+            if n == 0 and empty_error:
+                raise ValueError(empty_error)
+            res = _np_empty((1,) * x.ndim if keepdims else (), F32)
+            rc = kernel(px, _from_buffer(_FLOATS, res), 1, n, 1)
+            if rc:
+                check_rc(rc, what)
+            return res, n
     x = as_f32(x, "x")
     shape = x.shape
     if axis is None:
