@@ -86,6 +86,38 @@ typedef void (*gemm_pack_b_fn)(const float *b, int64_t ldb, int trans, int64_t p
 typedef void (*gemm_dot_fn)(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
                             const float *const b[GEMM_DOT_NB], float *out);
 
+/* Defines the gemm_dot_fn NAME (STORAGE: `static` or nothing) from BODY(R, C, kc, a, b, out),
+ * an always-inline function with the block's rows R and columns C as its first arguments:
+ * one instance per shape, compiled with ATTRS (the target attribute), R and C constant in
+ * each so that its loops unroll and its accumulators stay in registers; NAME calls the
+ * instance for `rows` x `cols`. */
+#define GEMM_DOT_VERSIONS(STORAGE, NAME, ATTRS, BODY)                                         \
+    GEMM_DOT_ROWS(NAME, ATTRS, BODY, 1)                                                       \
+    GEMM_DOT_ROWS(NAME, ATTRS, BODY, 2)                                                       \
+    GEMM_DOT_ROWS(NAME, ATTRS, BODY, 3)                                                       \
+    STORAGE void NAME(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],      \
+                      const float *const b[GEMM_DOT_NB], float *out)                          \
+    {                                                                                         \
+        typedef void (*shape_fn)(int64_t, const float *const *, const float *const *,         \
+                                 float *);                                                    \
+        static const shape_fn by_shape[GEMM_DOT_MA][GEMM_DOT_NB] = {                          \
+            {NAME##_1x1, NAME##_1x2, NAME##_1x3, NAME##_1x4},                                 \
+            {NAME##_2x1, NAME##_2x2, NAME##_2x3, NAME##_2x4},                                 \
+            {NAME##_3x1, NAME##_3x2, NAME##_3x3, NAME##_3x4}};                                \
+        by_shape[rows - 1][cols - 1](kc, a, b, out);                                          \
+    }
+#define GEMM_DOT_ROWS(NAME, ATTRS, BODY, R)                                                   \
+    GEMM_DOT_SHAPE(NAME, ATTRS, BODY, R, 1)                                                   \
+    GEMM_DOT_SHAPE(NAME, ATTRS, BODY, R, 2)                                                   \
+    GEMM_DOT_SHAPE(NAME, ATTRS, BODY, R, 3)                                                   \
+    GEMM_DOT_SHAPE(NAME, ATTRS, BODY, R, 4)
+#define GEMM_DOT_SHAPE(NAME, ATTRS, BODY, R, C)                                               \
+    ATTRS static void NAME##_##R##x##C(int64_t kc, const float *const *a,                     \
+                                       const float *const *b, float *out)                     \
+    {                                                                                         \
+        BODY(R, C, kc, a, b, out);                                                            \
+    }
+
 /* One row of C times B not transposed (row.c): c[j] for j < cols (1 <= cols <= GEMM_ROW_NB)
  * = acc_j if beta == 0 (c not read), else beta * c[j] + acc_j in one rounding, where
  * acc_j = sum over p < kc of a[p] * b[p*rsb + j], each step one fused multiply-add, in that

@@ -239,29 +239,8 @@ __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline))
                                          acc[i][C > 2 ? 2 : C - 1], acc[i][C - 1]));
 }
 
-#define DOT_RC(R, C)                                                                          \
-    __attribute__((target("avx2,fma"))) static void dot_##R##x##C(                            \
-        int64_t kc, const float *const a[3], const float *const b[4], float *out)             \
-    {                                                                                         \
-        dot_body(R, C, kc, a, b, out);                                                        \
-    }
-#define DOT_R(R) DOT_RC(R, 1) DOT_RC(R, 2) DOT_RC(R, 3) DOT_RC(R, 4)
-DOT_R(1)
-DOT_R(2)
-DOT_R(3)
-
-typedef void (*dot_rc_fn)(int64_t kc, const float *const a[3], const float *const b[4],
-                          float *out);
-
-/* gemm_dot_fn: the version for `rows` x `cols` */
-void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[3],
-                   const float *const b[4], float *out)
-{
-    static const dot_rc_fn by_shape[3][4] = {{dot_1x1, dot_1x2, dot_1x3, dot_1x4},
-                                             {dot_2x1, dot_2x2, dot_2x3, dot_2x4},
-                                             {dot_3x1, dot_3x2, dot_3x3, dot_3x4}};
-    by_shape[rows - 1][cols - 1](kc, a, b, out);
-}
+/* gemm_dot_fn */
+GEMM_DOT_VERSIONS(, gemm_dot_avx2, __attribute__((target("avx2,fma"))), dot_body)
 
 /* gemm_row_fn for V vectors of 8 columns (cols in (8V - 8, 8V]): V accumulators, each step of
  * k one broadcast of A and V FMAs with B read in place, the last vector under a mask when

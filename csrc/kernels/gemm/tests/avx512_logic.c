@@ -9,7 +9,9 @@
  * in every layout pyrt_sgemm passes to them (A packed, a transposed A in place, rows of A in
  * place; B packed or in place; an even and an odd number of steps; beta 0 with NaN in C, 1 and
  * -0.5), with a double-precision reference, and checks that they write nothing outside their
- * rows and columns. It prints "ok" and exits 0, or prints the first mismatch and exits 1.
+ * rows and columns; and the dot-product kernel for A B^T in each of its versions (1 to 3 rows
+ * of A, 1 to 4 of B, lengths with and without a partial last vector). It prints "ok" and
+ * exits 0, or prints the first mismatch and exits 1.
  *
  *     gcc -O2 -std=gnu11 -DGEMM_AVX512_PORTABLE -Icsrc avx512_logic.c -lm && ./a.out
  *     gcc -O2 -std=gnu11 -Icsrc avx512_logic.c -lm && ./a.out      # with AVX-512
@@ -22,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../kernel_avx512.c"
 
@@ -39,13 +42,6 @@ void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_
 {
     (void)b, (void)ldb, (void)trans, (void)p0, (void)kc, (void)j0, (void)cols, (void)nr;
     (void)dst;
-    abort();
-}
-
-void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],
-                   const float *const b[GEMM_DOT_NB], float *out)
-{
-    (void)rows, (void)cols, (void)kc, (void)a, (void)b, (void)out;
     abort();
 }
 
@@ -123,8 +119,63 @@ static int check(int rows, int cols, int64_t kc, int a_layout, int b_in_place, f
     return ok;
 }
 
+/* The dot-product kernel for `rows` x `cols` against a double reference, each row of A and B
+ * at the end of its own allocation (a read past kc would go out of it); and every element
+ * bitwise equal to the whole 3 x 4 block's. */
+static int check_dot(int rows, int cols, int64_t kc)
+{
+    float *a[GEMM_DOT_MA], *b[GEMM_DOT_NB], *rows_a[GEMM_DOT_MA], *rows_b[GEMM_DOT_NB];
+    for (int i = 0; i < GEMM_DOT_MA; i++) {
+        rows_a[i] = malloc(sizeof(float) * (size_t)(kc + 1));
+        a[i] = rows_a[i] + 1;
+        for (int64_t p = 0; p < kc; p++)
+            a[i][p] = uniform();
+    }
+    for (int j = 0; j < GEMM_DOT_NB; j++) {
+        rows_b[j] = malloc(sizeof(float) * (size_t)(kc + 1));
+        b[j] = rows_b[j] + 1;
+        for (int64_t p = 0; p < kc; p++)
+            b[j][p] = uniform();
+    }
+    float out[GEMM_DOT_MA * GEMM_DOT_NB], whole[GEMM_DOT_MA * GEMM_DOT_NB];
+    dot_16(rows, cols, kc, (const float *const *)a, (const float *const *)b, out);
+    dot_16(GEMM_DOT_MA, GEMM_DOT_NB, kc, (const float *const *)a, (const float *const *)b,
+           whole);
+    int ok = 1;
+    for (int i = 0; i < rows && ok; i++) {
+        for (int j = 0; j < cols && ok; j++) {
+            double sum = 0.0, bound = 0.0;
+            for (int64_t p = 0; p < kc; p++) {
+                sum += (double)a[i][p] * (double)b[j][p];
+                bound += fabs((double)a[i][p] * (double)b[j][p]);
+            }
+            const float got = out[i * GEMM_DOT_NB + j];
+            if (!(fabs((double)got - sum) <= 2.0 * (double)(kc + 2) * 1.2e-7 * bound + 1e-30)) {
+                printf("dot mismatch: %d x %d, kc=%ld at (%d, %d): %g vs %g\n", rows, cols,
+                       (long)kc, i, j, got, sum);
+                ok = 0;
+            } else if (memcmp(&got, &whole[i * GEMM_DOT_NB + j], sizeof got) != 0) {
+                printf("dot %d x %d, kc=%ld at (%d, %d): %a, the whole block's %a\n", rows,
+                       cols, (long)kc, i, j, got, whole[i * GEMM_DOT_NB + j]);
+                ok = 0;
+            }
+        }
+    }
+    for (int i = 0; i < GEMM_DOT_MA; i++)
+        free(rows_a[i]);
+    for (int j = 0; j < GEMM_DOT_NB; j++)
+        free(rows_b[j]);
+    return ok;
+}
+
 int main(void)
 {
+    const int64_t dot_kcs[] = {1, 7, 15, 16, 17, 31, 64, 128, 301, 1024};
+    for (int rows = 1; rows <= GEMM_DOT_MA; rows++)
+        for (int cols = 1; cols <= GEMM_DOT_NB; cols++)
+            for (size_t q = 0; q < sizeof dot_kcs / sizeof dot_kcs[0]; q++)
+                if (!check_dot(rows, cols, dot_kcs[q]))
+                    return 1;
     const int64_t kcs[] = {1, 2, 7, 64, 301};
     const float betas[] = {0.0f, 1.0f, -0.5f};
     const int colss[] = {1, 9, 15, 16, 17, 31, 32, 33, 47, 48};
