@@ -117,22 +117,34 @@ def test_skinny_products(side, other, k, rows_small, trans_a, trans_b, alpha, be
     assert np.array_equal(results[0], results[1])
 
 
-@pytest.mark.parametrize("m,n,k,trans_a", [(64, 128, 10, False), (10, 128, 64, True),
-                                           (13, 40, 200, False), (13, 41, 200, True)])
-def test_small_products_sum_as_the_blocked_path(m, n, k, trans_a):
-    # up to 2^17 multiply-adds, C is computed on the calling thread from A and B in place;
-    # with 200 rows more the product is blocked and packed, and its first m rows must come out
-    # bitwise the same (one block of k, summed in the same order by the same kernel)
+@pytest.mark.parametrize("path,m,n,k,trans_a", [
+    ("small", 64, 128, 10, False), ("small", 10, 128, 64, True), ("small", 13, 40, 200, False),
+    ("small", 13, 41, 200, True), ("few rows", 5, 1000, 600, False),
+    ("few rows", 8, 300, 700, True), ("few rows", 4, 2048, 512, False),
+    ("few rows", 3, 97, 300, False),
+])
+def test_in_place_paths_sum_as_the_blocked_path(path, m, n, k, trans_a):
+    # small products (up to 2^17 multiply-adds, k <= 256: on the calling thread) and a few
+    # rows at any size (spans of columns spread over the threads) are computed from A and B in
+    # place; with 200 rows more the product is packed, and its first m rows must come out
+    # bitwise the same (the same blocks of k, each summed in the same order by the same kernel
+    # and added to C in order), at 1, 2 and 3 threads
+    if path == "small":
+        assert m * n * k <= 2**17 < (m + 200) * n * k and k <= 256
+    else:
+        assert m <= 8 and (m * n * k > 2**17 or k > 256)
     rng = np.random.default_rng(m + n + k)
     a, b = operands(rng, m, n, k, trans_a, False)
     more = rng.standard_normal((k, 200) if trans_a else (200, k)).astype(np.float32)
     big_a = np.hstack([a, more]) if trans_a else np.vstack([a, more])
-    assert m * n * k <= 2**17 < (m + 200) * n * k
     c0 = rng.standard_normal((m + 200, n)).astype(np.float32)
     for alpha, beta in [(1.0, 0.0), (0.5, 1.5)]:
-        small = matmul(a, b, trans_a=trans_a, alpha=alpha, beta=beta, out=c0[:m].copy())
         big = matmul(big_a, b, trans_a=trans_a, alpha=alpha, beta=beta, out=c0.copy())
-        assert np.array_equal(small, big[:m])
+        for threads in (1, 2, 3):
+            with pyrt.num_threads(threads):
+                got = matmul(a, b, trans_a=trans_a, alpha=alpha, beta=beta, out=c0[:m].copy())
+            assert np.array_equal(got, big[:m]), (alpha, beta, threads)
+        check_close(got, a, b, trans_a, False, alpha, beta, c0[:m])
 
 
 @pytest.mark.parametrize("m", [1, 2])

@@ -2,8 +2,9 @@
  * kernels_gemm.c - pyrt_sgemm on every one of its paths, against a product summed in double.
  *
  * The shapes below are chosen from csrc/kernels/gemm/gemm.c's rules (AVX2's 6 x 16 tiles) so
- * that each path is taken: one or two rows (row.c), small products (small.c), A B^T with a
- * small side (dot.c, one chunk of k and several), and the packed path with B read in place,
+ * that each path is taken: one or two rows (row.c), small products and a few rows (small.c),
+ * A B^T with a small side (dot.c, one chunk of k and several), and the packed path with B read
+ * in place,
  * B packed by each tile (b_in_tile), a separate packing phase, several passes over rows, over
  * k and over columns, and k cut into groups summed in buffers. Random shapes then mix
  * transposes, alpha, beta and row strides. Edge tiles come from sizes that are not multiples
@@ -43,6 +44,10 @@ static const gemm_case CASES[] = {
     {"dot long k", 0, 1, 50, 300, 784, 4, 3, 0, 1.0f, 0.25f, 0},
     {"dot chunks of k", 0, 1, 3, 5, 3000, 0, 0, 2, 1.5f, 0.0f, 0},
     {"dot few columns", 0, 1, 200, 7, 2500, 0, 0, 0, 1.0f, 1.0f, 0},
+    /* small.c, few rows: m <= mr (6 here), B not transposed, any size */
+    {"few rows, k blocks, tasks", 0, 0, 5, 2100, 600, 3, 5, 1, 1.0f, 0.5f, 0},
+    {"few rows A^T alpha", 1, 0, 6, 300, 700, 2, 0, 4, 0.5f, -0.5f, 0},
+    {"few rows, right edge", 0, 0, 3, 1001, 257, 0, 11, 0, 1.0f, 0.0f, 0},
     /* packed path */
     {"packed A and B in place", 0, 0, 100, 100, 300, 0, 0, 0, 1.0f, 0.0f, 0},
     {"packed, packing phase", 1, 1, 150, 130, 300, 5, 0, 7, 0.5f, 0.25f, 0},

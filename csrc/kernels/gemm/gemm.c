@@ -1,7 +1,7 @@
 /*
  * gemm.c - single-precision GEMM: C = alpha * op(A) op(B) + beta * C, row-major.
  *
- * pyrt_sgemm picks one of four paths, by the arguments alone:
+ * pyrt_sgemm picks one of five paths, by the arguments alone:
  *   - one or two rows times B not transposed: a kernel that keeps eight accumulators on one
  *     row of C and reads B in place (row.c);
  *   - small products (up to 2^17 multiply-adds, k <= 256): the micro-kernel's tiles on A and
@@ -9,6 +9,8 @@
  *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c), also
  *     for small products whose few columns would leave the small path's tiles mostly empty
  *     (dot_before_small);
+ *   - up to mr rows (one row panel) times B not transposed: the small path's tiles at any
+ *     size, B read in place, spans of columns spread over the threads (small.c);
  *   - everything else: the Goto/BLIS scheme below.
  *
  * Operands are packed into micro-panels in the order the micro-kernel reads them (pack.c), or
@@ -569,6 +571,10 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
         }
         if (dot)
             return gemm_dot(kr, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        if (gemm_few_rows_suits(kr, trans_b, m)) {
+            gemm_few_rows(kr, trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return PYRT_OK;
+        }
     }
     gemm g = {
         .kr = kr,

@@ -177,6 +177,14 @@ void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int6
                 float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                 float *c, int64_t ldc);
 
+/* Products of at most mr rows with B not transposed (small.c): the small path's tiles at any
+ * size, k in the packed path's blocks, spans of columns spread over the pool. Whether the
+ * path suits the product, and the product (as gemm_small). */
+int gemm_few_rows_suits(const gemm_kernel *kr, int trans_b, int64_t m);
+void gemm_few_rows(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                   float beta, float *c, int64_t ldc);
+
 /* One register tile of C at c (row stride ldc) of which the first `rows` x `cols` lie inside C:
  * the kernel's tile (gemm_tile_fn's arguments) straight into C where it fits, its version for
  * part of a tile or for fewer rows at the edges, and gemm_edge_tile (tile.c) where columns
