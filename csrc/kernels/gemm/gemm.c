@@ -2,8 +2,8 @@
  * gemm.c - single-precision GEMM: C = alpha * op(A) op(B) + beta * C, row-major.
  *
  * pyrt_sgemm picks one of five paths, by the arguments alone:
- *   - one or two rows times B not transposed: a kernel that keeps eight accumulators on one
- *     row of C and reads B in place (row.c);
+ *   - one row (two with the AVX2 kernel) times B not transposed: a kernel that keeps eight
+ *     accumulators on one row of C and reads B in place (row.c);
  *   - small products (up to 2^17 multiply-adds, k <= 256): the micro-kernel's tiles on A and
  *     B read in place, on the calling thread, no workspace (small.c);
  *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c), also

@@ -137,6 +137,7 @@ typedef struct gemm_kernel {
     int dot_side;     /* A B^T with m or n at most this takes the dot path (dot.c) */
     int prefetch_b;   /* the packed path prefetches each next packed B micro-panel (gemm.c) */
     gemm_row_fn row;  /* NULL: products of one or two rows take the other paths */
+    int row_max_m;    /* products of up to this many rows (1 or 2) take the row kernel */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
 } gemm_kernel;

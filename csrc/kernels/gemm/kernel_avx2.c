@@ -311,6 +311,9 @@ static const gemm_kernel avx2_kernel = {
     .dot_side = 64,
     .prefetch_b = 1,
     .row = gemm_row_avx2,
+    /* two rows too: through the 6 x 16 tile with B in place (small.c, gemm_few_rows) they ran
+     * 1.4 times as long (2 x 2048 x 512) */
+    .row_max_m = 2,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
 };

@@ -1,5 +1,6 @@
 /*
- * row.c - C = alpha * op(A) B + beta * C for one or two rows of C: a vector times a matrix.
+ * row.c - C = alpha * op(A) B + beta * C for one or two rows of C: a vector times a matrix
+ * (the kernel's row_max_m says how many rows; more go to small.c's few-rows path).
  *
  * With m = 1 the tile path keeps two accumulators (one row of the 6 x 16 tile) and each step of
  * k waits for the last: the FMA latency leaves three quarters of the FMA rate unused, and
@@ -21,7 +22,6 @@
  */
 #include "gemm_internal.h"
 
-#define ROW_MAX_M 2
 #define TASK_MIN_FLOPS (1 << 18)
 #define TASKS_PER_THREAD 4
 
@@ -43,7 +43,7 @@ static int64_t min64(int64_t x, int64_t y)
 
 int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m)
 {
-    return kr->row && !trans_b && m <= ROW_MAX_M;
+    return kr->row && !trans_b && m <= kr->row_max_m;
 }
 
 /* Row i, columns [j0, j0 + cols) of C (cols <= GEMM_ROW_NB), over all blocks of k. */

@@ -79,11 +79,15 @@ static void small_columns(const small_job *s, int64_t j0, int64_t j1)
     const int64_t b_end = b_direct ? s->n / nr * nr : 0;
     float bpanel[GEMM_SMALL_MAX_K * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));
     float apanel[GEMM_SMALL_MAX_K * GEMM_MR_MAX] __attribute__((aligned(GEMM_ALIGN)));
-    for (int64_t j = j0; j < j1; j += nr) {
-        const int64_t cols = min64(nr, j1 - j);
-        for (int64_t p0 = 0; p0 < k; p0 += s->kc) {
-            const int64_t kc = min64(s->kc, k - p0);
-            const float beta = p0 == 0 ? s->beta : 1.0f;
+    /* block of k outermost: a block's rows of B (at most kc pages of B, for any span of
+     * columns) stay in the TLB and the caches while its column panels go by; a column panel
+     * taken down the whole of a long k first missed the TLB on every row of B (a new page
+     * each, when a row of B is a page or longer) */
+    for (int64_t p0 = 0; p0 < k; p0 += s->kc) {
+        const int64_t kc = min64(s->kc, k - p0);
+        const float beta = p0 == 0 ? s->beta : 1.0f;
+        for (int64_t j = j0; j < j1; j += nr) {
+            const int64_t cols = min64(nr, j1 - j);
             const float *bj = s->b + p0 * ldb + j;
             int64_t rsb = ldb;
             if (j >= b_end) {
