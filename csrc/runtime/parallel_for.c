@@ -102,7 +102,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 #define AUTO_CHUNK_US 2.0
 /* The cost of an index is measured on the loop's first indices, in rounds of AUTO_PROBE of
  * them, then twice as many, and so on, until one round (not the first) runs AUTO_PROBE_US:
- * the last round's rate is the cost. A probe of a fixed few indices measured the call, the
+ * the longest round's rate is the cost. A probe of a fixed few indices measured the call, the
  * clock and cold caches rather than the body: a 2^20-element axpy probed on 4 indices got
  * chunks of 17 to 288 indices instead of about 5000, and ran at 2 threads 15% slower than
  * OpenMP's static halves. The probe's indices are the loop's own: nothing is run twice. */
@@ -132,8 +132,9 @@ static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx)
 /* grain 0 on several threads: use chunks of about AUTO_CHUNK_US, so that no split is smaller
  * than what sharing it costs. The cost of an index comes from the table or from timing the
  * loop's first indices (AUTO_PROBE_US). Returns the index the loop goes on from (n when it is
- * done); *rc holds the probe's result. The common case, the same loop again, is a lookup, a count and
- * an integer: a loop too small to split costs on several threads what it costs on one. */
+ * done); *rc holds the probe's result. The common case, the same loop again, is a lookup, a
+ * count and an integer: a loop too small to split costs on several threads what it costs on
+ * one. */
 static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
 {
     cost_entry *e = cost_slot(fn, ctx);
@@ -175,7 +176,7 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
         per_index = 1.0;
     /* the chunk length is kept rather than the cost, so that the calls in between do no
      * arithmetic */
-    const double chunk = AUTO_CHUNK_US * ticks_per_us() / per_index;
+    const double chunk = chunk_ticks / per_index;
     *e = (cost_entry){fn, ctx, chunk >= (double)INT64_MAX ? INT64_MAX
                                : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
     if (*rc || start == n)

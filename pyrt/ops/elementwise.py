@@ -141,21 +141,11 @@ def _binary_arrays(op, a, b, out, what):
                 big, small, swap = b, a, 1
         if mode is None:
             big, small, mode, shape = _expand(a, b, what)
-    if out is None:
-        res = _empty(shape, F32)
-    elif type(out) is _ndarray and out.dtype is F32 and out.shape == shape:
-        res = out  # its layout and writability: from_buffer below
-    else:
-        res = out_f32(out, shape)
-    try:
-        pres = _from_buffer(_FLOATS, res, True)  # C-contiguous and writable only
-    except ValueError:
-        out_f32(res, shape)  # raises the error that says which
-        raise
+    res = out_f32(out, shape)
     cols = shape[-1] if shape else 1
     rows = big.size // cols if cols else 0
-    rc = _c_binary(op, _from_buffer(_FLOATS, big), _from_buffer(_FLOATS, small), pres, rows,
-                   cols, mode, swap)
+    rc = _c_binary(op, _from_buffer(_FLOATS, big), _from_buffer(_FLOATS, small),
+                   _from_buffer(_FLOATS, res), rows, cols, mode, swap)
     if rc:
         _failed(rc, what, res, (a, "a"), (b, "b"))
     return res

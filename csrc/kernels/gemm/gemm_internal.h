@@ -224,6 +224,11 @@ void gemm_ws_release(float *buf, int owned);
  * splitting eagerly (tasks.c). fn's return value is ignored. */
 void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx);
 
+/* Columns per task for a product of m rows that splits C into spans of columns (row.c,
+ * small.c): n over about SPAN_TASKS_PER_THREAD tasks per thread, none under SPAN_MIN_FLOPS
+ * of work, rounded up to whole `unit`s of the kernel's columns (tasks.c). */
+int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit);
+
 /* A grid of C tiles for one parallel phase: pm x pn blocks of micro-panels, starting from
  * *tiles_m x 1 tiles (what the cache allows), split further while threads > 1, the dimension
  * with more blocks per tile first, towards tasks_per_thread tasks per thread over `groups`

@@ -17,13 +17,11 @@
  * beta * C + acc_0, then + acc_1, ... over the blocks in order, acc_q summed in increasing k
  * from zero by FMAs, with alpha * A(i, p) rounded first as packing rounds it: the values the
  * packed path gives wherever it does not split k into groups. Spans of columns go to the pool
- * as tasks (about TASKS_PER_THREAD per thread, none under TASK_MIN_FLOPS); they change nothing
+ * as tasks (gemm_column_span: a few per thread, none too small to share); they change nothing
  * in any sum, so results do not depend on the thread count.
  */
 #include "gemm_internal.h"
 
-#define TASK_MIN_FLOPS (1 << 18)
-#define TASKS_PER_THREAD 4
 
 typedef struct row_job {
     const gemm_kernel *kr;
@@ -83,14 +81,7 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
               int64_t ldc)
 {
-    /* columns per task: the columns over the tasks wanted, but no task under TASK_MIN_FLOPS,
-     * in whole blocks of the kernel */
-    const int64_t tasks = (int64_t)pyrt_get_num_threads() * TASKS_PER_THREAD;
-    int64_t span = (n + tasks - 1) / tasks;
-    const int64_t least = TASK_MIN_FLOPS / (2 * m * k) + 1;
-    if (span < least)
-        span = least;
-    span = (span + GEMM_ROW_NB - 1) / GEMM_ROW_NB * GEMM_ROW_NB;
+    const int64_t span = gemm_column_span(m, n, k, GEMM_ROW_NB);
     row_job r = {
         .kr = kr, .trans_a = trans_a,
         .m = m, .n = n, .k = k, .kc = gemm_kc(k),

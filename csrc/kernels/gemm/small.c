@@ -16,8 +16,9 @@
  *     once per column panel, where it stays in L1 for every row panel.
  *   - op(A)'s panel is read in place (rows of A, or rows of a transposed A) when alpha == 1
  *     and, at the bottom edge, the kernel has a version for fewer rows (or for part of a
- *     tile); otherwise it is packed (alpha folded in, edge rows zero) for each tile. The A panels of all the row panels,
- *     m x k floats, stay in L1 or L2 from one column panel to the next.
+ *     tile); otherwise it is packed (alpha folded in, edge rows zero) for each tile. The A
+ *     panels of all the row panels, m x k floats, stay in L1 or L2 from one column panel to
+ *     the next.
  *   - tiles whose columns stick out go through a buffer (gemm_micro_tile).
  * k is at most GEMM_SMALL_MAX_K, one block of k of the packed path, so each element of C is
  * beta * C + (sum over p = 0, 1, ..., k-1 of alpha A(i, p) B(p, j)), summed in that order by
@@ -35,8 +36,6 @@
 #include "gemm_internal.h"
 
 #define SMALL_MAX_MNK (1 << 17)
-#define FEW_TASK_MIN_FLOPS (1 << 18)
-#define FEW_TASKS_PER_THREAD 4
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -134,14 +133,7 @@ void gemm_few_rows(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                    float beta, float *c, int64_t ldc)
 {
-    /* columns per task: the columns over the tasks wanted, but no task under
-     * FEW_TASK_MIN_FLOPS, in whole panels of the tile */
-    const int64_t tasks = (int64_t)pyrt_get_num_threads() * FEW_TASKS_PER_THREAD;
-    int64_t span = (n + tasks - 1) / tasks;
-    const int64_t least = FEW_TASK_MIN_FLOPS / (2 * m * k) + 1;
-    if (span < least)
-        span = least;
-    span = (span + kr->nr - 1) / kr->nr * kr->nr;
+    const int64_t span = gemm_column_span(m, n, k, kr->nr);
     const small_job s = {
         .kr = kr, .trans_a = trans_a, .trans_b = 0,
         .m = m, .n = n, .k = k, .kc = gemm_kc(k),

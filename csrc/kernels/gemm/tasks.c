@@ -70,6 +70,19 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
+#define SPAN_MIN_FLOPS (1 << 18) /* a task is at least ~2 us of work: worth a steal */
+#define SPAN_TASKS_PER_THREAD 4
+
+int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit)
+{
+    const int64_t tasks = (int64_t)pyrt_get_num_threads() * SPAN_TASKS_PER_THREAD;
+    int64_t span = ceil_div(n, tasks);
+    const int64_t least = SPAN_MIN_FLOPS / (2 * m * k) + 1;
+    if (span < least)
+        span = least;
+    return ceil_div(span, unit) * unit;
+}
+
 void gemm_plan_grid(int64_t pm, int64_t pn, int64_t *tiles_m, int64_t *tiles_n, int64_t *tm,
                     int64_t *tn, double flops, int64_t groups, int threads, int tasks_per_thread,
                     double min_flops)
