@@ -18,12 +18,19 @@ In this process, each writing into a preallocated output:
     np.matmul(op(a), op(b), out=c)                              threadpoolctl BLAS limit t
     torch.matmul(op(a), op(b), out=c)                           torch.set_num_threads(t)
 
-torch is skipped, with a note, when it is not installed. Each sample times enough calls to
-take about --sample-ms; variants are interleaved sample by sample, so drift on a shared
-machine spreads over all of them, with a pause of PAUSE_S between samples so that a library's
-spinning threads are gone before the next one runs, and an untimed quarter of a sample before
-each sample. GFLOP/s = 2 m n k / median seconds per call. pyrt's results
-are checked against float64 and for bitwise equality across thread counts.
+and in a child process, np.matmul as above with OPENBLAS_CORETYPE=Haswell: OpenBLAS's AVX2
+kernel, the peer the GEMM targets were first set against. NumPy in this process runs the
+kernel OpenBLAS picks for the CPU (SkylakeX, AVX-512, on a Xeon with AVX-512); the kernel
+cannot change once the library is loaded, hence the second process. The child times its own
+samples, in turn with the others (blas_child.py); it is left out, with a note, when NumPy's
+BLAS is not OpenBLAS or already runs that kernel. torch is skipped, with a note, when it is
+not installed.
+
+Each sample times enough calls to take about --sample-ms; variants are interleaved sample by
+sample, so drift on a shared machine spreads over all of them, with a pause of PAUSE_S between
+samples so that a library's spinning threads are gone before the next one runs, and an
+untimed quarter of a sample before each sample. GFLOP/s = 2 m n k / median seconds per call.
+pyrt's results are checked against float64 and for bitwise equality across thread counts.
 
     python benchmarks/kernels/bench_gemm.py                  # threads 1 and 2
     python benchmarks/kernels/bench_gemm.py --threads 1,2,4 --repeat 15
@@ -45,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 import benchmarks._harness as harness  # noqa: E402
 from pyrt.bench.kernels import MLP_GEMMS, gemm_close, gemm_operands, gemm_variants  # noqa: E402
 from pyrt.ops.linalg import sgemm_kernel  # noqa: E402
+
+from benchmarks.kernels.blas_child import BlasChild  # noqa: E402
 
 # Between two timed samples: OpenBLAS's threads keep spinning for tens of milliseconds after a
 # call (and libgomp's for a few), which would eat into the next library's time on 2 threads.
@@ -68,11 +77,18 @@ SHAPES = [
 QUICK_SHAPES = {"64^3", "256^3", "fc1 forward X W1^T", "conv2 dW = dY col^T"}
 
 
-def measure(shape, args, blas, torch, rng, notes, pyrt_results):
+# OPENBLAS_CORETYPE of the second NumPy peer, and the label of its results
+AVX2_CORETYPE = "Haswell"
+AVX2_LABEL = "numpy-avx2"
+
+
+def measure(shape, args, blas, torch, child, rng, notes, pyrt_results):
     _, name, m, n, k, trans_a, trans_b = shape
     a, b = gemm_operands(rng, m, n, k, trans_a, trans_b)
     c = np.empty((m, n), np.float32)
     samples = {}
+    if child is not None and not child.shape(m, n, k, trans_a, trans_b):
+        notes.append(f"{AVX2_LABEL} {name}: wrong result")
     for threads in args.threads:
         vs = gemm_variants(a, b, c, trans_a, trans_b, threads, blas, torch)
         for (label, _), setup, run in vs:  # warm-up, and every library's result checked
@@ -82,6 +98,8 @@ def measure(shape, args, blas, torch, rng, notes, pyrt_results):
                 notes.append(f"{label} {name} threads={threads}: wrong result")
             if label == "pyrt":
                 pyrt_results.setdefault(name, []).append(c.copy())
+        if child is not None:
+            vs.append(child.variant((AVX2_LABEL, threads), threads))
         samples.update(harness.timed_passes(vs, args.repeat, PAUSE_S,
                                             sample_s=args.sample_ms / 1e3))
     return samples
@@ -93,6 +111,26 @@ def blas_libraries(controller):
             for i in controller.info() if i.get("user_api") == "blas"]
 
 
+def avx2_child(controller, notes):
+    """A BlasChild on OpenBLAS's AVX2 kernel, or None (with a note) where it adds nothing or
+    cannot be had."""
+    blas = [i for i in controller.info() if i.get("user_api") == "blas"]
+    if not blas or blas[0].get("internal_api") != "openblas":
+        notes.append(f"{AVX2_LABEL} skipped: NumPy's BLAS is not OpenBLAS.")
+        return None
+    if blas[0].get("architecture") == AVX2_CORETYPE:
+        notes.append(f"{AVX2_LABEL} skipped: NumPy's OpenBLAS already runs its "
+                     f"{AVX2_CORETYPE} kernel (the numpy columns).")
+        return None
+    child = BlasChild(AVX2_CORETYPE)
+    if child.architecture != AVX2_CORETYPE:
+        notes.append(f"{AVX2_LABEL} skipped: OPENBLAS_CORETYPE={AVX2_CORETYPE} gave "
+                     f"{child.architecture}.")
+        child.close()
+        return None
+    return child
+
+
 def markdown(report):
     info, rows = report["machine"], report["summary"]
     index = {(r["shape"], r["variant"], r["threads"]): r for r in rows}
@@ -101,22 +139,29 @@ def markdown(report):
         mine = index.get((shape, "pyrt", threads))
         np_row = index.get((shape, "numpy", threads))
         t_row = index.get((shape, "torch", threads))
+        v_row = index.get((shape, AVX2_LABEL, threads))
         flags = ("T" if mine["trans_a"] else "") + "·" + ("T" if mine["trans_b"] else "")
         cells.append([
             mine["group"], shape, f"{mine['m']}, {mine['n']}, {mine['k']} ({flags})", threads,
             f"{mine['gflop_per_s']:.1f}",
             f"{np_row['gflop_per_s']:.1f}" if np_row else "-",
             f"{t_row['gflop_per_s']:.1f}" if t_row else "-",
+            f"{v_row['gflop_per_s']:.1f}" if v_row else "-",
             f"{np_row['median_s'] / mine['median_s']:.2f}" if np_row else "-",
-            f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-"])
+            f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-",
+            f"{v_row['median_s'] / mine['median_s']:.2f}" if v_row else "-"])
     table = harness.markdown_table(
         ["group", "product", "m, n, k", "threads", "pyrt GFLOP/s", "numpy GFLOP/s",
-         "torch GFLOP/s", "÷ numpy", "÷ torch"], cells)
+         "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ AVX2"], cells)
     method = (f"GFLOP/s = 2mnk / median time per call, median of "
-              f"{harness.timing_phrase(report['settings'])}. `÷ numpy` and `÷ torch` are pyrt's "
-              "speed over theirs at the same thread count (above 1: pyrt is faster). Shapes are "
-              "(m, n, k) of op(A) [m, k] times op(B) [k, n]; T marks a transposed operand.")
-    libraries = (f"NumPy {info['numpy']} with {', '.join(info['blas']) or 'no BLAS found'}; "
+              f"{harness.timing_phrase(report['settings'])}. `÷ numpy`, `÷ torch` and `÷ AVX2` "
+              "are pyrt's speed over theirs at the same thread count (above 1: pyrt is "
+              "faster); `OpenBLAS AVX2` is np.matmul in a child process with "
+              f"OPENBLAS_CORETYPE={AVX2_CORETYPE}. Shapes are (m, n, k) of op(A) [m, k] times "
+              "op(B) [k, n]; T marks a transposed operand.")
+    avx2 = info.get("blas_avx2")
+    libraries = (f"NumPy {info['numpy']} with {', '.join(info['blas']) or 'no BLAS found'}"
+                 f"{f' (and {avx2} in the child)' if avx2 else ''}; "
                  f"PyTorch {info['torch'] or 'not installed'}; "
                  f"pyrt kernel {info['pyrt_sgemm_kernel']}")
     return harness.markdown_report(
@@ -134,7 +179,9 @@ def main(argv=None):
     blas = controller if any(i.get("user_api") == "blas" for i in controller.info()) else None
     if blas is None:
         notes.append("np.matmul skipped: threadpoolctl finds no BLAS to limit.")
+    child = avx2_child(controller, notes)
     info = harness.machine_info({"numpy": np.__version__, "blas": blas_libraries(controller),
+                                 "blas_avx2": child and f"OpenBLAS ({child.architecture})",
                                  "torch": harness.version(torch),
                                  "pyrt_sgemm_kernel": sgemm_kernel()})
     rng = np.random.default_rng(0)
@@ -143,13 +190,15 @@ def main(argv=None):
     results, pyrt_results = {"summary": [], "samples": []}, {}
     for shape in shapes:
         group, name, m, n, k, trans_a, trans_b = shape
-        samples = measure(shape, args, blas, torch, rng, notes, pyrt_results)
+        samples = measure(shape, args, blas, torch, child, rng, notes, pyrt_results)
         rows = harness.median_rows(samples, ("variant", "threads"), group=group, shape=name,
                                    m=m, n=n, k=k, trans_a=trans_a, trans_b=trans_b)
         results["summary"] += [dict(r, gflop_per_s=2e-9 * m * n * k / r["median_s"])
                                for r in rows]
         results["samples"] += harness.sample_records(samples, ("variant", "threads"), shape=name)
         print(f"done {name}", flush=True)
+    if child is not None:
+        child.close()
     for name, outputs in pyrt_results.items():
         if not all(np.array_equal(c, outputs[0]) for c in outputs):
             notes.append(f"pyrt {name}: results differ across thread counts")

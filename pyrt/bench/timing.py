@@ -29,9 +29,14 @@ def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_r
     the next variant runs. A sample is one call, or with `sample_s`, as many calls as take
     about sample_s seconds (counted once per variant, after its setup(), before the passes).
     show_passes prints "pass i/n" after each pass.
+
+    A variant may be a quadruple (key, setup, run, sampler) instead, for work that runs
+    elsewhere (a child process): sampler(calls, untimed_calls) takes a sample there, timed
+    there, and returns its seconds per call; run() is one call (for the count of calls per
+    sample), and on_result gets None.
     """
     calls = {}
-    for key, setup, run in variants:
+    for key, setup, run, *_ in variants:
         if sample_s is None:
             calls[key] = 1
         else:
@@ -39,16 +44,21 @@ def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_r
             calls[key] = calls_per_sample(run, sample_s)
     samples = {}
     for rep in range(repeat):
-        for key, setup, run in variants:
+        for key, setup, run, *sampler in variants:
             setup()
             n = calls[key]
-            if untimed:
-                for _ in range(max(1, n // 4)):
+            ahead = max(1, n // 4) if untimed else 0
+            value = None
+            if sampler:
+                seconds = sampler[0](n, ahead)
+            else:
+                for _ in range(ahead):
                     run()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                value = run()
-            samples.setdefault(key, []).append((time.perf_counter() - t0) / n)
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    value = run()
+                seconds = (time.perf_counter() - t0) / n
+            samples.setdefault(key, []).append(seconds)
             if on_result is not None:
                 on_result(key, value)
             time.sleep(pause_s)
