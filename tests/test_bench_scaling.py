@@ -1,5 +1,6 @@
 """python -m pyrt bench scaling: end to end on --quick sizes, the report's arithmetic, argument
-errors, skipped peers and C programs, and Ctrl-C leaving no process behind."""
+errors, skipped peers and C programs, exit statuses, and Ctrl-C (or SIGTERM, SIGHUP) leaving no
+process behind."""
 
 import json
 import os
@@ -8,10 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pyrt.bench import cli as bench_cli
 from pyrt.bench import programs
+from pyrt.bench.runner import Run, _record
 from pyrt.bench.options import parse_threads, power_of_two_counts
 from pyrt.bench.report import markdown_table, summarise, workload_table
 from pyrt.bench.workloads import NAMES, Variant, Workload
@@ -130,10 +134,14 @@ def test_thread_lists():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--threads", "0"], "argument --threads: '0': thread counts must be positive"),
-    (["--threads=-2"], "argument --threads: '-2': thread counts must be positive"),
+    (["--threads", "0"], "argument --threads: '0': thread counts must be from 1 to 1024"),
+    (["--threads=-2"], "argument --threads: '-2': thread counts must be from 1 to 1024"),
     (["--threads", "1,x"], "argument --threads: '1,x' is not a comma-separated list"),
-    (["--threads", ""], "argument --threads"),
+    (["--threads", ""], "argument --threads: expected a comma-separated list of thread "
+                        "counts, got nothing"),
+    (["--threads", "1025"], "argument --threads: '1025': thread counts must be from 1 to 1024"),
+    (["--threads", "1,,2"], "argument --threads: '1,,2': an empty item"),
+    (["--out", ""], "argument --out: expected a folder, got an empty path"),
     (["--suite", "gpu"], "argument --suite: invalid choice: 'gpu'"),
     (["--peers", "mkl"], "argument --peers: unknown peer(s) 'mkl'"),
     (["--peers", "torch,mkl"], "unknown peer(s) 'mkl'"),
@@ -211,7 +219,10 @@ def _group_alive(pgid):
     return True
 
 
-def test_ctrl_c_kills_the_running_child_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_kills_the_running_child_and_exits_130(tmp_path, sig):
+    # Ctrl-C, and kill/timeout (SIGTERM) or a closed terminal (SIGHUP), which would not reach
+    # the child in its own session: the child must not outlive the sweep
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyrt", "bench", "scaling", "--only", "xor", "--peers", "none",
          "--threads", "1", "--repeat", "1000", "--out", str(tmp_path)],
@@ -224,7 +235,7 @@ def test_ctrl_c_kills_the_running_child_and_exits_130(tmp_path):
             children = _children(proc.pid)
         assert children, "no worker process started"
         time.sleep(0.5)  # let the worker get into its timed steps
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -236,3 +247,53 @@ def test_ctrl_c_kills_the_running_child_and_exits_130(tmp_path):
     assert not (tmp_path / "scaling.json").exists()
     for child in children:
         assert not _group_alive(child)
+
+
+def test_an_unusable_out_fails_before_anything_runs(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    started = time.monotonic()
+    for out in (blocker, blocker / "below"):
+        code = main(["bench", "scaling", "--only", "xor", "--peers", "none", "--quick",
+                     "--threads", "1", "--repeat", "1", "--out", str(out)])
+        assert code == 2
+        assert f"pyrt: --out {out}: cannot create the folder" in capsys.readouterr().err
+    assert time.monotonic() - started < 10  # refused at once, not after the sweep
+
+
+def test_only_outside_the_suite_is_an_error(tmp_path, capsys):
+    code = main(["bench", "scaling", "--suite", "runtime", "--only", "xor", "--quick",
+                 "--out", str(tmp_path)])
+    assert code == 2
+    assert "--only xor: not in --suite runtime (its workloads: fib," in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_failed_runs_give_exit_status_1(tmp_path, capsys):
+    code = main(["bench", "scaling", "--only", "xor", "--peers", "none", "--quick",
+                 "--threads", "1", "--repeat", "1", "--timeout", "0.01", "--out",
+                 str(tmp_path)])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "pyrt: 1 of 1 runs failed" in captured.err
+    assert "timed out after 0.01 s" in captured.out
+    report = json.loads((tmp_path / "scaling.json").read_text())
+    assert report["settings"]["timeout_s"] == 0.01
+    assert "--timeout 0.01" in report["settings"]["command"]
+
+
+def test_a_stale_plot_is_removed_when_none_is_drawn(tmp_path, monkeypatch):
+    (tmp_path / "scaling.png").write_bytes(b"an earlier run's figure")
+    monkeypatch.setattr(bench_cli, "write_plot", lambda *args: "scaling.png skipped: no matplotlib")
+    code = main(["bench", "scaling", "--only", "xor", "--peers", "none", "--quick",
+                 "--threads", "1", "--repeat", "1", "--out", str(tmp_path)])
+    assert code == 0
+    assert not (tmp_path / "scaling.png").exists()
+
+
+def test_a_thread_count_the_library_did_not_run_is_noted():
+    run = Run(workload=SimpleNamespace(name="fib"),
+              variant=SimpleNamespace(label="pyrt", program="fib_pyrt"), threads=4, processes=1)
+    record = _record(run, {"result": {"seconds": 1.0, "threads": 2}}, cpus=2)
+    assert record["notes"] == ["asked for 4 threads, program ran 2"]
+    assert _record(run, {"result": {"seconds": 1.0, "threads": 4}}, cpus=2)["notes"] == []

@@ -24,12 +24,14 @@ import pyrt
 from pyrt.bench import machine, programs, report, runner, workloads
 from pyrt.bench.options import PEERS, SUITES, parse_peers, parse_threads
 from pyrt.bench.plot import write_plot
+from pyrt.cli.interrupt import InterruptOn
 from pyrt.cli.options import CLIError, positive_float, positive_int
 from pyrt.data.mnist import find_mnist
 
 __all__ = ["add_parser", "run"]
 
 NOT_INSTALLED = "{name} is not installed ({error})"
+TIMEOUT_S = 900.0  # default --timeout
 
 
 def _only(text):
@@ -41,6 +43,13 @@ def _only(text):
             f"unknown workload(s) {', '.join(map(repr, unknown)) or repr(text)}: expected "
             f"names from {', '.join(workloads.NAMES)}")
     return names
+
+
+def _out_dir(text):
+    """argparse type for --out: a folder path (created when the run starts)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a folder, got an empty path")
+    return Path(text)
 
 
 def add_parser(subparsers):
@@ -65,7 +74,7 @@ def add_parser(subparsers):
     p.add_argument("--repeat", type=positive_int, default=5, metavar="R",
                    help="timed runs per variant and thread count; the median is reported "
                         "(default: 5)")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+    p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
                    help="where the results go (default: benchmarks/results/ in a source "
                         "checkout, else ./pyrt-bench-results)")
     p.add_argument("--peers", type=parse_peers, default="auto",
@@ -77,8 +86,9 @@ def add_parser(subparsers):
     p.add_argument("--quick", action="store_true",
                    help="small sizes and synthetic data: a smoke test of a few seconds, not a "
                         "measurement")
-    p.add_argument("--timeout", type=positive_float, default=900.0, metavar="S",
-                   help="seconds one process may run before it is stopped (default: 900)")
+    p.add_argument("--timeout", type=positive_float, default=TIMEOUT_S, metavar="S",
+                   help="seconds one process may run before it is stopped (default: "
+                        f"{TIMEOUT_S:g})")
     p.set_defaults(run=run)
     return bench
 
@@ -184,18 +194,54 @@ def _command_line(args):
         words += ["--only", ",".join(args.only)]
     if args.quick:
         words.append("--quick")
+    if args.timeout != TIMEOUT_S:
+        words += ["--timeout", f"{args.timeout:g}"]
     if args.out:
         words += ["--out", str(args.out)]
     return " ".join(words)
 
 
+def _writable_dir(out):
+    """Create the folder `out` (and its parents) and check that files can be written in it,
+    before anything runs: a sweep is not thrown away at the end for want of a folder."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise CLIError(f"--out {out}: the folder is not writable")
+
+
+def _check_only(catalogue, args):
+    """A CLIError when --only names a workload outside --suite."""
+    if not args.only or args.suite == "all":
+        return
+    names = [w.name for w in catalogue if w.suite == args.suite]
+    outside = [n for n in args.only if n not in names]
+    if outside:
+        raise CLIError(f"--only {','.join(outside)}: not in --suite {args.suite} (its "
+                       f"workloads: {', '.join(names)})")
+
+
 def run(args):
-    root = programs.source_root()
+    """The sweep. Ctrl-C (or SIGTERM, SIGHUP) stops it cleanly at any point: before the runs
+    start nothing is written; during them the child's processes are killed and the finished
+    runs are printed. The exit status is 1 when a run failed (its error is in the notes)."""
     out = args.out or default_out()
+    _writable_dir(out)
+    root = programs.source_root()
     cpus = len(os.sched_getaffinity(0))
-    peers, missing = _python_peers(args.peers)
-    data = None if args.quick else find_mnist()
-    chosen, skipped = _select(workloads.catalogue(args.quick, data), args, missing, root)
+    try:
+        with InterruptOn(runner.STOP_SIGNALS[1:]):
+            peers, missing = _python_peers(args.peers)
+            data = None if args.quick else find_mnist()
+            catalogue = workloads.catalogue(args.quick, data)
+            _check_only(catalogue, args)
+            chosen, skipped = _select(catalogue, args, missing, root)
+            info = _machine(root, peers)
+    except KeyboardInterrupt:
+        raise CLIError("interrupted before the first run: nothing was run or written",
+                       code=130) from None
     notes = []
     if any(t > cpus for t in args.threads):
         notes.append(f"Thread counts above {cpus}, the CPUs this process may run on, are "
@@ -205,15 +251,24 @@ def run(args):
         "command": _command_line(args),
         "threads": args.threads, "suite": args.suite, "repeat": args.repeat,
         "peers": args.peers, "only": args.only, "quick": args.quick,
-        "data": None if data is None else str(data),
+        "timeout_s": args.timeout, "data": None if data is None else str(data),
     }
-    info = _machine(root, peers)
     records = []
     with tempfile.TemporaryDirectory(prefix="pyrt-bench-") as build_dir:
-        chosen = _build(chosen, root, Path(build_dir), notes, skipped) if root else chosen
+        try:
+            with InterruptOn(runner.STOP_SIGNALS[1:]):
+                chosen = _build(chosen, root, Path(build_dir), notes, skipped) if root else chosen
+        except KeyboardInterrupt:
+            raise CLIError("interrupted while building the C programs: nothing was run or "
+                           "written", code=130) from None
+        if not chosen:
+            raise CLIError("nothing to run: " + ("; ".join(
+                f"{s['workload']} · {s['variant']}: {s['reason']}" for s in skipped)
+                or "no workload selected"), code=1)
         runs = runner.plan(chosen, args.threads, args.repeat)
+        # the bar only on a terminal: in a log file its frames would pile up on one line
         bar = tqdm(total=sum(r.processes for r in runs), unit="run", file=sys.stderr,
-                   dynamic_ncols=True)
+                   dynamic_ncols=True, disable=not sys.stderr.isatty())
         try:
             runner.execute(runs, args.repeat, Path(build_dir),
                            {"quick": args.quick, "data": settings["data"]}, args.timeout,
@@ -226,14 +281,20 @@ def run(args):
                            f"above); nothing was written to {out}", code=130) from None
         bar.close()
     result = _report(info, settings, notes, skipped, chosen, records, cpus, args)
-    out.mkdir(parents=True, exist_ok=True)
     plot_note = write_plot(out / "scaling.png", result["summary"], chosen, args.threads)
     if plot_note:
         result["notes"].append(plot_note)
+        # a figure left by an earlier run would pass for this one's
+        (out / "scaling.png").unlink(missing_ok=True)
     text = report.write_files(out, result, chosen)
     print(text, end="", flush=True)
     written = ["scaling.json", "scaling.md"] + ([] if plot_note else ["scaling.png"])
     print(f"wrote {', '.join(str(out / name) for name in written)}", file=sys.stderr)
+    failed = sum("error" in r for r in records)
+    if failed:
+        print(f"pyrt: {failed} of {len(records)} runs failed (their errors are in the notes)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

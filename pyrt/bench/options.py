@@ -5,6 +5,8 @@ argparse prints with the usage line before exiting with status 2."""
 import argparse
 import os
 
+from pyrt.runtime import MAX_THREADS
+
 __all__ = ["PEERS", "SUITES", "parse_peers", "parse_thread_list", "parse_threads",
            "power_of_two_counts"]
 
@@ -21,14 +23,23 @@ PEERS = {
 
 
 def parse_thread_list(text):
-    """argparse type: "1,2,4" -> [1, 2, 4], the thread counts to run at (each >= 1)."""
+    """argparse type: "1,2,4" -> [1, 2, 4], the thread counts to run at (each from 1 to
+    pyrt's MAX_THREADS)."""
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
+        raise argparse.ArgumentTypeError("expected a comma-separated list of thread counts, "
+                                         "got nothing")
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty item in the list of thread "
+                                         "counts")
     try:
-        threads = [int(t) for t in text.split(",") if t.strip()]
+        threads = [int(t) for t in items]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of thread counts") from None
-    if not threads or min(threads) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: thread counts must be positive")
+    if min(threads) < 1 or max(threads) > MAX_THREADS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: thread counts must be from 1 to {MAX_THREADS}")
     return threads
 
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pyrt.bench.runner import kill_group
+
 __all__ = ["CFLAGS", "CXXFLAGS", "PROGRAMS", "STREAM_FLAGS", "STREAM_PROGRAMS", "build",
            "build_stream", "build_with_stream", "cflags", "cxxflags", "have_tbb", "source_root"]
 
@@ -75,12 +77,20 @@ def cxxflags(root):
 def compile_step(cmd, notes, echo=True):
     """Run one compiler command; echo its diagnostics (with `echo`); return True on success,
     else add a note saying what failed."""
-    proc = subprocess.run([str(c) for c in cmd], check=False, capture_output=True, text=True)
-    if echo and proc.stderr.strip():
-        print(proc.stderr.rstrip(), file=sys.stderr)
+    # in a process group of its own, so that an interrupt stops the compiler's own children
+    # (cc1, as) with it, not only the driver
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        err = proc.communicate()[1]
+    except BaseException:
+        kill_group(proc)
+        raise
+    if echo and err.strip():
+        print(err.rstrip(), file=sys.stderr)
     if proc.returncode != 0:
         notes.append(f"build failed: {' '.join(map(str, cmd))}: "
-                     f"{(proc.stderr.strip().splitlines() or ['?'])[0]}")
+                     f"{(err.strip().splitlines() or ['?'])[0]}")
         return False
     return True
 
@@ -149,12 +159,7 @@ def build_stream(source, build_dir, notes, include=None):
     exe = build_dir / Path(source).stem
     cmd = ["gcc", *STREAM_FLAGS, "-std=gnu11", *([f"-I{include}"] if include else []),
            str(source), "-o", str(exe)]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if proc.returncode != 0:
-        notes.append(f"{Path(source).stem} skipped: {' '.join(cmd)} failed: "
-                     f"{proc.stderr.strip()[:300]}")
-        return None
-    return exe
+    return exe if compile_step(cmd, notes, echo=False) else None
 
 
 def build_with_stream(needed, notes, root, build_dir):

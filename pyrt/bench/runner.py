@@ -9,7 +9,9 @@ there), so that no two runtimes' pools ever meet in one process.
 Each process runs in a session, and so a process group, of its own: a Ctrl-C at the terminal
 reaches only this process, whose handler (pyrt.cli.interrupt.StopOnInterrupt) just raises a
 flag; the wait loop sees it, kills the child's whole group (its threads, and any process it
-started) and raises KeyboardInterrupt, so no stray process is left behind.
+started) and raises KeyboardInterrupt, so no stray process is left behind. SIGTERM and SIGHUP
+(kill, timeout, a closed terminal) do the same: a child in its own session would not get them,
+and would outlive this process.
 """
 
 import json
@@ -24,9 +26,11 @@ from pathlib import Path
 import pyrt
 from pyrt.cli.interrupt import StopOnInterrupt
 
-__all__ = ["Run", "execute", "plan", "run_command", "thread_env"]
+__all__ = ["STOP_SIGNALS", "Run", "execute", "kill_group", "plan", "run_command",
+           "thread_env"]
 
 POLL_S = 0.05  # how often the wait loop looks at the Ctrl-C flag
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -82,10 +86,10 @@ def run_command(cmd, env, timeout, stop):
                 if stop.requested:
                     raise KeyboardInterrupt from None
                 if time.monotonic() > deadline:
-                    _kill_group(proc)
+                    kill_group(proc)
                     return {"error": f"timed out after {timeout:g} s"}
     except BaseException:
-        _kill_group(proc)
+        kill_group(proc)
         raise
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if not lines:
@@ -97,7 +101,7 @@ def run_command(cmd, env, timeout, stop):
     return record
 
 
-def _kill_group(proc):
+def kill_group(proc):
     """SIGKILL the child's process group (its pgid is its pid: it leads a new session), then
     reap the child."""
     try:
@@ -128,6 +132,10 @@ def _record(run, outcome, cpus):
         record["raw"] = result
     elif result is not None:
         record.update(result)
+    for library, seen in record.get("threads_seen", {}).items():
+        if seen is not None and seen != run.threads:
+            record.setdefault("notes", []).append(
+                f"asked for {run.threads} threads, {library} ran {seen}")
     if "error" in outcome:
         record["error"] = outcome["error"]
     return record
@@ -138,7 +146,7 @@ def execute(runs, repeat, build_dir, options, timeout, records, bar):
     that the caller still has them after a Ctrl-C (KeyboardInterrupt). `options` go into every
     worker's spec (quick, data); `bar` is a tqdm progress bar counting processes."""
     cpus = len(os.sched_getaffinity(0))
-    with StopOnInterrupt() as stop:
+    with StopOnInterrupt(STOP_SIGNALS) as stop:
         for run in runs:
             bar.set_description(f"{run.workload.name} · {run.variant.label} · "
                                 f"{run.threads} thread{'s' if run.threads > 1 else ''}")
