@@ -281,7 +281,8 @@ int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *
 
 /* Pooling over [n, c, h, w] (s->k is ignored; the output has c channels). Max pooling pads
  * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
- * the backward pass. Average pooling divides by kh*kw (padding counts as zeros). */
+ * the backward pass; its backward returns PYRT_EINVAL, with dx not fully written, when an
+ * index lies outside [0, h*w). Average pooling divides by kh*kw (padding counts as zeros). */
 int pyrt_max_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y,
                             int64_t *indices);
 int pyrt_max_pool2d_backward(const pyrt_conv_shape *s, const float *dy, const int64_t *indices,

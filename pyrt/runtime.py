@@ -43,15 +43,15 @@ def _raise_for(rc, what):
 
 
 def _thread_count(value, name):
-    """`value` as a thread count, or ValueError naming `name`."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer from 1 to {MAX_THREADS}, got {value!r}")
+    """`value` as a thread count: TypeError naming `name` when it is not an integer,
+    ValueError when it is out of range."""
     try:
+        if isinstance(value, bool):
+            raise TypeError
         n = operator.index(value)
     except TypeError:
-        raise ValueError(
-            f"{name} must be an integer from 1 to {MAX_THREADS}, got {value!r}"
-        ) from None
+        raise TypeError(f"{name} must be an integer from 1 to {MAX_THREADS}, got "
+                        f"{type(value).__name__} {value!r}") from None
     if not 1 <= n <= MAX_THREADS:
         raise ValueError(f"{name} must be an integer from 1 to {MAX_THREADS}, got {n}")
     return n

@@ -253,10 +253,44 @@ def test_empty_batch_and_noncontiguous_input():
     np.testing.assert_array_equal(avg_pool2d(xt, 2), avg_pool2d(x, 2))
 
 
-def test_backward_ignores_indices_outside_the_plane():
-    dy = np.ones((1, 1, 1, 2), np.float32)
-    ind = np.array([[[[-1, 99]]]])
-    assert not max_pool2d_backward(dy, ind, (1, 1, 2, 4), 2).any()
+@pytest.mark.parametrize("bad", [-1, 8, 99, -2**63, 2**63 - 1])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_refuses_indices_outside_the_plane(bad, threads):
+    # indices not from max_pool2d would drop gradient (or, followed, write out of bounds)
+    dy = np.ones((3, 2, 1, 2), np.float32)
+    ind = np.zeros((3, 2, 1, 2), np.int64)
+    ind[2, 1, 0, 1] = bad
+    with pyrt.num_threads(threads), pytest.raises(ValueError, match="indices must be flat "
+                                                  "indices within each 2x4 input plane"):
+        max_pool2d_backward(dy, ind, (3, 2, 2, 4), 2)
+    ind[2, 1, 0, 1] = 7  # the last pixel of the plane is fine
+    assert max_pool2d_backward(dy, ind, (3, 2, 2, 4), 2).sum() == dy.sum()
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_out_receives_the_result_and_may_not_overlap_the_input(pool):
+    x = random((2, 3, 6, 8), 15)
+    forward, backward = ((max_pool2d, max_pool2d_backward) if pool == "max"
+                         else (avg_pool2d, avg_pool2d_backward))
+    if pool == "max":
+        want, ind = forward(x, 2, return_indices=True)
+        out = np.full_like(want, np.nan)
+        got, got_ind = forward(x, 2, return_indices=True, out=out)
+        np.testing.assert_array_equal(got_ind, ind)
+        extra = (ind,)
+    else:
+        want = forward(x, 2)
+        out = np.full_like(want, np.nan)
+        got = forward(x, 2, out=out)
+        extra = ()
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    dx = backward(want, *extra, x.shape, 2)
+    out_dx = np.full_like(dx, np.nan)
+    assert backward(want, *extra, x.shape, 2, out=out_dx) is out_dx
+    np.testing.assert_array_equal(out_dx, dx)
+    with pytest.raises(ValueError, match="out overlaps x"):
+        forward(x, 2, out=x.reshape(-1)[:want.size].reshape(want.shape))
 
 
 def test_errors_name_the_argument():

@@ -241,9 +241,18 @@ static int max_backward_planes(void *arg, int64_t p0, int64_t p1)
         const int64_t *ind = j->saved + p * npix;
         float *dx = j->dx + p * plane;
         memset(dx, 0, (size_t)plane * sizeof(float));
-        for (int64_t o = 0; o < npix; o++)
-            if (ind[o] >= 0 && ind[o] < plane) /* an index from elsewhere is ignored */
-                dx[ind[o]] += dy[o];
+        /* an index from elsewhere (not max_pool2d's) is refused, never followed: the bounds
+         * test costs nothing beside the scattered add */
+        int64_t bad = 0;
+        for (int64_t o = 0; o < npix; o++) {
+            const int64_t i = ind[o];
+            if ((uint64_t)i < (uint64_t)plane)
+                dx[i] += dy[o];
+            else
+                bad = 1;
+        }
+        if (bad)
+            return PYRT_EINVAL;
     }
     return 0;
 }

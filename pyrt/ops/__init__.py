@@ -1,6 +1,7 @@
 """Array-level ops: float32 NumPy arrays in, float32 NumPy arrays out, C kernels underneath,
-parallel through pyrt's scheduler. Every op takes ``out=`` where it produces an array and raises
-TypeError/ValueError naming the argument on bad dtype, shape or layout."""
+parallel through pyrt's scheduler. Every op that produces one float32 array takes ``out=``
+(argmax, whose result is int64, the losses and conv2d_backward return new arrays); every op
+raises TypeError/ValueError naming the argument on bad dtype, shape or layout."""
 
 from pyrt.ops.conv import conv2d, conv2d_backward
 from pyrt.ops.elementwise import (

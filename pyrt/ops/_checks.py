@@ -145,7 +145,12 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
 
 
 def _numpy_subclass(x, name, what):
-    """A subclass of numpy.ndarray is taken (as_f32 views it as a plain ndarray)."""
+    """A subclass of numpy.ndarray is taken (as_f32 views it as a plain ndarray) when its
+    buffer is all its values (numpy.memmap, say); a masked array is not: its mask would be
+    lost."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be {what} numpy.ndarray, got a masked array (its mask "
+                        "would be ignored): pass x.filled(value) or x.compressed()")
     if not isinstance(x, np.ndarray):
         # a tensor's data is its array, but a numpy.ndarray's .data is a memoryview
         hint = (": was a numpy.ndarray passed where a pyrt.Tensor was expected?"
@@ -182,6 +187,8 @@ def axis_index(axis, ndim, name="axis", expected="an integer or None"):
     """Normalise `axis` (negative counts from the end) or raise a clear error; `expected`
     says what the caller takes, for the TypeError."""
     try:
+        if isinstance(axis, bool):  # an int to Python, but never meant as an axis (NumPy agrees)
+            raise TypeError
         axis = operator.index(axis)
     except TypeError:
         raise TypeError(f"{name} must be {expected}, got {type(axis).__name__}") from None

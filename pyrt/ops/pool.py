@@ -11,7 +11,17 @@ pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``)
 import operator
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import I64, as_f32, as_i64, check_rc, check_shape, fptr, iptr
+from pyrt.ops._checks import (
+    I64,
+    as_f32,
+    as_i64,
+    check_disjoint,
+    check_rc,
+    check_shape,
+    fptr,
+    iptr,
+    out_f32,
+)
 from pyrt.ops._memory import empty
 from pyrt.ops.conv import (
     _CACHE,
@@ -63,14 +73,26 @@ def backward_geometry(input_shape, kernel_size, stride, padding):
     return input_shape, shape, (*input_shape[:2], oh, ow)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
+def _result(out, shape, *inputs):
+    """`out` checked (float32, C-contiguous, writable, of `shape`, sharing no memory with
+    `inputs`, (array, name) pairs: each input element is read for several outputs, or several
+    for one), or a new array."""
+    if out is None:
+        return empty(shape)
+    res = out_f32(out, shape)
+    check_disjoint(res, *inputs)
+    return res
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
     """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
-    int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward."""
+    int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward. `out`
+    (the maxima) must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
     n, c = x.shape[:2]
-    y = empty((n, c, oh, ow))
+    y = _result(out, (n, c, oh, ow), (x, "x"))
     indices = empty((n, c, oh, ow), I64) if return_indices else None
     rc = lib.pyrt_max_pool2d_forward(shape, fptr(x), fptr(y),
                                      iptr(indices) if return_indices else ffi.NULL)
@@ -79,34 +101,42 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0):
+                        padding=0, *, out=None):
     """Gradient of max_pool2d with respect to its input: each grad_output entry goes to the
-    input pixel its index names. Returns an array of input_shape."""
+    input pixel its index names. Returns an array of input_shape (`out`, which must not
+    overlap grad_output or indices, when given)."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = empty(input_shape)
+    dx = _result(out, input_shape, (grad_output, "grad_output"), (indices, "indices"))
     rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
+    if rc == lib.PYRT_EINVAL:  # the shapes are checked: an index is not in its plane
+        h, w = input_shape[2:]
+        raise ValueError(f"indices must be flat indices within each {h}x{w} input plane, "
+                         f"from 0 to {h * w - 1}, as max_pool2d returns them")
     check_rc(rc, "max_pool2d_backward")
     return dx
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros."""
+def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
+    """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros. `out`
+    must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = empty((*x.shape[:2], oh, ow))
+    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
     rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
     check_rc(rc, "avg_pool2d")
     return y
 
 
-def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0):
-    """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
+def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0, *,
+                        out=None):
+    """Gradient of avg_pool2d with respect to its input, an array of input_shape (`out`, which
+    must not overlap grad_output, when given)."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = empty(input_shape)
+    dx = _result(out, input_shape, (grad_output, "grad_output"))
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
     check_rc(rc, "avg_pool2d_backward")
     return dx

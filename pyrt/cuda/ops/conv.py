@@ -96,12 +96,21 @@ def _pool_input(x):
     return x
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
+def _result(out, shape, *inputs):
+    """`out` checked (as pyrt.ops.pool's: no overlap with `inputs` at all), or a new array."""
+    if out is None:
+        return cupy.empty(shape, F32)
+    res = out_f32(out, shape)
+    check_disjoint(res, *inputs)
+    return res
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
     """Maximum over each window of x [n, c, h, w]; with return_indices, also the int64 flat
     index (within the h*w plane) of each maximum, for max_pool2d_backward."""
     x = _pool_input(x)
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = cupy.empty((*x.shape[:2], oh, ow), F32)
+    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
     idx = cupy.empty(y.shape, I64) if return_indices else y
     kernel("pool", "pyrt_max_pool_forward")(
         grid_for(y.size), (BLOCK,), (x, y, idx) + _pool_dims(shape) + (int(return_indices),))
@@ -109,33 +118,34 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False):
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0):
+                        padding=0, *, out=None):
     """Gradient of max_pool2d: each grad_output entry goes to the input pixel its index
     names (gathered per input pixel). Returns an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = cupy.empty(input_shape, F32)
+    dx = _result(out, input_shape, (grad_output, "grad_output"), (indices, "indices"))
     kernel("pool", "pyrt_max_pool_backward")(
         grid_for(dx.size), (BLOCK,), (grad_output, indices, dx) + _pool_dims(shape))
     return dx
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
+def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
     """Mean over each window of x [n, c, h, w], padding counted as zeros."""
     x = _pool_input(x)
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = cupy.empty((*x.shape[:2], oh, ow), F32)
+    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
     kernel("pool", "pyrt_avg_pool_forward")(grid_for(y.size), (BLOCK,),
                                             (x, y) + _pool_dims(shape))
     return y
 
 
-def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0):
+def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0, *,
+                        out=None):
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = cupy.empty(input_shape, F32)
+    dx = _result(out, input_shape, (grad_output, "grad_output"))
     kernel("pool", "pyrt_avg_pool_backward")(grid_for(dx.size), (BLOCK,),
                                              (grad_output, dx) + _pool_dims(shape))
     return dx
