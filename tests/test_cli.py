@@ -199,11 +199,68 @@ def test_device_cuda_without_gpu(data_dir):
     assert proc.stdout == ""
 
 
-def test_bad_arguments_exit_2(capsys):
+@pytest.mark.parametrize("args, message", [
+    (["--epochs", "0"], "expected a positive integer"),
+    (["--lr", "inf"], "argument --lr: expected a positive number, got 'inf'"),
+    (["--lr", "nan"], "argument --lr: expected a positive number, got 'nan'"),
+    (["--momentum", "-0.5"], "argument --momentum: expected a non-negative number"),
+    (["--threads", "0"], "argument --threads: expected an integer from 1 to 1024"),
+    (["--threads", "100000"], "argument --threads: expected an integer from 1 to 1024"),
+])
+def test_bad_arguments_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["train", "mnist", "--epochs", "0"])
+        main(["train", "mnist", *args])
     assert info.value.code == 2
-    assert "expected a positive integer" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_an_unusable_save_path_is_refused_before_training(data_dir, tmp_path, capsys,
+                                                          monkeypatch):
+    def no_loading(*args):
+        raise AssertionError("the data was loaded before --save was checked")
+
+    monkeypatch.setattr("pyrt.cli.train_mnist._load_data", no_loading)
+    for path, message in ((tmp_path / "missing" / "c.npz", "does not exist"),
+                          (tmp_path, "is a folder")):
+        assert main(["train", "mnist", "--data", str(data_dir), "--save", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"pyrt: --save {path}: " in err and message in err
+
+
+def test_momentum_with_adam_is_an_error(data_dir, capsys):
+    assert main(["train", "mnist", "--data", str(data_dir), "--optimizer", "adam",
+                 "--momentum", "0.5"]) == 2
+    assert "--momentum applies to --optimizer sgd, not adam" in capsys.readouterr().err
+
+
+def test_an_empty_split_is_an_error(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    for split, n in (("train", 64), ("t10k", 0)):
+        images, labels = _learnable(n, rng)
+        write_idx(tmp_path / f"{split}-images-idx3-ubyte", images)
+        write_idx(tmp_path / f"{split}-labels-idx1-ubyte", labels)
+    assert main(["train", "mnist", "--data", str(tmp_path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert f"the test set in {tmp_path} holds no images" in captured.err
+    assert captured.out == ""
+
+
+def test_a_diverged_run_still_prints_strict_json(capsys):
+    code = main(["train", "xor", "--json", "--lr", "1e38", "--limit-steps", "20",
+                 "--restart-after", "0"])
+    assert code == 0
+    out = capsys.readouterr().out
+    result = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert result["final_loss"] is None  # the loss diverged: NaN is not JSON
+
+
+def test_ctrl_c_while_loading_exits_130_without_a_traceback(monkeypatch, capsys):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("pyrt.cli.train_mnist._load_data", interrupted)
+    assert main(["train", "mnist"]) == 130
+    assert capsys.readouterr().err == "pyrt: interrupted\n"
 
 
 # ---- XOR -------------------------------------------------------------------------------------
@@ -215,6 +272,10 @@ def test_xor_reaches_full_accuracy(capsys):
     assert REQUIRED_KEYS <= set(result)
     assert result["batch_size"] == 32 and result["lr"] == 0.01 and result["model"] == "xor-2-3-1"
     assert result["steps"] == 100 * result["epochs"]
+    # images/s counts the rows trained: 3200 a 100-step epoch, whatever the batch size
+    big = run_json(capsys, "train", "xor", "--json", "--batch-size", "5000",
+                   "--limit-steps", "3", "--restart-after", "0")
+    assert big["images_per_s"] == pytest.approx(3 * 3200 / big["train_seconds"], rel=1e-3)
 
 
 def test_xor_step_budget_and_report(capsys):

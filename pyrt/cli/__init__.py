@@ -42,3 +42,6 @@ def main(argv=None):
     except CLIError as exc:
         print(f"pyrt: {exc}", file=sys.stderr, flush=True)
         return exc.code
+    except KeyboardInterrupt:  # outside the loops that stop cleanly (loading data, say)
+        print("pyrt: interrupted", file=sys.stderr, flush=True)
+        return 130

@@ -2,15 +2,19 @@
 
 import argparse
 import json
+import math
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
 import pyrt
+from pyrt.runtime import MAX_THREADS
 
 __all__ = ["CLIError", "add_common_options", "apply_common_options", "mean_loss",
            "non_negative_float", "non_negative_int", "positive_float", "positive_int",
-           "print_result", "step_function", "wait_for_device"]
+           "print_result", "step_function", "thread_count", "wait_for_device", "writable_file"]
 
 
 class CLIError(Exception):
@@ -37,12 +41,13 @@ def _number(kind, check, what):
 
 positive_int = _number(int, lambda v: v >= 1, "a positive integer")
 non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
-positive_float = _number(float, lambda v: v > 0, "a positive number")
-non_negative_float = _number(float, lambda v: v >= 0, "a non-negative number")
+positive_float = _number(float, lambda v: 0 < v < math.inf, "a positive number")
+non_negative_float = _number(float, lambda v: 0 <= v < math.inf, "a non-negative number")
+thread_count = _number(int, lambda v: 1 <= v <= MAX_THREADS, f"an integer from 1 to {MAX_THREADS}")
 
 
 def add_common_options(parser, *, seed_default):
-    parser.add_argument("--threads", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
                         help="worker threads (default: PYRT_NUM_THREADS, else all CPUs this "
                              "process may use)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
@@ -70,6 +75,22 @@ def apply_common_options(args):
             pyrt.zeros(1, device=args.device)
         except Exception as exc:  # noqa: BLE001 (any backend failure: its message says why)
             raise CLIError(f"--device {args.device} is not usable: {exc}") from None
+
+
+def writable_file(path, option):
+    """CLIError unless a file can be written at `path` (its folder exists and is writable, and
+    `path` is not a folder): checked before training, so that a run is not lost at its end
+    for a mistyped path."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise CLIError(f"{option} {path}: is a folder; give a file name, such as "
+                       f"{path / 'checkpoint.npz'}")
+    if not folder.is_dir():
+        raise CLIError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
+                                                   and not os.access(path, os.W_OK)):
+        raise CLIError(f"{option} {path}: not writable")
 
 
 def step_function(args, model, criterion, optimizer):
@@ -108,10 +129,23 @@ def mean_loss(losses):
     return float(cupy.stack([v.data for v in losses]).mean().get())
 
 
+def _finite(value):
+    """`value` with every NaN or infinite float (a diverged loss) replaced by None, which JSON
+    can hold."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def print_result(result, args, lines):
-    """One JSON object with --json, else the human-readable `lines`."""
+    """One JSON object with --json (strict JSON: a non-finite figure is null), else the
+    human-readable `lines`."""
     if args.json:
-        print(json.dumps(result), flush=True)
+        print(json.dumps(_finite(result), allow_nan=False), flush=True)
     else:
         for line in lines:
             print(line)

@@ -29,6 +29,7 @@ from pyrt.cli.options import (
     print_result,
     step_function,
     wait_for_device,
+    writable_file,
 )
 from pyrt.cli.progress import ProgressBar
 from pyrt.data import DataLoader, DatasetNotFoundError, load_mnist
@@ -143,8 +144,15 @@ def run(args):
             raise CLIError(f"{args.resume}: not a checkpoint of 'pyrt train mnist' (no "
                            f"{', '.join(sorted(missing))})")
     settings = _settings(args, saved["settings"] if saved else None)
+    if args.momentum is not None and settings["optimizer"] != "sgd":
+        raise CLIError(f"--momentum applies to --optimizer sgd, not {settings['optimizer']}")
+    if args.save:  # checked before the data loads, not found wanting after the training
+        writable_file(args.save, "--save")
 
     data = _load_data(args)
+    for what, images in (("training", data.train_images), ("test", data.test_images)):
+        if not len(images):
+            raise CLIError(f"the {what} set in {data.root} holds no images")
     pyrt.manual_seed(settings["seed"])
     model = build_model(settings["model"])
     if args.device != "cpu":
@@ -229,7 +237,12 @@ def run(args):
 
     if stop.requested and (epoch, step) != (args.epochs, 0):  # Ctrl-C before the end
         path = Path(args.save or DEFAULT_CHECKPOINT)
-        checkpoint(path)
+        try:
+            checkpoint(path)
+        except OSError as exc:
+            raise CLIError(f"interrupted at epoch {epoch + 1}, batch {step} of {batches}; the "
+                           f"checkpoint could not be written to {path}: {exc.strerror}",
+                           code=130) from None
         raise CLIError(
             f"interrupted at epoch {epoch + 1}, batch {step} of {batches}: checkpoint saved to "
             f"{path}; continue with: python -m pyrt train mnist --resume {path} "

@@ -80,7 +80,7 @@ def run(args):
         return model, optimizer, step_function(args, model, criterion, optimizer)
 
     model, _, train_step = fresh_start()
-    steps, epochs, restarts, epochs_since_start = 0, 0, 0, 0
+    steps, epochs, restarts, epochs_since_start, rows = 0, 0, 0, 0, 0
     train_seconds, accuracy, losses = 0.0, 0.0, []
     while steps < budget:
         losses = []
@@ -88,6 +88,7 @@ def run(args):
         for xb, yb in loader:
             losses.append(train_step(xb, yb))
             steps += 1
+            rows += len(xb)
             if steps >= budget:
                 break
         wait_for_device(args.device)
@@ -112,7 +113,7 @@ def run(args):
         "restarts": restarts,
         "train_seconds": round(train_seconds, 6),
         "us_per_step": round(train_seconds / steps * 1e6, 3) if steps else None,
-        "images_per_s": round(steps * args.batch_size / train_seconds, 1)
+        "images_per_s": round(rows / train_seconds, 1)
         if train_seconds > 0 else None,
         "accuracy": accuracy,
         "test_accuracy": _accuracy(model, *XOR_TRUTH_TABLE),

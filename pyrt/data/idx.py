@@ -16,6 +16,7 @@ ValueError that names the file and what is wrong, instead of a silently misshape
 """
 
 import gzip
+import math
 import struct
 import zlib
 from pathlib import Path
@@ -79,7 +80,7 @@ def read_idx(path, *, magic=None):
                          f"the file has {len(data)}")
     shape = struct.unpack(f">{ndim}I", data[4:header])
     dtype = _DTYPES[code]
-    expected = header + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = header + math.prod(shape) * dtype.itemsize  # Python ints: no overflow
     if len(data) != expected:
         what = "truncated" if len(data) < expected else "has trailing bytes"
         raise ValueError(f"{path}: {what}: the header announces shape {shape} of {dtype.name} "

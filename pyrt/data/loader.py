@@ -42,7 +42,8 @@ class DataLoader:
     is fixed by ``(seed, e)``. Each ``iter(loader)`` runs the next epoch; ``set_epoch(e)``
     picks the epoch the next iteration runs (to resume). ``drop_last=True`` skips a final
     batch smaller than ``batch_size``. With ``seed=None`` the seed is drawn from pyrt's
-    generator, so ``pyrt.manual_seed`` fixes it.
+    generator, so ``pyrt.manual_seed`` fixes it. Without shuffling a batch is a view of the
+    dataset's rows, as slicing a Tensor is (no copy per step): copy it before writing into it.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
