@@ -23,8 +23,9 @@ def is_grad_enabled():
     return _state.enabled
 
 
-class set_grad_enabled(contextlib.ContextDecorator):
-    """Turn gradient recording on or off for a block (or a decorated function)."""
+class _GradModeContext(contextlib.ContextDecorator):
+    """Set grad mode to `mode` for a block (or a decorated function), restoring the previous
+    mode at its end."""
 
     def __init__(self, mode):
         self.mode = bool(mode)
@@ -32,10 +33,10 @@ class set_grad_enabled(contextlib.ContextDecorator):
 
     def _recreate_cm(self):
         # a decorated function gets a fresh context per call, so recursion restores correctly
-        return set_grad_enabled(self.mode)
+        return _GradModeContext(self.mode)
 
     def __enter__(self):
-        self.prev = is_grad_enabled()
+        self.prev = _state.enabled
         _state.enabled = self.mode
 
     def __exit__(self, *exc):
@@ -43,14 +44,35 @@ class set_grad_enabled(contextlib.ContextDecorator):
         return False
 
 
-class no_grad(set_grad_enabled):
+class set_grad_enabled(_GradModeContext):
+    """Turn gradient recording on or off. As in PyTorch, the mode applies as soon as this is
+    called (``pyrt.set_grad_enabled(False)`` on a line of its own switches it off for good);
+    used as a context manager or decorator, the mode before the call comes back at the end."""
+
+    def __init__(self, mode):
+        super().__init__(mode)
+        self.prev = _state.enabled
+        _state.enabled = self.mode
+
+    def __call__(self, func):
+        # decorating applies no mode: undo what __init__ applied (each call of the decorated
+        # function applies it through _recreate_cm)
+        _state.enabled = self.prev
+        return super().__call__(func)
+
+    def __enter__(self):
+        # the previous mode was taken by __init__, before it applied this one
+        _state.enabled = self.mode
+
+
+class no_grad(_GradModeContext):
     """``with pyrt.no_grad():`` ops record nothing and their results need no gradient."""
 
     def __init__(self):
         super().__init__(False)
 
 
-class enable_grad(set_grad_enabled):
+class enable_grad(_GradModeContext):
     def __init__(self):
         super().__init__(True)
 
@@ -62,7 +84,7 @@ def _consumer_counts(root):
     stack = [root]
     while stack:
         for parent in stack.pop()._parents:
-            if parent._backward is not None and parent.requires_grad:
+            if parent._backward is not None and parent._requires_grad:
                 key = id(parent)
                 if key in counts:
                     counts[key] += 1
@@ -75,9 +97,10 @@ def _consumer_counts(root):
 _Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 
 
-def run_backward(root, grad):
+def run_backward(root, grad, retain_graph=False):
     """Propagate `grad` (an array shaped like root) from `root` to every leaf that requires
-    grad, accumulating into the leaves' ``.grad``.
+    grad, accumulating into the leaves' ``.grad``. The graph is freed on the way unless
+    `retain_graph`.
 
     Kahn's algorithm: a tensor made by an op runs its backward closure once all of its
     consumers in the graph have passed their gradients to it, so each closure runs once, on
@@ -90,11 +113,14 @@ def run_backward(root, grad):
         from pyrt.tensor import Tensor as _Tensor
     Tensor = _Tensor
     if root._backward is None:  # a leaf: its gradient is the one given
-        if root.grad is None:
-            root.grad = Tensor(grad.copy())
+        if root._grad is None:
+            root._grad = Tensor(grad.copy())
         else:
-            root.grad.data += grad
+            root._grad.data += grad
         return
+    # a retained graph runs its closures again: an array they return may be one they keep
+    # (a loss's saved gradient), so a leaf's .grad, which later backwards add to, is a copy
+    owned_by_leaf = _never if retain_graph else _owned
     pending = _consumer_counts(root)
     # entries (tensor, its gradient or None, may we keep that array?): not when it is shared
     # with another tensor's gradient, as `a + b` passes the same array to both inputs
@@ -107,15 +133,15 @@ def run_backward(root, grad):
         # a tensor no gradient reached (every consumer passed None) only releases its inputs
         parent_grads = (None,) * len(parents) if g is None else node._backward(g)
         for parent, pg in zip(parents, parent_grads):
-            if not parent.requires_grad:
+            if not parent._requires_grad:
                 continue
             if parent._backward is None:  # a leaf
                 if pg is None:
                     continue
-                if parent.grad is None:
-                    parent.grad = Tensor(pg if _owned(pg, g, owned) else pg.copy())
+                if parent._grad is None:
+                    parent._grad = Tensor(pg if owned_by_leaf(pg, g, owned) else pg.copy())
                 else:
-                    parent.grad.data += pg
+                    parent._grad.data += pg
                 continue
             key = id(parent)
             left = pending[key]
@@ -134,9 +160,9 @@ def run_backward(root, grad):
                         partial[key] = (partial[key][0] + pg, True)
                     else:
                         partial[key] = (pg, _owned(pg, g, owned))
-        # free the graph as we go, as PyTorch does (no retain_graph)
-        node._parents = ()
-        node._backward = _freed
+        if not retain_graph:  # free the graph as we go, as PyTorch does
+            node._parents = ()
+            node._backward = _freed
 
 
 def _owned(pg, g, g_owned):
@@ -146,16 +172,20 @@ def _owned(pg, g, g_owned):
     return pg is not g and (g_owned or pg is None or pg.base is None)
 
 
+def _never(pg, g, g_owned):
+    return False
+
+
 def reset_grads(tensors, set_to_none=True):
     """zero_grad of Module and Optimizer: drop each tensor's .grad (set_to_none) or fill it
     with zeros."""
     for tensor in tensors:
-        if tensor.grad is None:
+        if tensor._grad is None:
             continue
         if set_to_none:
-            tensor.grad = None
+            tensor._grad = None
         else:
-            tensor.grad.zero_()
+            tensor._grad.zero_()
 
 
 def _freed(grad):

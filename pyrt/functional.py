@@ -8,6 +8,7 @@ PyTorch's names, argument orders and shapes throughout.
 
 import builtins
 import numbers
+import operator
 
 import numpy as np
 
@@ -22,7 +23,8 @@ from pyrt.ops.softmax import bce_with_logits_raw, cross_entropy_raw
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-    "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose", "index_rows",
+    "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
+    "index_rows",
     "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
     "conv2d", "max_pool2d", "avg_pool2d",
 ]
@@ -54,8 +56,8 @@ def _make(data, parents, backward):
     out = (_Tensor or _tensor())(data)
     if _grad_mode.enabled:
         for p in parents:
-            if p.requires_grad:
-                out.requires_grad = True
+            if p._requires_grad:
+                out._requires_grad = True
                 out._parents = parents
                 out._backward = backward
                 break
@@ -71,8 +73,10 @@ def _xp(a):
     return cupy
 
 
-def _as_tensor(x, like):
-    """Numbers and arrays in arithmetic become constant tensors."""
+def _as_tensor(x, keep_bool=True):
+    """Numbers and arrays in arithmetic become constant float32 tensors; bools stay bool
+    unless keep_bool is False (the float32 kernels refuse them, so that the op promotes them
+    as PyTorch does: subtraction refuses them)."""
     Tensor = _tensor()
     if isinstance(x, Tensor):
         return x
@@ -80,6 +84,8 @@ def _as_tensor(x, like):
     if array.dtype.kind not in "fiub":
         raise TypeError(f"operands must be Tensors, real numbers or arrays of them, got "
                         f"{type(x).__name__}")
+    if keep_bool and array.dtype.kind == "b":
+        return Tensor(array)
     return Tensor(array.astype(np.float32, copy=False))
 
 
@@ -94,7 +100,39 @@ def _unbroadcast(g, shape):
         out = ops.bias_grad(g)  # a bias row: the column sum kernel
     else:
         out = g.sum(axis=axes, dtype=np.float32) if axes else g
-    return _xp(out).ascontiguousarray(out.reshape(shape), dtype=np.float32)
+    return _contiguous(out.reshape(shape))
+
+
+def _contiguous(a):
+    """`a` as a C-contiguous array (itself if it is one), 0-d kept 0-d, which
+    ascontiguousarray would make 1-d."""
+    return _xp(a).asarray(a, order="C")
+
+
+def dim_index(dim, rank):
+    """`dim` in range(rank), negative counting from the end (a 0-d tensor has dims -1 and 0),
+    or PyTorch's IndexError."""
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    dim = operator.index(dim)
+    span = rank or 1
+    if not -span <= dim < span:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-span}, "
+                         f"{span - 1}], but got {dim})")
+    return dim % span
+
+
+def reduction_axes(dim, rank):
+    """A reduction's `dim` (an int or a sequence of them), checked as PyTorch checks it and
+    counted from 0; None for a 0-d tensor, whose one dim is all of it."""
+    if isinstance(dim, (tuple, list)):
+        axes = tuple(dim_index(d, rank) for d in dim)
+        for i, a in enumerate(axes):
+            if a in axes[:i]:
+                raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    else:
+        axes = dim_index(dim, rank)
+    return axes if rank else None
 
 
 # ---- arithmetic ------------------------------------------------------------------------------
@@ -104,66 +142,185 @@ def _scalar(x):
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
+# Each op runs the float32 kernels first, unchanged; their dtype check (a TypeError) sends
+# an int64 or bool operand to _promoted, so the float32 path pays nothing for promotion.
+
+
 def add(a, b):
-    if _scalar(b):
-        return _make(ops.add(a.data, b), (a,), lambda g: (g,))
-    if _scalar(a):
-        return add(b, a)
-    a, b = _as_tensor(a, b), _as_tensor(b, a)
-    out = ops.add(a.data, b.data)
+    try:
+        if _scalar(b):
+            return _make(ops.add(a.data, b), (a,), lambda g: (g,))
+        if _scalar(a):
+            return add(b, a)
+        ta, tb = _as_tensor(a), _as_tensor(b)
+        out = ops.add(ta.data, tb.data)
+    except TypeError as error:  # given the operands as the caller passed them
+        return _promoted("add", a, b, error)
+    a, b = ta, tb
     sa, sb = a.shape, b.shape
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(g, sa) if a.requires_grad else None,
-        _unbroadcast(g, sb) if b.requires_grad else None))
+        _unbroadcast(g, sa) if a._requires_grad else None,
+        _unbroadcast(g, sb) if b._requires_grad else None))
 
 
 def sub(a, b):
-    if _scalar(b):
-        return _make(ops.sub(a.data, b), (a,), lambda g: (g,))
-    if _scalar(a):
-        return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),))
-    a, b = _as_tensor(a, b), _as_tensor(b, a)
-    out = ops.sub(a.data, b.data)
+    try:
+        if _scalar(b):
+            return _make(ops.sub(a.data, b), (a,), lambda g: (g,))
+        if _scalar(a):
+            return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),))
+        ta, tb = _as_tensor(a), _as_tensor(b)
+        out = ops.sub(ta.data, tb.data)
+    except TypeError as error:  # given the operands as the caller passed them
+        return _promoted("sub", a, b, error)
+    a, b = ta, tb
     sa, sb = a.shape, b.shape
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(g, sa) if a.requires_grad else None,
-        _unbroadcast(ops.neg(g), sb) if b.requires_grad else None))
+        _unbroadcast(g, sa) if a._requires_grad else None,
+        _unbroadcast(ops.neg(g), sb) if b._requires_grad else None))
 
 
 def mul(a, b):
-    if _scalar(b):
-        return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),))
-    if _scalar(a):
-        return mul(b, a)
-    a, b = _as_tensor(a, b), _as_tensor(b, a)
-    out = ops.mul(a.data, b.data)
+    try:
+        if _scalar(b):
+            return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),))
+        if _scalar(a):
+            return mul(b, a)
+        ta, tb = _as_tensor(a), _as_tensor(b)
+        out = ops.mul(ta.data, tb.data)
+    except TypeError as error:  # given the operands as the caller passed them
+        return _promoted("mul", a, b, error)
+    a, b = ta, tb
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(ops.mul(g, b.data), a.shape) if a.requires_grad else None,
-        _unbroadcast(ops.mul(g, a.data), b.shape) if b.requires_grad else None))
+        _unbroadcast(ops.mul(g, b.data), a.shape) if a._requires_grad else None,
+        _unbroadcast(ops.mul(g, a.data), b.shape) if b._requires_grad else None))
 
 
 def div(a, b):
-    if _scalar(b):
-        try:
-            inv = 1.0 / b
-        except ZeroDivisionError:  # x / 0 is +-inf or nan, as IEEE division gives
-            return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),))
-        return mul(a, inv)
-    if _scalar(a):
-        b_ = b
-        out = ops.div(a, b_.data)
-        # d(a/b)/db = -a/b^2 = -out/b
-        return _make(out, (b_,), lambda g: (ops.neg(ops.div(ops.mul(g, out), b_.data)),))
-    a, b = _as_tensor(a, b), _as_tensor(b, a)
-    out = ops.div(a.data, b.data)
+    try:
+        if _scalar(b):
+            try:
+                inv = 1.0 / b
+            except ZeroDivisionError:  # x / 0 is +-inf or nan, as IEEE division gives
+                return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),))
+            return mul(a, inv)
+        if _scalar(a):
+            b_ = b
+            out = ops.div(a, b_.data)
+            # d(a/b)/db = -a/b^2 = -out/b
+            return _make(out, (b_,), lambda g: (ops.neg(ops.div(ops.mul(g, out), b_.data)),))
+        ta, tb = _as_tensor(a), _as_tensor(b)
+        out = ops.div(ta.data, tb.data)
+    except TypeError as error:  # given the operands as the caller passed them
+        return _promoted("div", a, b, error)
+    a, b = ta, tb
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(ops.div(g, b.data), a.shape) if a.requires_grad else None,
+        _unbroadcast(ops.div(g, b.data), a.shape) if a._requires_grad else None,
         _unbroadcast(ops.neg(ops.div(ops.mul(g, out), b.data)), b.shape)
-        if b.requires_grad else None))
+        if b._requires_grad else None))
 
 
 def neg(x):
-    return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),))
+    try:
+        return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),))
+    except TypeError:
+        kind = _kind(x)
+        if kind == "i":
+            return _tensor()(-x.data)
+        if kind == "b":
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
+                               "If you are trying to invert a mask, use the `~` or "
+                               "`logical_not()` operator instead.") from None
+        raise
+
+
+# ---- type promotion: int64 and bool operands, as PyTorch promotes them ------------------------
+
+_KINDS = {"b": "b", "i": "i", "u": "i", "f": "f"}
+_UFUNCS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide"}
+
+
+def _kind(x):
+    """The category of operand `x` in type promotion: "b" (bool), "i" (integer), "f"
+    (floating point), or None for what arithmetic does not take."""
+    if isinstance(x, bool):
+        return "b"
+    if isinstance(x, numbers.Integral):
+        return "i"
+    if isinstance(x, numbers.Real):
+        return "f"
+    dtype = getattr(x, "dtype", None)  # a Tensor, an array or a NumPy scalar
+    if dtype is None:
+        try:
+            dtype = np.asarray(x).dtype  # a list of numbers
+        except (TypeError, ValueError):
+            return None
+    return _KINDS.get(np.dtype(dtype).kind)
+
+
+def _describe(x):
+    return f"a tensor of dtype {x.dtype}" if isinstance(x, _tensor()) else type(x).__name__
+
+
+def result_dtype(op, a, b):
+    """The dtype of ``a op b`` (op "add", "sub", "mul" or "div") as PyTorch promotes, over
+    pyrt's dtypes: float32 if either operand is floating point or op is true division, else
+    int64 if either is an integer, else bool. An operand of another kind is a TypeError."""
+    kinds = []
+    for x, name in ((a, "input"), (b, "other")):
+        kind = _kind(x)
+        if kind is None:
+            raise TypeError(f"{op}(): {name} must be a Tensor, a real number or an array of "
+                            f"them, got {_describe(x)}") from None
+        kinds.append(kind)
+    if op == "sub" and "b" in kinds:
+        if kinds == ["b", "b"]:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator "
+                               "instead.") from None
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not "
+                           "supported. If you are trying to invert a mask, use the `~` or "
+                           "`logical_not()` operator instead.") from None
+    if "f" in kinds or op == "div":
+        return F32
+    if "i" in kinds:
+        return I64
+    return np.dtype(np.bool_)
+
+
+def _float32(x, op, name):
+    """Operand `x` of a float32 result: an integer or bool tensor as a float32 copy (a
+    constant, as such tensors never require grad), bools as float32; numbers and arrays of
+    them as they are (the float32 ops convert them)."""
+    Tensor = _tensor()
+    if not isinstance(x, Tensor):
+        return np.asarray(x, np.float32) if _kind(x) == "b" else x
+    if x.data.dtype is F32:
+        return x
+    if x.data.dtype.kind == "f":
+        raise TypeError(f"{op}(): {name} is {_describe(x)}, and pyrt's arithmetic computes "
+                        f"in float32: convert it with .float()") from None
+    return Tensor(x.data.astype(np.float32))
+
+
+def _promoted(op, a, b, error):
+    """``a op b`` where the float32 kernels refused an operand (`error`): int64 and bool
+    tensors promote as in PyTorch. A float32 result goes through the float32 op, with
+    gradients for its float32 operands; an int64 or bool result is computed by NumPy (or
+    CuPy) outside autograd. `error` is raised again when no operand needed promoting."""
+    dtype = result_dtype(op, a, b)
+    if dtype is F32:
+        fa, fb = _float32(a, op, "input"), _float32(b, op, "other")
+        if fa is a and fb is b:
+            raise error
+        return _ARITHMETIC[op](fa, fb)
+    Tensor = _tensor()
+    ad, bd = (x.data if isinstance(x, Tensor) else x for x in (a, b))
+    xp = _xp(ad if isinstance(a, Tensor) else bd)
+    return Tensor(xp.asarray(getattr(xp, _UFUNCS[op])(ad, bd, dtype=dtype)))
+
+
+_ARITHMETIC = {"add": add, "sub": sub, "mul": mul, "div": div}
 
 
 # ---- unary functions: y = f(x), dx = g * f'(x) from x or y ------------------------------------
@@ -271,19 +428,19 @@ def pow(x, exponent):
 
 def matmul(a, b):
     """2-D matrix product; dA = g @ B^T, dB = A^T @ g (transposes folded into the GEMM)."""
-    a, b = _as_tensor(a, b), _as_tensor(b, a)
+    a, b = _as_tensor(a), _as_tensor(b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul expects 2-D tensors, got shapes {a.shape} and {b.shape}")
     ad, bd = a.data, b.data
     if _plain(ad) and _plain(bd) and ad.shape[1] == bd.shape[0]:
         out = matmul_raw(ad, bd, False, False)
         return _make(out, (a, b), lambda g: (
-            matmul_raw(g, bd, False, True) if a.requires_grad else None,
-            matmul_raw(ad, g, True, False) if b.requires_grad else None))
+            matmul_raw(g, bd, False, True) if a._requires_grad else None,
+            matmul_raw(ad, g, True, False) if b._requires_grad else None))
     out = ops.matmul(ad, bd)  # other layouts, without a copy; a clear error for bad shapes
     return _make(out, (a, b), lambda g: (
-        ops.matmul(g, bd, trans_b=True) if a.requires_grad else None,
-        ops.matmul(ad, g, trans_a=True) if b.requires_grad else None))
+        ops.matmul(g, bd, trans_b=True) if a._requires_grad else None,
+        ops.matmul(ad, g, trans_a=True) if b._requires_grad else None))
 
 
 # the activations linear fuses into its bias pass: act name -> kernel code (gradient from y)
@@ -328,12 +485,12 @@ def linear(x, weight, bias=None, act=None):
         pg = _from_buffer(_FLOATS, gp)
         return (
             # dx = gp @ weight: [m, n] @ [n, k]
-            matmul_ptr(False, False, m, k, n, pg, n or 1, pw, ld) if x.requires_grad
+            matmul_ptr(False, False, m, k, n, pg, n or 1, pw, ld) if x._requires_grad
             else None,
             # dweight = gp^T @ x: [n, m] @ [m, k]
-            matmul_ptr(True, False, n, k, m, pg, n or 1, px, ld) if weight.requires_grad
+            matmul_ptr(True, False, n, k, m, pg, n or 1, px, ld) if weight._requires_grad
             else None,
-            bias_grad_raw(gp) if bias is not None and bias.requires_grad else None,
+            bias_grad_raw(gp) if bias is not None and bias._requires_grad else None,
         )
 
     parents = (x, weight) if bias is None else (x, weight, bias)
@@ -355,9 +512,9 @@ def _linear_checked(x, weight, bias, act):
     def backward(g):
         gp = g if act_backward is None else act_backward(g, y)
         return (
-            ops.matmul(gp, weight.data) if x.requires_grad else None,
-            ops.matmul(gp, x.data, trans_a=True) if weight.requires_grad else None,
-            ops.bias_grad(gp) if bias is not None and bias.requires_grad else None,
+            ops.matmul(gp, weight.data) if x._requires_grad else None,
+            ops.matmul(gp, x.data, trans_a=True) if weight._requires_grad else None,
+            ops.bias_grad(gp) if bias is not None and bias._requires_grad else None,
         )
 
     parents = (x, weight) if bias is None else (x, weight, bias)
@@ -378,17 +535,20 @@ def _reduced_shape(shape, axis, keepdims):
 def _expand_grad(g, shape, axis):
     """Broadcast the gradient of a reduction back over the reduced axes."""
     kept = _reduced_shape(shape, axis, keepdims=True)
-    xp = _xp(g)
-    return xp.ascontiguousarray(xp.broadcast_to(g.reshape(kept), shape))
+    return _contiguous(_xp(g).broadcast_to(g.reshape(kept), shape))
 
 
 def sum(x, axis=None, keepdims=False):
+    if axis is not None:
+        axis = reduction_axes(axis, x.data.ndim)
     out = ops.sum(x.data, axis, keepdims=keepdims)
     shape = x.shape
     return _make(out, (x,), lambda g: (_expand_grad(g, shape, axis),))
 
 
 def mean(x, axis=None, keepdims=False):
+    if axis is not None:
+        axis = reduction_axes(axis, x.data.ndim)
     out = ops.mean(x.data, axis, keepdims=keepdims)
     shape = x.shape
     count = x.data.size // builtins.max(out.size, 1) if x.data.size else 1
@@ -396,6 +556,8 @@ def mean(x, axis=None, keepdims=False):
 
 
 def max(x, axis=None, keepdims=False):
+    if axis is not None:
+        axis = reduction_axes(axis, x.data.ndim)
     out = ops.max(x.data, axis, keepdims=keepdims)
 
     def backward(g):
@@ -417,11 +579,28 @@ def max(x, axis=None, keepdims=False):
 
 
 def reshape(x, shape):
-    out = x.data.reshape(shape)
+    """x with shape `shape` (one size may be -1: the one that fits)."""
+    if builtins.min(shape, default=0) < 0:
+        _check_sizes(shape)
+    try:
+        out = x.data.reshape(shape)
+    except ValueError:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size "
+                           f"{x.data.size}") from None
     if not out.flags.c_contiguous:
         out = _xp(out).ascontiguousarray(out)
     in_shape = x.shape
     return _make(out, (x,), lambda g: (g.reshape(in_shape),))
+
+
+def _check_sizes(shape):
+    """PyTorch's errors for negative sizes in a shape: only one may be inferred (-1)."""
+    for i, n in enumerate(shape):
+        if n < -1:
+            raise RuntimeError(f"invalid shape dimension {n} at index {i} of shape "
+                               f"{list(shape)}")
+    if list(shape).count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
 
 
 def transpose(x):
@@ -452,6 +631,7 @@ def index_rows(x, index):
 
 
 def softmax(x, dim=-1):
+    dim = dim_index(dim, x.data.ndim)
     y = ops.softmax(x.data, dim)
 
     def backward(g):
@@ -462,6 +642,7 @@ def softmax(x, dim=-1):
 
 
 def log_softmax(x, dim=-1):
+    dim = dim_index(dim, x.data.ndim)
     y = ops.log_softmax(x.data, dim)
 
     def backward(g):
@@ -491,7 +672,7 @@ def cross_entropy(logits, labels):
     labels = labels.data if isinstance(labels, _Tensor or _tensor()) else np.asarray(labels)
     z = logits.data
     try:
-        need = logits.requires_grad and _grad_mode.enabled
+        need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
     if (_plain(z) and z.ndim == 2 and type(labels) is np.ndarray and labels.dtype is I64
@@ -506,19 +687,26 @@ def cross_entropy(logits, labels):
 
 
 def binary_cross_entropy_with_logits(logits, targets):
-    if isinstance(targets, _Tensor or _tensor()):
-        targets = targets.data
-    else:
-        targets = _as_tensor(targets, None).data
+    """Mean binary cross-entropy of sigmoid(logits) against targets of the same shape. The
+    fused kernel gives the logits' gradient, (sigmoid(z) - t) / n; a target that requires
+    grad gets d/dt = -z / n."""
+    Tensor = _Tensor or _tensor()
+    target = targets if isinstance(targets, Tensor) else _as_tensor(targets, keep_bool=False)
+    t = target.data
     z = logits.data
     try:
-        need = logits.requires_grad and _grad_mode.enabled
+        need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
-    if _plain(z) and _plain(targets) and z.shape == targets.shape:
-        out = bce_with_logits_raw(z, targets, need)
+    if _plain(z) and _plain(t) and z.shape == t.shape:
+        out = bce_with_logits_raw(z, t, need)
     else:
-        out = ops.binary_cross_entropy_with_logits(z, targets, return_grad=need)
+        out = ops.binary_cross_entropy_with_logits(z, t, return_grad=need)
+    if target._requires_grad:
+        loss, grad = out if need else (out, None)
+        n = builtins.max(z.size, 1)
+        return _make(loss, (logits, target), lambda g: (
+            None if grad is None else _scale(grad, g), _scale(ops.mul(z, -1.0 / n), g)))
     if need:
         loss, grad = out
         return _make(loss, (logits,), lambda g: (_scale(grad, g),))
@@ -526,19 +714,25 @@ def binary_cross_entropy_with_logits(logits, targets):
 
 
 def mse_loss(input, target):
+    """Mean of (input - target)^2: d/dinput = 2 (input - target) / n, and a target that
+    requires grad gets the opposite."""
     Tensor = _Tensor or _tensor()
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input)
-    if isinstance(target, Tensor):
-        target = target.data
-    else:
-        target = _as_tensor(target, None).data
+    if not isinstance(target, Tensor):
+        target = _as_tensor(target, keep_bool=False)
     if input.shape != target.shape:
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")
-    diff = ops.sub(input.data, target)
+    diff = ops.sub(input.data, target.data)
     loss = ops.mean(ops.mul(diff, diff))
     n = builtins.max(diff.size, 1)
+    if target._requires_grad:
+        def backward(g):
+            dinput = _scale(ops.mul(diff, 2.0 / n), g)
+            return (dinput if input._requires_grad else None, ops.neg(dinput))
+
+        return _make(loss, (input, target), backward)
     if not isinstance(diff, np.ndarray):
         return _make(loss, (input,), lambda g: (_scale(ops.mul(diff, 2.0 / n), g),))
     return _make(loss, (input,), lambda g: (ops.mul(diff, 2.0 * float(g) / n),))
@@ -554,8 +748,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
     def backward(g):
         dx, dw, db = ops.conv2d_backward(
             x.data, weight.data, g, stride=stride, padding=padding,
-            needs_input_grad=x.requires_grad, needs_weight_grad=weight.requires_grad,
-            needs_bias_grad=bias is not None and bias.requires_grad)
+            needs_input_grad=x._requires_grad, needs_weight_grad=weight._requires_grad,
+            needs_bias_grad=bias is not None and bias._requires_grad)
         return (dx, dw) if bias is None else (dx, dw, db)
 
     parents = (x, weight) if bias is None else (x, weight, bias)
@@ -563,7 +757,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0):
-    need = x.requires_grad and is_grad_enabled()
+    need = x._requires_grad and is_grad_enabled()
     if not need:
         return _make(ops.max_pool2d(x.data, kernel_size, stride, padding), (x,), None)
     y, idx = ops.max_pool2d(x.data, kernel_size, stride, padding, return_indices=True)

@@ -7,22 +7,10 @@ cat and stack by cutting the gradient into the inputs' pieces. Results are conti
 them as they are.
 """
 
-from pyrt.functional import _make, _xp
+from pyrt.functional import _contiguous, _make, _xp, dim_index
 from pyrt.functional import reshape as _reshape
 
 __all__ = ["cat", "dim_index", "permute", "squeeze", "stack", "transpose", "unsqueeze"]
-
-
-def dim_index(dim, rank):
-    """`dim` in range(rank), negative counting from the end (a 0-d tensor has dims -1 and 0),
-    or PyTorch's IndexError."""
-    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    span = rank or 1
-    if not -span <= dim < span:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-span}, "
-                         f"{span - 1}], but got {dim})")
-    return dim % span
 
 
 def permute(x, dims):
@@ -35,9 +23,8 @@ def permute(x, dims):
     if len(set(order)) != len(order):
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
-    xp = _xp(x.data)
-    out = xp.ascontiguousarray(x.data.transpose(order))
-    return _make(out, (x,), lambda g: (xp.ascontiguousarray(g.transpose(inverse)),))
+    out = _contiguous(x.data.transpose(order))
+    return _make(out, (x,), lambda g: (_contiguous(g.transpose(inverse)),))
 
 
 def transpose(x, dim0, dim1):
@@ -128,6 +115,6 @@ def stack(tensors, dim=0):
     out = xp.stack([t.data for t in tensors], axis=at)
 
     def backward(g):
-        return tuple(xp.ascontiguousarray(xp.take(g, i, axis=at)) for i in range(len(tensors)))
+        return tuple(_contiguous(xp.take(g, i, axis=at)) for i in range(len(tensors)))
 
     return _make(out, tensors, backward)

@@ -7,12 +7,14 @@ which records what ``backward()`` needs.
 
 import numbers
 import operator
+import warnings
 from collections import namedtuple
 
 import numpy as np
 
 from pyrt import functional as F
 from pyrt import shapes
+from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import run_backward
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manual_seed",
@@ -25,6 +27,15 @@ min_result = namedtuple("min", ("values", "indices"))
 _DTYPE_NAMES = {np.dtype(np.int64): "Long", np.dtype(np.bool_): "Bool",
                 np.dtype(np.int32): "Int"}
 _ONE = np.ones((), np.float32)  # the gradient of a scalar with respect to itself (copied)
+_GRAD_DTYPES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double",
+                np.dtype(np.float16): "Half", **_DTYPE_NAMES}
+
+
+def _check_can_require_grad(dtype):
+    if dtype.kind != "f":
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    if dtype != np.float32:  # the kernels, and so the gradients, are float32
+        raise RuntimeError(f"only float32 tensors can require gradients in pyrt, got {dtype}")
 
 
 def _check_device(device):
@@ -51,14 +62,42 @@ def _move(array, device):
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "requires_grad", "_parents", "_backward", "__weakref__")
+    # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
+    # properties grad and requires_grad check what a user assigns, as PyTorch does
+    __slots__ = ("data", "_grad", "_requires_grad", "_parents", "_backward", "__weakref__")
 
     def __init__(self, data, requires_grad=False):
         self.data = data
-        self.grad = None
-        self.requires_grad = requires_grad
+        self._grad = None
+        self._requires_grad = requires_grad
         self._parents = ()
         self._backward = None
+
+    def _set_grad(self, grad):
+        if grad is not None:
+            if not isinstance(grad, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
+                                f"of type {type(grad).__name__}")
+            if grad.shape != self.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(grad.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and "
+                                   f"the tensor are the same size")
+            if grad.dtype != self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{_GRAD_DTYPES.get(grad.dtype, grad.dtype)}' to a tensor "
+                                   f"with dtype '{_GRAD_DTYPES.get(self.dtype, self.dtype)}'")
+            if grad.device != self.device:
+                raise RuntimeError(f"attempting to assign a gradient on {grad.device} to a "
+                                   f"tensor on {self.device}")
+        self._grad = grad
+
+    grad = property(operator.attrgetter("_grad"), _set_grad)
+
+    def _set_requires_grad(self, requires_grad):
+        self.requires_grad_(requires_grad)
+
+    requires_grad = property(operator.attrgetter("_requires_grad"), _set_requires_grad)
 
     # ---- description -------------------------------------------------------------------------
 
@@ -84,7 +123,11 @@ class Tensor:
         return self._backward is None
 
     def size(self, dim=None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        if dim is None:
+            return self.data.shape
+        if self.data.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return self.data.shape[shapes.dim_index(dim, self.data.ndim)]
 
     def dim(self):
         return self.data.ndim
@@ -120,10 +163,11 @@ class Tensor:
     # ---- conversion --------------------------------------------------------------------------
 
     def numpy(self):
-        """The data as a NumPy array (shared, not copied, on the CPU)."""
-        if self.requires_grad and not self.is_leaf:
-            raise RuntimeError("Can't call numpy() on a tensor that requires grad: "
-                               "use tensor.detach().numpy()")
+        """The data as a NumPy array (shared, not copied, on the CPU). Refused for a tensor
+        that requires grad, as in PyTorch: writes to the array would bypass autograd."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         if not isinstance(self.data, np.ndarray):
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
@@ -146,8 +190,23 @@ class Tensor:
     def tolist(self):
         return self.data.tolist()
 
+    def _scalar_value(self):
+        if self.data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.data.reshape(()).item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar_value())
+
+    def __int__(self):
+        return int(self._scalar_value())  # toward zero, as int(2.5) is 2
+
+    def __index__(self):
+        """An integer tensor of one element as an index (range(t), a list's [t])."""
+        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.data.reshape(()).item())
 
     def float(self):
         """This tensor as float32: itself if it is float32 already, else a converted copy."""
@@ -185,22 +244,98 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use "
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        if requires_grad and self.data.dtype != np.float32:
-            raise RuntimeError("only floating-point tensors can require gradients")
-        self.requires_grad = requires_grad
+        if requires_grad:
+            _check_can_require_grad(self.data.dtype)
+        self._requires_grad = bool(requires_grad)
         return self
 
-    # ---- in-place helpers (no gradient recorded) ----------------------------------------------
+    # ---- in-place ops --------------------------------------------------------------------------
+    # They write into the tensor's own array and record nothing for autograd. As in PyTorch,
+    # a leaf that requires grad may be written only under no_grad (an optimizer's update).
+    # pyrt keeps no version counter, so it cannot tell when an array that a graph saved for
+    # backward is overwritten; instead, while grad mode is on, it refuses in-place ops on
+    # any tensor that is part of a graph, or that would join one through `other`.
+
+    def _check_in_place(self, other=None):
+        if not _grad_mode.enabled:
+            return
+        if self._requires_grad:
+            if self._backward is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise RuntimeError("in-place operations on a tensor that is part of an autograd "
+                               "graph are not supported: use the out-of-place op "
+                               "(y = y + x rather than y += x)")
+        if isinstance(other, Tensor) and other._requires_grad:
+            raise RuntimeError("an in-place operation with an operand that requires grad is "
+                               "not supported (its gradient would be lost): use the "
+                               "out-of-place op, or run it under pyrt.no_grad()")
+
+    def _in_place(self, op, other, alpha=None):
+        """self = self op (other * alpha), op "add", "sub", "mul" or "div", written into
+        self's array: `other` broadcasts to self's shape, and the result must keep self's
+        dtype."""
+        self._check_in_place(other)
+        src = other.data if isinstance(other, Tensor) else other
+        name = op + "_"
+        result = F.result_dtype(op, self, other)
+        if not np.can_cast(result, self.data.dtype, "same_kind"):
+            raise RuntimeError(f"result type {_GRAD_DTYPES.get(result, result)} can't be cast "
+                               f"to the desired output type "
+                               f"{_GRAD_DTYPES.get(self.data.dtype, self.data.dtype)}")
+        xp = F._xp(self.data)
+        if alpha is not None and alpha != 1:
+            if self.data.dtype.kind != "f" and not isinstance(alpha, numbers.Integral):
+                raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                                   "floating point number.")
+            src = xp.multiply(src, alpha)
+        other_shape = np.shape(src)
+        try:
+            broadcast = np.broadcast_shapes(self.shape, other_shape)
+        except ValueError:
+            broadcast = None
+        if broadcast != self.shape:
+            raise RuntimeError(f"{name}: other of shape {list(other_shape)} does not "
+                               f"broadcast to self's shape {list(self.shape)}")
+        getattr(xp, F._UFUNCS[op])(self.data, src, out=self.data, casting="same_kind")
+        return self
+
+    def add_(self, other, *, alpha=1):
+        return self._in_place("add", other, alpha)
+
+    def sub_(self, other, *, alpha=1):
+        return self._in_place("sub", other, alpha)
+
+    def mul_(self, other):
+        return self._in_place("mul", other)
+
+    def div_(self, other):
+        return self._in_place("div", other)
+
+    def __iadd__(self, other):
+        return self._in_place("add", other)
+
+    def __isub__(self, other):
+        return self._in_place("sub", other)
+
+    def __imul__(self, other):
+        return self._in_place("mul", other)
+
+    def __itruediv__(self, other):
+        return self._in_place("div", other)
 
     def zero_(self):
+        self._check_in_place()
         self.data[...] = 0
         return self
 
     def fill_(self, value):
-        self.data[...] = value
+        self._check_in_place(value)
+        self.data[...] = value.data if isinstance(value, Tensor) else value
         return self
 
     def copy_(self, other):
+        self._check_in_place(other)
         src = other.data if isinstance(other, Tensor) else np.asarray(other)
         if isinstance(src, np.ndarray) is not isinstance(self.data, np.ndarray):
             src = _move(src, self.device)
@@ -211,9 +346,16 @@ class Tensor:
 
     # ---- autograd ----------------------------------------------------------------------------
 
-    def backward(self, gradient=None):
-        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
-        if not self.requires_grad:
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad. The
+        graph is freed on the way unless `retain_graph`, so that a second backward() through
+        it is an error; with retain_graph=True it can run again. create_graph (a graph of the
+        backward pass itself, for higher derivatives) is not supported."""
+        if create_graph:
+            raise NotImplementedError("backward(create_graph=True): pyrt does not record the "
+                                      "backward pass, so higher-order gradients are not "
+                                      "supported")
+        if not self._requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have "
                                "a grad_fn")
         if gradient is None:
@@ -231,10 +373,10 @@ class Tensor:
                 g = np.asarray(g, np.float32)
             if g.shape != self.shape:
                 raise ValueError(f"gradient has shape {g.shape}, expected {self.shape}")
-            # on the tensor's device, float32 and contiguous
+            # on the tensor's device, float32 and contiguous (0-d kept 0-d)
             g = _move(g, self.device)
-            g = F._xp(g).ascontiguousarray(g, dtype=np.float32)
-        run_backward(self, g)
+            g = F._xp(g).asarray(g, dtype=np.float32, order="C")
+        run_backward(self, g, bool(retain_graph))
 
     # ---- ops ---------------------------------------------------------------------------------
 
@@ -348,8 +490,13 @@ class Tensor:
         """Whether the data holds integers or bools, reduced without autograd."""
         return self.data.dtype.kind in "biu"
 
+    def _dim(self, dim):
+        """A reduction's dim for NumPy: checked and counted from 0 (None: all dims)."""
+        return None if dim is None else F.reduction_axes(dim, self.data.ndim)
+
     def sum(self, dim=None, keepdim=False):
         if self._exact():
+            dim = self._dim(dim)
             xp = F._xp(self.data)  # a full sum is a NumPy scalar: kept an array
             return Tensor(xp.asarray(xp.sum(self.data, axis=dim, keepdims=keepdim,
                                             dtype=np.int64)))
@@ -380,6 +527,7 @@ class Tensor:
         return min_result(F.neg(F.max(flipped, dim, keepdim)), flipped.argmax(dim, keepdim))
 
     def _exact_extreme(self, dim, keepdim, name, result):
+        dim = self._dim(dim)
         xp = F._xp(self.data)
         values = xp.asarray(getattr(xp, name)(self.data, axis=dim, keepdims=keepdim))
         if dim is None:
@@ -388,6 +536,7 @@ class Tensor:
         return result(Tensor(values), Tensor(indices.astype(np.int64, copy=False)))
 
     def argmax(self, dim=None, keepdim=False):
+        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
         if self._exact():
             xp = F._xp(self.data)
             return Tensor(xp.asarray(xp.argmax(self.data, axis=dim, keepdims=keepdim),
@@ -415,10 +564,25 @@ class Tensor:
 
     @property
     def T(self):
-        return F.transpose(self)
+        """The tensor with its dims reversed: the transpose of a matrix, itself for 0-D and
+        1-D (PyTorch warns that reversing more than 2 dims this way is deprecated)."""
+        if self.data.ndim == 2:
+            return F.transpose(self)
+        if self.data.ndim < 2:
+            return self
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                      "shape is deprecated; use x.permute(*range(x.ndim - 1, -1, -1))",
+                      UserWarning, stacklevel=2)
+        return shapes.permute(self, range(self.data.ndim - 1, -1, -1))
 
     def t(self):
-        return F.transpose(self)
+        """The transpose of a matrix; a 0-D or 1-D tensor is returned as it is."""
+        if self.data.ndim == 2:
+            return F.transpose(self)
+        if self.data.ndim < 2:
+            return self
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{self.data.ndim}D")
 
     def permute(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -450,13 +614,19 @@ def _as_array(data, dtype):
         data = data.data
     arr = np.asarray(data)
     if dtype is not None:
+        if np.dtype(dtype).kind not in "fiub":
+            raise TypeError(f"dtype must be a real or bool dtype (float32, int64, bool), got "
+                            f"{np.dtype(dtype)}")
         return arr.astype(dtype, copy=False)
-    if arr.dtype.kind in "iub":
+    # as in PyTorch: bools stay bool, integers become int64, floating point float32
+    if arr.dtype.kind == "b":
+        return arr
+    if arr.dtype.kind in "iu":
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind == "f":
         return arr.astype(np.float32, copy=False)
-    raise TypeError(f"data must hold real numbers, got {type(data).__name__} of dtype "
-                    f"{arr.dtype}")
+    raise TypeError(f"data must hold real numbers or bools, got {type(data).__name__} of "
+                    f"dtype {arr.dtype}")
 
 
 def tensor(data, requires_grad=False, device="cpu", dtype=None):
@@ -465,8 +635,8 @@ def tensor(data, requires_grad=False, device="cpu", dtype=None):
     if isinstance(data, Tensor) and data.device != "cpu":
         data = data.data.get()
     arr = _as_array(data, dtype).copy()  # C-contiguous, 0-d data kept 0-d
-    if requires_grad and arr.dtype != np.float32:
-        raise RuntimeError("only floating-point tensors can require gradients")
+    if requires_grad:
+        _check_can_require_grad(arr.dtype)
     return Tensor(_move(arr, device), requires_grad=requires_grad)
 
 

@@ -880,3 +880,101 @@ def test_optimizer_sees_model_parameters_after_load_state_dict():
     before = model.state_dict()
     train_pyrt(model, opt, batches("mlp", 1, 28))
     assert not np.array_equal(model[0].weight.data, before["0.weight"])
+
+
+# ---- manual updates, learnable scalars, losses between two networks ---------------------------
+
+
+def test_manual_sgd_with_in_place_operators_matches_torch():
+    torch = pytest.importorskip("torch")
+    r = rng(31)
+    x = r.standard_normal((8, 3)).astype(F32)
+    y = r.standard_normal((8, 2)).astype(F32)
+    pyrt.manual_seed(31)
+    ours = nn.Linear(3, 2)
+    theirs = torch.nn.Linear(3, 2)
+    copy_to_torch(ours, theirs)
+    for step in range(3):
+        for model, lib in ((ours, pyrt), (theirs, torch)):
+            model.zero_grad()
+            mse = F.mse_loss if lib is pyrt else torch.nn.functional.mse_loss
+            mse(model(lib.tensor(x)), lib.tensor(y)).backward()
+            with lib.no_grad():  # the update of the PyTorch tutorials
+                for i, p in enumerate(model.parameters()):
+                    if i == 0:
+                        p -= 0.1 * p.grad
+                    else:
+                        p.sub_(p.grad, alpha=0.1)
+    for name, value in ours.state_dict().items():
+        assert_close(value, theirs.state_dict()[name].numpy(), what=name)
+    before = ours.weight.detach().numpy().copy()
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        ours.weight -= 0.1 * ours.weight.grad  # outside no_grad, as torch
+    np.testing.assert_array_equal(ours.weight.detach().numpy(), before)
+
+
+class _Scaled(nn.Module):
+    """A learnable scalar (a temperature) times a Linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(pyrt.tensor(1.5))
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_zero_d_parameters_train_like_torch(opt_name):
+    torch = pytest.importorskip("torch")
+    assert nn.Parameter(pyrt.tensor(2.0)).shape == ()
+    pyrt.manual_seed(32)
+    ours = _Scaled()
+    theirs = torch.nn.Module()
+    theirs.scale = torch.nn.Parameter(torch.tensor(1.5))
+    theirs.fc = torch.nn.Linear(3, 2)
+    copy_to_torch(ours, theirs)
+    assert ours.scale.shape == () and ours.state_dict()["scale"].shape == ()
+    r = rng(32)
+    x, labels = r.standard_normal((6, 3)).astype(F32), r.integers(0, 2, 6)
+
+    def make(lib, model):
+        if opt_name == "sgd":
+            return lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        return lib.optim.Adam(model.parameters(), lr=0.01)
+
+    opt_ours, opt_theirs = make(pyrt, ours), make(torch, theirs)
+    for _ in range(3):
+        for model, opt, lib, forward in (
+                (ours, opt_ours, pyrt, ours),
+                (theirs, opt_theirs, torch, lambda t: theirs.fc(t) * theirs.scale)):
+            opt.zero_grad()
+            ce = F.cross_entropy if lib is pyrt else torch.nn.functional.cross_entropy
+            ce(forward(lib.tensor(x)), lib.tensor(labels)).backward()
+            assert tuple(model.scale.grad.shape) == ()
+            opt.step()
+    for name, value in ours.state_dict().items():
+        assert_close(value, theirs.state_dict()[name].numpy(), rtol=1e-5, what=name)
+    # a checkpoint with 0-d values loads back
+    ours.load_state_dict({**ours.state_dict(), "scale": np.array(3.0, F32)})
+    assert ours.scale.shape == () and ours.scale.item() == 3.0
+
+
+@pytest.mark.parametrize("name", ["MSELoss", "BCEWithLogitsLoss"])
+def test_losses_between_two_networks_train_both_like_torch(name):
+    torch = pytest.importorskip("torch")
+    x = rng(33).standard_normal((5, 3)).astype(F32)
+    pyrt.manual_seed(33)
+    student, teacher = nn.Linear(3, 2), nn.Linear(3, 2)
+    t_student, t_teacher = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    copy_to_torch(student, t_student)
+    copy_to_torch(teacher, t_teacher)
+    target = torch.sigmoid if name == "BCEWithLogitsLoss" else (lambda t: t)
+    ours_target = (lambda t: t.sigmoid()) if name == "BCEWithLogitsLoss" else (lambda t: t)
+    getattr(nn, name)()(student(pyrt.tensor(x)), ours_target(teacher(pyrt.tensor(x)))).backward()
+    getattr(torch.nn, name)()(t_student(torch.tensor(x)),
+                              target(t_teacher(torch.tensor(x)))).backward()
+    for ours, theirs in ((student, t_student), (teacher, t_teacher)):
+        for (pname, p), tp in zip(ours.named_parameters(), theirs.parameters()):
+            assert_close(p.grad.data, tp.grad.numpy(), what=pname)

@@ -298,7 +298,7 @@ def test_tensor_creation_and_conversion():
     f = pyrt.tensor([[1.0, 2.0]])
     assert f.dtype == np.float32 and f.shape == (1, 2)
     assert pyrt.tensor(np.float64(2.5)).item() == 2.5
-    with pytest.raises(RuntimeError, match="floating-point"):
+    with pytest.raises(RuntimeError, match="floating point"):
         pyrt.tensor([1, 2], requires_grad=True)
     with pytest.raises(RuntimeError, match="cuda"):
         pyrt.tensor([1.0], device="cuda")
@@ -359,3 +359,145 @@ def test_backward_never_keeps_a_view_of_the_callers_gradient():
     w.reshape((1, 3)).backward(g)
     np.testing.assert_array_equal(g, np.ones((1, 3), np.float32))
     np.testing.assert_array_equal(w.grad.data, [2.0, 2.0, 2.0])
+
+
+# ---- grad mode, retain_graph, 0-d tensors ----------------------------------------------------
+
+
+def test_set_grad_enabled_applies_when_called():
+    torch = pytest.importorskip("torch")
+    try:
+        for lib in (pyrt, torch):
+            lib.set_grad_enabled(False)  # a plain call switches recording off, as in torch
+            assert not lib.is_grad_enabled()
+            lib.set_grad_enabled(True)
+            assert lib.is_grad_enabled()
+            with lib.set_grad_enabled(False):
+                assert not lib.is_grad_enabled()
+            assert lib.is_grad_enabled()
+            guard = lib.no_grad()  # no_grad applies on entering only
+            assert lib.is_grad_enabled()
+            with guard:
+                assert not lib.is_grad_enabled()
+
+            @lib.set_grad_enabled(False)
+            def recording():
+                return lib.is_grad_enabled()
+
+            assert lib.is_grad_enabled()  # decorating applies nothing
+            assert recording() is False and lib.is_grad_enabled()
+    finally:
+        pyrt.set_grad_enabled(True)
+    x = pyrt.tensor([1.0], requires_grad=True)
+    with pyrt.set_grad_enabled(False):
+        assert not (x * 2.0).requires_grad
+
+
+def test_retain_graph_lets_a_shared_trunk_backward_twice():
+    torch = pytest.importorskip("torch")
+    r = rng()
+    x, w = r.standard_normal((3, 4)).astype(np.float32), r.standard_normal(4).astype(np.float32)
+    labels = np.array([0, 2, 3])
+    grads = []
+    for lib in (pyrt, torch):
+        tx, tw = lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+        trunk = (tx * tw).tanh()
+        trunk.sum().backward(retain_graph=True)
+        (trunk * trunk).sum().backward(retain_graph=True)
+        # a loss whose backward returns the gradient it saved, straight to a fresh leaf:
+        # run three times, the leaf's .grad must not be that saved array, added to in place
+        tz = lib.tensor(x, requires_grad=True)
+        ce = F.cross_entropy if lib is pyrt else torch.nn.functional.cross_entropy
+        loss = ce(tz, lib.tensor(labels))
+        for _ in range(3):
+            loss.backward(retain_graph=True)
+        grads.append([t.grad.detach().numpy() for t in (tx, tw, tz)])
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_backward_without_retain_graph_frees_it_and_create_graph_is_refused():
+    x = pyrt.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=False, create_graph=False)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    with pytest.raises(NotImplementedError, match="create_graph"):
+        (x * x).sum().backward(create_graph=True)
+
+
+def test_zero_d_tensors_keep_shape_in_gradients():
+    torch = pytest.importorskip("torch")
+    vec = np.array([1.0, 2.0], np.float32)
+    mat = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    cases = [
+        (lambda m, s: (s * m.tensor(vec)).mean(), 3.0),
+        (lambda m, s: s.sum(), 3.0),
+        (lambda m, s: (s + m.tensor(vec)).sum(), 3.0),
+        (lambda m, s: m.stack([s, s * 2.0]).sum(), 3.0),
+        (lambda m, s: s.unsqueeze(0).squeeze().mean(), 3.0),
+        (lambda m, s: s[1, 1].sum() + s[0].sum(), mat),
+        (lambda m, s: (s.sum(1) * m.tensor(vec)).sum(), mat),
+    ]
+    for fn, value in cases:
+        p = pyrt.tensor(value, requires_grad=True)
+        q = torch.tensor(value, requires_grad=True)
+        yp, yq = fn(pyrt, p), fn(torch, q)
+        assert yp.shape == tuple(yq.shape)
+        yp.backward()
+        yq.backward()
+        assert p.grad.shape == tuple(q.grad.shape)
+        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-6)
+    # a 0-d gradient passed to backward stays 0-d
+    s = pyrt.tensor(2.0, requires_grad=True)
+    (s * 3.0).backward(np.float32(2.0))
+    assert s.grad.shape == () and s.grad.item() == 6.0
+
+
+# ---- losses against a target that requires grad ----------------------------------------------
+
+
+def bce_logits64(z, t):
+    return np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z))))
+
+
+@pytest.mark.parametrize("name", ["mse", "bce"])
+def test_loss_gradient_reaches_a_target_that_requires_grad(name):
+    torch = pytest.importorskip("torch")
+    r = rng()
+    z = r.standard_normal((3, 4)).astype(np.float32)
+    t = r.uniform(0.1, 0.9, (3, 4)).astype(np.float32)
+    ours = F.mse_loss if name == "mse" else F.binary_cross_entropy_with_logits
+    ref = (lambda a, b: np.mean((a - b) ** 2)) if name == "mse" else bce_logits64
+    check_grads(ours, ref, [z, t])  # finite differences for both arguments
+    theirs = (torch.nn.functional.mse_loss if name == "mse"
+              else torch.nn.functional.binary_cross_entropy_with_logits)
+    for input_grad in (True, False):  # and the target alone
+        pz, pt = pyrt.tensor(z, requires_grad=input_grad), pyrt.tensor(t, requires_grad=True)
+        qz, qt = torch.tensor(z, requires_grad=input_grad), torch.tensor(t, requires_grad=True)
+        (ours(pz, pt) * 3.0).backward()
+        (theirs(qz, qt) * 3.0).backward()
+        np.testing.assert_allclose(pt.grad.data, qt.grad.numpy(), rtol=1e-5, atol=1e-7)
+        if input_grad:
+            np.testing.assert_allclose(pz.grad.data, qz.grad.numpy(), rtol=1e-5, atol=1e-7)
+        else:
+            assert pz.grad is None
+    # a target that does not require grad gets nothing, as before
+    pz, pt = pyrt.tensor(z, requires_grad=True), pyrt.tensor(t)
+    ours(pz, pt).backward()
+    assert pt.grad is None and pz.grad is not None
+
+
+def test_promoted_operands_pass_gradients_to_float_ones():
+    torch = pytest.importorskip("torch")
+    x = rng().standard_normal(5).astype(np.float32)
+    counts = np.array([1, 0, 2, 3, 1])
+    for fn in (lambda m, t: t * (t > 0), lambda m, t: (t + m.tensor(counts)) / m.tensor(counts + 1),
+               lambda m, t: m.tensor(counts) - t * (t < 0.5)):
+        p, q = pyrt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        yp, yq = fn(pyrt, p), fn(torch, q)
+        assert yp.dtype == np.float32 and yp.requires_grad
+        np.testing.assert_allclose(yp.detach().numpy(), yq.detach().numpy(), rtol=1e-6)
+        (yp * pyrt.tensor(x)).sum().backward()
+        (yq * torch.tensor(x)).sum().backward()
+        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-6, atol=1e-7)

@@ -268,3 +268,316 @@ def test_against_torch():
         (yp * pyrt.tensor(w)).sum().backward()
         (yq * torch.tensor(w)).sum().backward()
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- in-place ops ----------------------------------------------------------------------------
+
+IN_PLACE = [
+    (lambda t, o: t.add_(o), "add_"),
+    (lambda t, o: t.sub_(o), "sub_"),
+    (lambda t, o: t.mul_(o), "mul_"),
+    (lambda t, o: t.div_(o), "div_"),
+    (lambda t, o: t.add_(o, alpha=-0.5), "add_ alpha"),
+    (lambda t, o: t.sub_(o, alpha=2), "sub_ alpha"),
+]
+
+
+def _iadd(t, o):
+    t += o
+    return t
+
+
+def _isub(t, o):
+    t -= o
+    return t
+
+
+def _imul(t, o):
+    t *= o
+    return t
+
+
+def _idiv(t, o):
+    t /= o
+    return t
+
+
+@pytest.mark.parametrize("op", [op for op, _ in IN_PLACE] + [_iadd, _isub, _imul, _idiv])
+def test_in_place_arithmetic_writes_into_the_tensor_as_torch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    others = [rng.uniform(0.5, 2.0, (2, 3)).astype(np.float32),
+              rng.uniform(0.5, 2.0, (3,)).astype(np.float32), 1.5, 3]
+    for other in others:
+        for requires_grad in (True, False):
+            p = pyrt.tensor(x, requires_grad=requires_grad)
+            q = torch.tensor(x, requires_grad=requires_grad)
+            buffer = p.data
+            wrap_p = pyrt.tensor if isinstance(other, np.ndarray) else (lambda v: v)
+            wrap_q = torch.tensor if isinstance(other, np.ndarray) else (lambda v: v)
+            with pyrt.no_grad(), torch.no_grad():
+                result = op(p, wrap_p(other))
+                op(q, wrap_q(other))
+            assert result is p and p.data is buffer and p.is_leaf
+            assert p.requires_grad == requires_grad
+            np.testing.assert_allclose(p.data, q.detach().numpy(), rtol=1e-6)
+    # integer tensors stay integer; a float result cannot go into them, as in torch
+    n = pyrt.tensor([1, 2, 3])
+    n += 2
+    n.mul_(pyrt.tensor([1, 0, 1]))
+    assert n.dtype == np.int64 and n.tolist() == [3, 0, 5]
+
+
+def test_in_place_errors_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def error(fn, lib):
+        with pytest.raises(Exception) as info:
+            fn(lib)
+        return info.type
+
+    leaf_ops = [lambda t: t.add_(1.0), lambda t: t.sub_(1.0), lambda t: t.mul_(2.0),
+                lambda t: t.div_(2.0), lambda t: t.zero_(), lambda t: t.fill_(1.0),
+                lambda t: t.copy_(t.detach() * 2), _iadd]
+    for op in leaf_ops:
+        for lib in (pyrt, torch):
+            w = lib.tensor([2.0, 4.0], requires_grad=True)
+            with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is "
+                                                   "being used in an in-place operation"):
+                op(w, 1.0) if op is _iadd else op(w)
+    for fn in (lambda m: m.tensor([1, 2]).add_(1.5), lambda m: m.tensor([1, 2]).div_(2),
+               lambda m: m.tensor([1.0, 2.0]).add_(m.ones(2, 2)),
+               lambda m: m.tensor([1, 2]).add_(m.tensor([1, 2]), alpha=2.5),
+               lambda m: m.tensor([True]).sub_(m.tensor([True]))):
+        assert error(fn, pyrt) is error(fn, torch) is RuntimeError
+    with pytest.raises(RuntimeError, match="broadcast"):
+        pyrt.tensor([1.0, 2.0]).add_(pyrt.ones(3))
+
+
+def test_in_place_ops_refuse_what_would_lose_gradients():
+    # pyrt has no version counter: where torch would record the op or catch a stale saved
+    # value later, pyrt refuses while grad mode is on
+    w = pyrt.tensor([2.0, 4.0], requires_grad=True)
+    y = w * 2.0
+    with pytest.raises(RuntimeError, match="part of an autograd graph"):
+        y.add_(1.0)
+    buffer = pyrt.zeros(2)
+    with pytest.raises(RuntimeError, match="operand that requires grad"):
+        buffer += w
+    with pytest.raises(RuntimeError, match="operand that requires grad"):
+        buffer.copy_(w)
+    with pyrt.no_grad():  # the user's word that no gradient is wanted
+        buffer += w
+        buffer.copy_(y)
+    np.testing.assert_array_equal(buffer.data, [4.0, 8.0])
+
+
+def test_fill_of_a_leaf_cannot_corrupt_a_saved_value():
+    w = pyrt.tensor([2.0, 4.0], requires_grad=True)
+    log = w.log()
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.fill_(1.0)
+    log.sum().backward()
+    np.testing.assert_allclose(w.grad.data, [0.5, 0.25])
+    with pyrt.no_grad():
+        w.fill_(1.0)
+        w.grad.zero_()
+    assert w.tolist() == [1.0, 1.0] and w.grad.tolist() == [0.0, 0.0]
+
+
+# ---- type promotion --------------------------------------------------------------------------
+
+
+def test_arithmetic_promotes_int_and_bool_like_torch():
+    torch = pytest.importorskip("torch")
+    values = {"float": [1.5, -2.0, 3.0], "long": [2, 0, -3], "bool": [True, False, True]}
+    operands = [("tensor", kind) for kind in values] + [("scalar", 2), ("scalar", 0.5),
+                                                        ("scalar", True)]
+
+    def make(lib, operand):
+        what, v = operand
+        return lib.tensor(values[v]) if what == "tensor" else v
+
+    for a in operands:
+        for b in operands:
+            if a[0] == b[0] == "scalar":
+                continue
+            for op in ("__add__", "__sub__", "__mul__", "__truediv__"):
+                try:
+                    want = getattr(make(torch, a), op)(make(torch, b))
+                except RuntimeError:
+                    with pytest.raises(RuntimeError):
+                        getattr(make(pyrt, a), op)(make(pyrt, b))
+                    continue
+                if want is NotImplemented:
+                    continue
+                got = getattr(make(pyrt, a), op)(make(pyrt, b))
+                if got is NotImplemented:  # a scalar on the left: Python reflects
+                    got = getattr(make(pyrt, b), op.replace("__", "__r", 1))(make(pyrt, a))
+                assert str(got.dtype) == str(want.dtype).replace("torch.", ""), (a, b, op)
+                assert not got.requires_grad
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    assert (-pyrt.tensor([1, 2])).tolist() == [-1, -2]
+    with pytest.raises(RuntimeError, match="Negation"):
+        -pyrt.tensor([True])
+
+
+def test_unsupported_operands_are_named():
+    x = pyrt.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"add\(\): other must be a Tensor"):
+        x + "a"
+    with pytest.raises(TypeError, match=r"mul\(\): input is a tensor of dtype float64"):
+        pyrt.Tensor(np.ones(2)) * pyrt.tensor([1, 2])
+    # accuracy as torch writes it: an int64 count divided by an int
+    labels = pyrt.tensor([1, 2, 3])
+    accuracy = (labels == pyrt.tensor([1, 0, 3])).sum() / 3
+    assert accuracy.dtype == np.float32 and accuracy.item() == pytest.approx(2 / 3)
+
+
+# ---- transposes, shapes and dims -------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:.*x.T.*:UserWarning")  # torch's, for 0-d and 3-d
+@pytest.mark.filterwarnings("ignore:Tensor.T is deprecated:UserWarning")
+def test_t_and_T_like_torch():
+    torch = pytest.importorskip("torch")
+    for shape in ((), (3,), (2, 3), (2, 3, 4)):
+        x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+        for name in ("t", "T"):
+            p, q = leaf(x), torch.tensor(x, requires_grad=True)
+            if name == "t" and len(shape) > 2:
+                for lib_t in (p, q):
+                    with pytest.raises(RuntimeError, match="t\\(\\) expects a tensor with <= 2"):
+                        lib_t.t()
+                continue
+            with pytest.warns(UserWarning) if name == "T" and len(shape) > 2 else _nothing():
+                yp = p.t() if name == "t" else p.T
+            yq = q.t() if name == "t" else q.T
+            assert yp.shape == tuple(yq.shape)
+            np.testing.assert_array_equal(yp.detach().numpy(), yq.detach().numpy())
+            w = np.random.default_rng(1).standard_normal(yp.shape).astype(np.float32)
+            (yp * pyrt.tensor(w)).sum().backward()
+            (yq * torch.tensor(w)).sum().backward()
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_reshape_refuses_negative_sizes_but_one_minus_one():
+    torch = pytest.importorskip("torch")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for shape in ((-2, 6), (-1, -1), (5, -1), (5, 3)):
+        with pytest.raises(RuntimeError) as ours:
+            pyrt.tensor(x).reshape(*shape)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.tensor(x).reshape(*shape)
+        assert str(ours.value).split(" at index")[0] == str(theirs.value).split(" at index")[0]
+    assert pyrt.tensor(x).view(-1, 6).shape == (2, 6)
+
+
+@pytest.mark.parametrize("call, integers_too", [
+    (lambda t: t.sum(dim=3), True), (lambda t: t.mean(dim=-2), False),
+    (lambda t: t.max(dim=1), True), (lambda t: t.min(dim=2), True),
+    (lambda t: t.argmax(dim=5), True), (lambda t: t.softmax(dim=1), False),
+    (lambda t: t.log_softmax(dim=-3), False), (lambda t: t.sum(dim=(0, 1)), True),
+    (lambda t: t.size(1), True),
+])
+def test_dims_out_of_range_are_index_errors_as_in_torch(call, integers_too):
+    torch = pytest.importorskip("torch")
+    # mean and softmax of integers are refused for their dtype first
+    for data in ([1.0, 2.0, 3.0], [1, 2, 3]) if integers_too else ([1.0, 2.0, 3.0],):
+        with pytest.raises(IndexError) as theirs:
+            call(torch.tensor(data))
+        with pytest.raises(IndexError) as ours:
+            call(pyrt.tensor(data))
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_reduction_dims_are_checked_like_torch():
+    x = pyrt.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        x.sum(dim=(0, -2))
+    assert x.sum(dim=(0, -1)).item() == 6.0
+    assert pyrt.tensor(2.0).sum(0).shape == ()  # a 0-d tensor has dims 0 and -1
+    with pytest.raises(IndexError, match="no dimensions"):
+        pyrt.tensor(2.0).size(0)
+
+
+# ---- gradients, conversions and creation -----------------------------------------------------
+
+
+def test_assigned_grad_is_checked_as_in_torch():
+    torch = pytest.importorskip("torch")
+    for bad, error in (([1.0, 3.0], TypeError), ("grad", TypeError),
+                       (np.ones(3, np.float32), RuntimeError),
+                       (np.array([1, 2]), RuntimeError)):
+        for lib in (pyrt, torch):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            value = lib.tensor(bad) if isinstance(bad, np.ndarray) else bad
+            with pytest.raises(error):
+                x.grad = value
+            assert x.grad is None
+    x = leaf([1.0, 2.0])
+    x.grad = pyrt.tensor([0.5, 0.5])
+    (x * 2.0).sum().backward()
+    assert x.grad.tolist() == [2.5, 2.5]
+    x.grad = None
+    assert x.grad is None
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_refused():
+    x = leaf([1.0, 2.0])
+    for call in (x.numpy, lambda: np.asarray(x), (x * 2).numpy):
+        with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires "
+                                               r"grad. Use tensor.detach\(\).numpy\(\)"):
+            call()
+    assert x.detach().numpy() is x.data
+    with pyrt.no_grad():
+        assert (x * 2).numpy().tolist() == [2.0, 4.0]
+
+
+def test_int_index_and_float_conversions_like_torch():
+    torch = pytest.importorskip("torch")
+    for value in (2.5, -2.5, [3.0], 7, True, [2]):
+        for convert in (int, float, bool, lambda t: [10, 20, 30, 40, 50, 60, 70, 80][t]):
+            try:
+                want = convert(torch.tensor(value))
+            except TypeError:
+                with pytest.raises(TypeError, match="only integer tensors of a single element"):
+                    convert(pyrt.tensor(value))
+                continue
+            got = convert(pyrt.tensor(value))
+            assert got == want and type(got) is type(want)
+    assert list(range(pyrt.tensor(3))) == [0, 1, 2]
+    with pytest.raises(ValueError, match="only one element tensors"):
+        int(pyrt.tensor([1, 2]))
+
+
+def test_creation_dtypes_and_requires_grad_like_torch():
+    torch = pytest.importorskip("torch")
+    for data in ([True], [True, False], [[1, 2]], [1.5]):
+        got, want = pyrt.tensor(data), torch.tensor(data)
+        assert str(got.dtype) == str(want.dtype).replace("torch.", "").replace("long", "int64")
+    with pytest.raises(TypeError, match="complex"):
+        pyrt.tensor([1, 2], dtype=np.complex64)
+    with pytest.raises(TypeError, match="real numbers"):
+        pyrt.tensor(np.array([1j]))
+    for data in ([1, 2], [True]):
+        for lib in (pyrt, torch):
+            t = lib.tensor(data)
+            with pytest.raises(RuntimeError, match="floating point"):
+                t.requires_grad = True
+            assert not t.requires_grad
+    y = leaf([1.0]) * 2
+    with pytest.raises(RuntimeError, match="leaf variables"):
+        y.requires_grad = False
+    x = pyrt.tensor([1.0])
+    x.requires_grad = True
+    assert x.requires_grad and (x * 2).requires_grad

@@ -20,7 +20,7 @@ class Parameter(Tensor):
             data = np.empty((0,), np.float32)
         elif isinstance(data, Tensor):
             data = data.data
-        array = np.ascontiguousarray(data, dtype=np.float32)
+        array = np.asarray(data, dtype=np.float32, order="C")  # 0-d kept 0-d
         super().__init__(array, requires_grad=bool(requires_grad))
 
     def __repr__(self):
