@@ -111,6 +111,16 @@ typedef int (*pyrt_combine_fn)(void *ctx, void *left, const void *right);
 int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
                          pyrt_combine_fn combine, void *ctx, void *result);
 
+/* The same loops for bodies whose every chunk (leaf) is costly, a call into an interpreter
+ * say, of the order of a worker's wake-up (tens of microseconds) or more: a range is split
+ * before its first chunk runs, as soon as two grains (two leaves) are left, and a sleeping
+ * worker is woken for any split, so that a loop of two heavy chunks runs on two threads.
+ * Results, chunks and the reduction tree are those of pyrt_parallel_for/pyrt_parallel_reduce
+ * with the same arguments, except that a coarse loop of two grains may be split. */
+int pyrt_parallel_for_coarse(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx);
+int pyrt_parallel_reduce_coarse(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
+                                pyrt_combine_fn combine, void *ctx, void *result);
+
 /* The leaf size pyrt_parallel_reduce uses for grain 0 (depends on n only). Any thread. */
 int64_t pyrt_reduce_leaf_size(int64_t n);
 

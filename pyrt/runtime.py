@@ -62,10 +62,8 @@ def _threads_from_env():
     raw = os.environ.get(ENV_NUM_THREADS, "").strip()
     if not raw:
         return None
-    try:
-        n = int(raw, 10)
-    except ValueError:
-        n = None
+    # ASCII digits only: int() would also take "2_0" or full-width digits, which C does not
+    n = int(raw) if raw.isascii() and raw.isdigit() else None
     if n is None or not 1 <= n <= MAX_THREADS:
         raise ValueError(
             f"environment variable {ENV_NUM_THREADS}={raw!r} is invalid: expected an integer "
@@ -111,15 +109,17 @@ class _OtherPools:
 
     Building a threadpoolctl controller walks every loaded library, which costs far more than a
     small loop, so it is built once and rebuilt only when new modules were imported (a new
-    BLAS may have come with them). Nested and concurrent loops share one limit: the first to
-    enter sets it, the last to leave restores it.
+    BLAS may have come with them). Its library controllers are then called directly, a get and
+    a set each way (about 2 us, where threadpoolctl's limit() and restore cost 4). Nested and
+    concurrent loops share one limit: the first to enter sets it, the last to leave restores
+    it. `depth` is the number of parallel calls in flight.
     """
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._depth = 0
-        self._limiter = None
-        self._controller = None
+        self.depth = 0
+        self._saved = []  # (library controller, its thread count before the limit)
+        self._libraries = []
         self._modules_seen = -1
 
     def _select(self):
@@ -130,28 +130,36 @@ class _OtherPools:
         if len(sys.modules) != self._modules_seen:
             self._modules_seen = len(sys.modules)
             controller = threadpoolctl.ThreadpoolController()
-            self._controller = controller.select(user_api=["blas", "openmp"])
-        return self._controller
+            self._libraries = controller.select(user_api=["blas", "openmp"]).lib_controllers
+        return self._libraries
 
     def enter(self):
         with self._lock:
-            self._depth += 1
-            if self._depth == 1:
-                pools = self._select()
-                if pools.lib_controllers and any(c.num_threads != 1 for c in pools.lib_controllers):
-                    self._limiter = pools.limit(limits=1)
+            self.depth += 1
+            if self.depth == 1:
+                for library in self._select():
+                    threads = library.get_num_threads()
+                    if threads is not None and threads != 1:
+                        library.set_num_threads(1)
+                        self._saved.append((library, threads))
+
+    def _restore(self):
+        for library, threads in self._saved:
+            library.set_num_threads(threads)
+        self._saved = []
 
     def leave(self):
         with self._lock:
-            self._depth -= 1
-            if self._depth == 0 and self._limiter is not None:
-                self._limiter.restore_original_limits()
-                self._limiter = None
+            self.depth -= 1
+            if self.depth == 0:
+                self._restore()
 
     def reset_after_fork(self):
+        # a fork taken while another thread was inside a loop: the child has no such loop,
+        # and its pools get their thread counts back
         self._lock = threading.Lock()
-        self._depth = 0
-        self._limiter = None
+        self.depth = 0
+        self._restore()
         self._modules_seen = -1
 
 
@@ -191,7 +199,22 @@ class _Job:
         return 1  # nonzero: the runtime starts no further chunk
 
 
-@ffi.def_extern()
+def _escaped(exc_type, exc, tb):
+    """cffi's onerror for the callbacks below: an exception that escaped a callback, raised
+    before its own try could catch it (a Ctrl-C arriving as the callback starts). It fails the
+    chunk (error=1, never a silent success) and is recorded on the job, found through the
+    callback's `ctx` argument, to be raised in the caller."""
+    ctx = tb.tb_frame.f_locals.get("ctx") if tb is not None else None
+    if ctx is not None:
+        ffi.from_handle(ctx).fail(exc)
+    else:  # cannot happen with a frame; still, the caller must not see a success
+        _orphans.append(exc)
+
+
+_orphans = []  # exceptions of callbacks whose job could not be found (see _finish)
+
+
+@ffi.def_extern(error=1, onerror=_escaped)
 def pyrt_py_range(ctx, start, stop):
     job = ffi.from_handle(ctx)
     if job.error is not None:
@@ -203,7 +226,7 @@ def pyrt_py_range(ctx, start, stop):
     return 0
 
 
-@ffi.def_extern()
+@ffi.def_extern(error=1, onerror=_escaped)
 def pyrt_py_leaf(ctx, start, stop, acc):
     # the accumulator C carries up the tree is the leaf's start index; values live in Python
     job = ffi.from_handle(ctx)
@@ -217,7 +240,7 @@ def pyrt_py_leaf(ctx, start, stop, acc):
     return 0
 
 
-@ffi.def_extern()
+@ffi.def_extern(error=1, onerror=_escaped)
 def pyrt_py_combine(ctx, left, right):
     job = ffi.from_handle(ctx)
     if job.error is not None:
@@ -231,6 +254,9 @@ def pyrt_py_combine(ctx, left, right):
     return 0
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _count(value, name):
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, got {value!r}")
@@ -238,8 +264,8 @@ def _count(value, name):
         n = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-    if n < 0:
-        raise ValueError(f"{name} must be >= 0, got {n}")
+    if not 0 <= n <= _INT64_MAX:
+        raise ValueError(f"{name} must be from 0 to 2**63 - 1, got {n}")
     return n
 
 
@@ -258,14 +284,18 @@ def _finish(job, rc, what):
         raise error
     if rc < 0:
         _raise_for(rc, what)
+    if rc > 0:  # a chunk failed without recording why (see _escaped)
+        raise _orphans.pop() if _orphans else RuntimeError(f"{what}: a callback failed")
 
 
 def parallel_for(n, fn, *, grain=None):
     """Call ``fn(start, stop)`` on disjoint ranges that together cover ``range(n)``.
 
     Ranges hold at least `grain` indices (but the last); by default pyrt picks about four per
-    thread. The calling thread runs ranges too, and hands halves of what is left to idle
-    workers. If `fn` raises, no new range starts and the first exception is raised here.
+    thread. The calling thread runs ranges too, and hands halves of what is left to workers,
+    waking them if need be: a Python body is taken to cost more than a wake-up, so a loop of
+    two ranges runs on two threads. If `fn` raises, no new range starts and the first
+    exception is raised here.
     """
     n = _count(n, "n")
     if not callable(fn):
@@ -276,8 +306,10 @@ def parallel_for(n, fn, *, grain=None):
     if grain is None:
         grain = max(1, -(-n // (4 * get_num_threads())))
     job = _Job(fn)
-    with _parallel_section(n > grain and get_num_threads() > 1):
-        rc = lib.pyrt_parallel_for(n, grain, lib.pyrt_py_range, ffi.new_handle(job))
+    # the C loop splits only with two grains or more (pyrt_parallel_for_coarse): a loop that
+    # runs on the calling thread alone leaves the other pools as they are
+    with _parallel_section(n // 2 >= grain and get_num_threads() > 1):
+        rc = lib.pyrt_parallel_for_coarse(n, grain, lib.pyrt_py_range, ffi.new_handle(job))
     _finish(job, rc, "parallel_for")
 
 
@@ -308,7 +340,7 @@ def parallel_reduce(n, fn, combine, *, grain=None):
     job = _Job(fn, combine, leaf)
     acc = ffi.new("int64_t *")
     with _parallel_section(n > leaf and get_num_threads() > 1):
-        rc = lib.pyrt_parallel_reduce(
+        rc = lib.pyrt_parallel_reduce_coarse(
             n, leaf, ffi.sizeof("int64_t"), lib.pyrt_py_leaf, lib.pyrt_py_combine,
             ffi.new_handle(job), acc,
         )
@@ -326,8 +358,18 @@ def _after_fork_in_child():
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-# Stop the workers before the interpreter goes away under them.
-atexit.register(lib.pyrt_shutdown)
+
+
+def _shutdown():
+    """At exit, stop the workers before the interpreter goes away under them; unless a loop
+    of Python bodies is still running (in a daemon thread, say): its workers finish a range
+    only when its bodies do, which may be never, and waiting for them would hang the exit.
+    They are left to the process's end, as the daemon thread is."""
+    if _other_pools.depth == 0:
+        lib.pyrt_shutdown()
+
+
+atexit.register(_shutdown)
 
 
 def _configure_from_env():

@@ -1,6 +1,10 @@
 """parallel_for and parallel_reduce against sequential references, at many thread counts."""
 
+import os
+import subprocess
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -262,9 +266,9 @@ def test_parallel_speedup_for_gil_releasing_work():
 
 @pytest.mark.parametrize("bad_n", [-1, -100])
 def test_negative_n_raises_value_error(bad_n):
-    with pytest.raises(ValueError, match="n must be >= 0"):
+    with pytest.raises(ValueError, match=r"n must be from 0 to 2\*\*63 - 1"):
         pyrt.parallel_for(bad_n, lambda a, b: None)
-    with pytest.raises(ValueError, match="n must be >= 0"):
+    with pytest.raises(ValueError, match=r"n must be from 0 to 2\*\*63 - 1"):
         pyrt.parallel_reduce(bad_n, lambda a, b: 0, lambda x, y: x)
 
 
@@ -305,3 +309,122 @@ def test_workers_sleep_when_idle():
                 break
             time.sleep(0.01)
         assert lib.pyrt_workers_sleeping() >= 3
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_huge_counts_and_grains_are_exact_not_overflowed(threads):
+    # n + grain - 1 and 3 * grain overflow int64 here: leaf counts and split tests must not
+    big = 2**63 - 1
+    with pyrt.num_threads(threads):
+        assert pyrt.parallel_reduce(10, lambda a, b: [(a, b)], lambda x, y: x + y,
+                                    grain=big) == [(0, 10)]
+        leaves = pyrt.parallel_reduce(big, lambda a, b: [(a, b)], lambda x, y: x + y,
+                                      grain=2**62)
+        assert leaves == [(0, 2**62), (2**62, big)]
+        seen = []
+        pyrt.parallel_for(100, lambda a, b: seen.append((a, b)), grain=big - 50)
+        assert seen == [(0, 100)]
+        seen = []
+        pyrt.parallel_for(big, lambda a, b: seen.append((a, b)), grain=big // 2)
+        assert sorted(seen)[0][0] == 0 and max(b for _, b in seen) == big
+    for bad in (2**63, -(2**63)):
+        with pytest.raises(ValueError, match="n must be from 0 to"):
+            pyrt.parallel_for(bad, lambda a, b: None)
+        with pytest.raises(ValueError, match="grain must be from 0 to"):
+            pyrt.parallel_reduce(4, lambda a, b: 0, lambda x, y: x, grain=bad)
+
+
+def _raise_on_entry(name):
+    """A profile hook raising KeyboardInterrupt as the callback `name` starts, before its
+    body's try: what a Ctrl-C arriving at that moment does."""
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == name:
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+    return hook
+
+
+@pytest.mark.parametrize("callback", ["pyrt_py_range", "pyrt_py_leaf", "pyrt_py_combine"])
+def test_an_exception_escaping_a_callback_reaches_the_caller(callback):
+    # it must fail the chunk (not pass for a success that skipped the body) and be raised
+    ran = []
+    with pyrt.num_threads(1), pytest.raises(KeyboardInterrupt):
+        sys.setprofile(_raise_on_entry(callback))
+        try:
+            if callback == "pyrt_py_range":
+                pyrt.parallel_for(10, lambda a, b: ran.append((a, b)), grain=1)
+            else:
+                pyrt.parallel_reduce(8, lambda a, b: ran.append((a, b)) or a,
+                                     lambda x, y: x, grain=1)
+        finally:
+            sys.setprofile(None)
+    assert pyrt.parallel_reduce(8, lambda a, b: b - a, lambda x, y: x + y, grain=1) == 8
+
+
+def test_two_heavy_chunks_run_on_two_threads():
+    # a Python body costs more than waking a worker: two chunks are worth two threads
+    seen = {}
+    lock = threading.Lock()
+
+    def body(a, b):
+        time.sleep(0.05)  # releases the GIL
+        with lock:
+            seen[(a, b)] = threading.get_ident()
+
+    with pyrt.num_threads(2):
+        pyrt.parallel_for(2, body, grain=1)
+        assert sorted(seen) == [(0, 1), (1, 2)] and len(set(seen.values())) == 2
+        seen.clear()
+        pyrt.parallel_reduce(2, lambda a, b: body(a, b) or 0, lambda x, y: x, grain=1)
+        assert len(set(seen.values())) == 2
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_other_pools_are_limited_only_while_the_loop_can_run_in_parallel():
+    outside = _blas_threads()
+    if not outside or max(outside) == 1:
+        pytest.skip("no multi-threaded BLAS to limit")
+    inside = []
+    with pyrt.num_threads(2):
+        pyrt.parallel_for(1, lambda a, b: inside.append(_blas_threads()), grain=1)
+        assert inside == [outside]  # one range: it runs alone, BLAS keeps its threads
+        inside.clear()
+        pyrt.parallel_for(2, lambda a, b: inside.append(_blas_threads()), grain=1)
+        assert inside and all(t == [1] * len(outside) for t in inside)
+    assert _blas_threads() == outside
+
+
+def test_a_fork_during_a_loop_gives_the_child_its_blas_threads_back():
+    outside = _blas_threads()
+    if not outside or max(outside) == 1:
+        pytest.skip("no multi-threaded BLAS to limit")
+    from pyrt.runtime import _other_pools
+
+    _other_pools.enter()  # as a loop in another thread would have
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if _blas_threads() == outside else 1)
+        assert os.waitpid(pid, 0)[1] == 0
+    finally:
+        _other_pools.leave()
+
+
+def test_exit_does_not_wait_for_a_loop_in_a_daemon_thread():
+    code = """if True:
+        import threading, time, pyrt
+        pyrt.set_num_threads(2)
+        body = lambda a, b: time.sleep(0.01)
+        threading.Thread(target=lambda: pyrt.parallel_for(10**6, body, grain=1),
+                         daemon=True).start()
+        time.sleep(0.3)
+        print("exiting", flush=True)
+    """
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.stdout == "exiting\n", proc.stderr[-2000:]

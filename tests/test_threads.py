@@ -45,7 +45,7 @@ def test_env_var_sets_the_count():
     assert out.stdout.strip() == "3", out.stderr
 
 
-@pytest.mark.parametrize("value", ["0", "-2", "abc", "2.5", "100000"])
+@pytest.mark.parametrize("value", ["0", "-2", "abc", "2.5", "100000", "2_0", "\uff12", "0x2"])
 def test_bad_env_var_gives_clear_error(value):
     out = run_python("import pyrt", {"PYRT_NUM_THREADS": value})
     assert out.returncode != 0

@@ -20,6 +20,7 @@ typedef struct loop {
     pyrt_range_fn fn;
     void *ctx;
     int64_t grain;
+    int coarse;         /* pyrt_parallel_for_coarse: split before each chunk, wake for any */
     _Atomic int status; /* first nonzero chunk result; stops the loop */
 } loop;
 
@@ -30,15 +31,16 @@ typedef struct range_task {
 } range_task;
 
 /* Should the owner of `left` more indices split now? 0: no; 1: yes, a worker is awake to take
- * the half; 2: yes, and wake a sleeper for it. Cheap when the answer is no: two compares and,
- * with work left, a load of a read-mostly line. */
-static inline int split_demand(pool *p, int64_t left, int64_t grain)
+ * the half; 2: yes, and wake a sleeper for it (with at least `wake_chunks` grains left). Cheap
+ * when the answer is no: two compares and, with work left, a load of a read-mostly line. The
+ * counts are compared as left / k < grain, never k * grain, which could overflow. */
+static inline int split_demand(pool *p, int64_t left, int64_t grain, int64_t wake_chunks)
 {
-    if (left < 2 * grain)
+    if (left / 2 < grain)
         return 0;
     if (atomic_load_explicit(&p->searching, memory_order_relaxed) > 0)
         return 1;
-    if (left >= WAKE_MIN_CHUNKS * grain
+    if (left / wake_chunks >= grain
         && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
         return 2;
     return 0;
@@ -66,8 +68,28 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
     int nsplits = 0;
     const int64_t grain = lp->grain;
     pool *p = w->pool;
+    /* a coarse loop looks for idle workers before each chunk (the first included), and a
+     * sleeper is worth waking for two chunks: each costs more than the wake-up */
+    const int64_t wake_chunks = lp->coarse ? 2 : WAKE_MIN_CHUNKS;
+    int ran = lp->coarse;
 
     while (lo < hi) {
+        if (ran) {
+            int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, grain, wake_chunks)
+                                              : 0;
+            if (demand) {
+                /* keep the lower half (its memory is warm in our cache), offer the upper one */
+                int64_t mid = lo + ((hi - lo) / grain / 2) * grain;
+                range_task *rt = &splits[nsplits++];
+                rt->lp = lp;
+                rt->lo = mid;
+                rt->hi = hi;
+                task_push(w, &rt->task, range_task_fn, rt);
+                hi = mid;
+                if (demand == 2)
+                    wake_for_split(p);
+            }
+        }
         if (atomic_load_explicit(&lp->status, memory_order_relaxed))
             break; /* another chunk stopped the loop */
         int64_t end = hi - lo > grain ? lo + grain : hi;
@@ -78,19 +100,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
             break;
         }
         lo = end;
-        int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, grain) : 0;
-        if (demand) {
-            /* keep the lower half (its memory is warm in our cache), offer the upper one */
-            int64_t mid = lo + ((hi - lo) / grain / 2) * grain;
-            range_task *rt = &splits[nsplits++];
-            rt->lp = lp;
-            rt->lo = mid;
-            rt->hi = hi;
-            task_push(w, &rt->task, range_task_fn, rt);
-            hi = mid;
-            if (demand == 2)
-                wake_for_split(p);
-        }
+        ran = 1;
     }
     /* join the halves we gave away, newest first; those no one stole run here, splitting
      * again if thieves turn up meanwhile */
@@ -185,7 +195,7 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
     return start;
 }
 
-int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
+static int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx, int coarse)
 {
     if (n < 0 || grain < 0 || !fn)
         return PYRT_EINVAL;
@@ -201,15 +211,26 @@ int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
         if (rc || start == n)
             return rc;
     }
-    /* A split needs two grains left after the first chunk: below three grains, or with no
-     * other thread to take a half, the loop is one chunk, and the body is called once. */
-    if (n - start < 3 * grain || threads == 1)
+    /* A split needs two grains left after the first chunk (before it, for a coarse loop):
+     * below three grains (two), or with no other thread to take a half, the loop is one
+     * chunk, and the body is called once. */
+    if ((n - start) / (coarse ? 2 : 3) < grain || threads == 1)
         return fn(ctx, start, n);
     worker *w = worker_enter();
     if (!w)
         return fn(ctx, start, n); /* no pool (out of memory): still correct, serially */
-    loop lp = {fn, ctx, grain, 0};
+    loop lp = {fn, ctx, grain, coarse, 0};
     run_range(w, &lp, start, n);
     worker_leave(w);
     return atomic_load_explicit(&lp.status, memory_order_relaxed);
+}
+
+int pyrt_parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
+{
+    return parallel_for(n, grain, fn, ctx, 0);
+}
+
+int pyrt_parallel_for_coarse(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx)
+{
+    return parallel_for(n, grain, fn, ctx, 1);
 }

@@ -22,6 +22,7 @@ typedef struct reduction {
     void *ctx;
     size_t acc_size;
     int64_t n, leaf_size;
+    int64_t wake_leaves; /* wake a sleeper for a right half of at least this many leaves */
     _Atomic int status;
 } reduction;
 
@@ -57,7 +58,7 @@ static void reduce_node(worker *w, reduction *r, int64_t first, int64_t last, vo
         return;
     if (last - first == 1) {
         int64_t start = first * r->leaf_size;
-        int64_t stop = start + r->leaf_size < r->n ? start + r->leaf_size : r->n;
+        int64_t stop = r->n - start > r->leaf_size ? start + r->leaf_size : r->n;
         int rc = r->leaf(r->ctx, start, stop, acc);
         if (rc)
             set_status(r, rc);
@@ -67,7 +68,7 @@ static void reduce_node(worker *w, reduction *r, int64_t first, int64_t last, vo
     pool *p = w->pool;
     int64_t right_leaves = last - mid;
     bool awake = atomic_load_explicit(&p->searching, memory_order_relaxed) > 0;
-    bool wake = !awake && right_leaves >= WAKE_MIN_LEAVES
+    bool wake = !awake && right_leaves >= r->wake_leaves
                 && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0;
     if (awake || wake) {
         /* offer the right half; hopefully a thief takes it while we do the left */
@@ -112,16 +113,19 @@ int64_t pyrt_reduce_leaf_size(int64_t n)
     return leaf;
 }
 
-int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
-                         pyrt_combine_fn combine, void *ctx, void *result)
+static int parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
+                           pyrt_combine_fn combine, void *ctx, void *result, int coarse)
 {
     if (n < 0 || grain < 0 || acc_size == 0 || acc_size > PYRT_MAX_ACC || !leaf || !combine
         || !result)
         return PYRT_EINVAL;
     if (n == 0)
         return PYRT_OK;
-    reduction r = {leaf, combine, ctx, acc_size, n, grain ? grain : pyrt_reduce_leaf_size(n), 0};
-    int64_t leaves = (n + r.leaf_size - 1) / r.leaf_size;
+    /* a coarse reduction wakes a sleeper for a single leaf: each costs more than the wake-up */
+    reduction r = {leaf, combine, ctx, acc_size, n, grain ? grain : pyrt_reduce_leaf_size(n),
+                   coarse ? 1 : WAKE_MIN_LEAVES, 0};
+    /* ceil(n / leaf) without n + leaf - 1, which overflows for a leaf near INT64_MAX */
+    int64_t leaves = n / r.leaf_size + (n % r.leaf_size != 0);
     if (leaves == 1)
         return leaf(ctx, 0, n, result);
     worker *w = worker_enter();
@@ -134,4 +138,16 @@ int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn
     if (rc == 0)
         memcpy(result, acc.bytes, acc_size);
     return rc;
+}
+
+int pyrt_parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
+                         pyrt_combine_fn combine, void *ctx, void *result)
+{
+    return parallel_reduce(n, grain, acc_size, leaf, combine, ctx, result, 0);
+}
+
+int pyrt_parallel_reduce_coarse(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_fn leaf,
+                                pyrt_combine_fn combine, void *ctx, void *result)
+{
+    return parallel_reduce(n, grain, acc_size, leaf, combine, ctx, result, 1);
 }

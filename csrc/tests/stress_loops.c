@@ -17,6 +17,7 @@
 
 typedef struct {
     int64_t n, grain;
+    int coarse;                   /* run through pyrt_parallel_for_coarse */
     _Atomic uint8_t *visits;
     _Atomic int64_t short_chunks; /* chunks of fewer than `grain` indices */
     _Atomic int64_t in_flight;    /* chunks running now */
@@ -61,7 +62,9 @@ static int loop_chunk(void *ctx, int64_t start, int64_t stop)
 static void run_loop(loop *l, int threads)
 {
     atomic_store_explicit(&l->short_chunks, 0, memory_order_relaxed);
-    CHECK_RC(pyrt_parallel_for(l->n, l->grain, loop_chunk, l), 0);
+    CHECK_RC((l->coarse ? pyrt_parallel_for_coarse : pyrt_parallel_for)(l->n, l->grain,
+                                                                          loop_chunk, l),
+             0);
     CHECK(atomic_load_explicit(&l->in_flight, memory_order_acquire) == 0,
           "parallel_for(n=%lld, grain=%lld) returned while a chunk still ran", (long long)l->n,
           (long long)l->grain);
@@ -86,6 +89,13 @@ static void check_edges(loop *l)
     l->grain = 0;
     CHECK_RC(pyrt_parallel_for(0, 0, loop_chunk, l), 0);
     CHECK_RC(pyrt_parallel_for(0, 5, loop_chunk, l), 0);
+    /* grains so large that k * grain would overflow: one chunk */
+    for (int coarse = 0; coarse < 2; coarse++) {
+        l->coarse = coarse;
+        l->n = 100;
+        l->grain = INT64_MAX - 50;
+        run_loop(l, pyrt_get_num_threads());
+    }
 }
 
 int main(void)
@@ -113,6 +123,7 @@ int main(void)
         case 1: l.grain = 1; break;                                /* finest splitting */
         default: l.grain = 1 + stress_log_below(&rng, l.n + 16); break; /* may exceed n */
         }
+        l.coarse = (int)stress_below(&rng, 2);
         run_loop(&l, threads);
     }
     printf("stress_loops: %lld loops, %lld chunks, %lld of them on pool workers\n",

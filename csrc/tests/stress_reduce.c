@@ -32,7 +32,7 @@ static int sum_leaf(void *ctx, int64_t start, int64_t stop, void *acc)
 {
     const data *d = ctx;
     CHECK(start >= 0 && start < stop && stop <= d->n && start % d->leaf == 0
-              && stop == (start + d->leaf < d->n ? start + d->leaf : d->n),
+              && stop == (d->n - start > d->leaf ? start + d->leaf : d->n),
           "reduce(n=%lld) leaf [%lld, %lld) is not a fixed range of %lld", (long long)d->n,
           (long long)start, (long long)stop, (long long)d->leaf);
     partial p = {start, stop, 0, 0.0f};
@@ -150,6 +150,15 @@ static void check_case(const float *f, const int64_t *v, int64_t n, int64_t grai
               "reduce(n=%lld, grain=%lld): float sum %a on %d threads, %a on 1: not bitwise equal",
               (long long)n, (long long)grain, (double)p.fsum, threads, (double)first.fsum);
 
+        /* the coarse variant splits differently, over the same leaves and tree */
+        partial c;
+        CHECK_RC(pyrt_parallel_reduce_coarse(n, grain, sizeof c, sum_leaf, sum_combine, &d, &c),
+                 0);
+        CHECK(c.lo == 0 && c.hi == n && c.isum == isum
+                  && memcmp(&c.fsum, &first.fsum, sizeof c.fsum) == 0,
+              "coarse reduce(n=%lld, grain=%lld) on %d threads differs from reduce on 1",
+              (long long)n, (long long)grain, threads);
+
         histogram h;
         CHECK_RC(pyrt_parallel_reduce(n, grain, sizeof h, hist_leaf, hist_combine, &d, &h), 0);
         CHECK(memcmp(&h, &hist_ref, sizeof h) == 0, "reduce(n=%lld, grain=%lld): histogram wrong",
@@ -175,6 +184,16 @@ static void check_edges(const float *f, const int64_t *v)
     uint8_t x = 0x5A;
     CHECK_RC(pyrt_parallel_reduce(0, 0, 1, xor_leaf, xor_combine, &d, &x), PYRT_OK);
     CHECK(x == 0x5A, "reduce with n == 0 wrote its result");
+    /* a leaf so large that n + leaf - 1 overflows: one leaf, [0, n) */
+    d.leaf = INT64_MAX - 1;
+    for (int coarse = 0; coarse < 2; coarse++) {
+        memset(&p, 0, sizeof p);
+        CHECK_RC((coarse ? pyrt_parallel_reduce_coarse : pyrt_parallel_reduce)(
+                     10, INT64_MAX - 1, sizeof p, sum_leaf, sum_combine, &d, &p),
+                 0);
+        CHECK(p.lo == 0 && p.hi == 10, "reduce(10, grain=INT64_MAX-1) covered [%lld, %lld)",
+              (long long)p.lo, (long long)p.hi);
+    }
 }
 
 int main(void)
