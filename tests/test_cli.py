@@ -293,6 +293,7 @@ def test_checkpoint_file_round_trip(tmp_path):
         "optimizer": {"state": {0: {"momentum_buffer": np.ones(3, np.float32), "step": 4}},
                       "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0]}]},
         "scalar": np.float32(2.5), "tensor": pyrt.tensor([1.0, 2.0]), "none": None,
+        "tensor0d": pyrt.tensor(3.0),
         "epoch": 3, "name": "mlp",
     }
     path = save_checkpoint(tmp_path / "ck", state)
@@ -305,6 +306,7 @@ def test_checkpoint_file_round_trip(tmp_path):
     assert back["scalar"] == np.float32(2.5) and isinstance(back["scalar"], np.float32)
     assert isinstance(back["tensor"], pyrt.Tensor)
     np.testing.assert_array_equal(back["tensor"].numpy(), [1.0, 2.0])
+    assert back["tensor0d"].shape == () and back["tensor0d"].item() == 3.0
     assert back["none"] is None and back["epoch"] == 3 and back["name"] == "mlp"
 
 

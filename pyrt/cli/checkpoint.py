@@ -62,7 +62,7 @@ def _decode(obj, arrays):
     if "__array__" in obj:
         return arrays[obj["__array__"]]
     if "__tensor__" in obj:
-        return Tensor(np.ascontiguousarray(arrays[obj["__tensor__"]]))
+        return Tensor(np.require(arrays[obj["__tensor__"]], requirements="C"))  # 0-d stays 0-d
     if "__scalar__" in obj:
         return arrays[obj["__scalar__"]][()]
     raise ValueError(f"unknown entry {sorted(obj)}")
