@@ -10,6 +10,8 @@ than once. Only leaves (tensors made by the user, such as parameters) keep ``.gr
 import contextlib
 import threading
 
+from pyrt.runtime import carry_thread_state
+
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled"]
 
 class _GradMode(threading.local):
@@ -21,6 +23,15 @@ _state = _GradMode()  # grad mode is per thread, as in PyTorch
 
 def is_grad_enabled():
     return _state.enabled
+
+
+def _set_mode(enabled):
+    _state.enabled = enabled
+
+
+# the bodies of pyrt.parallel_for/parallel_reduce run in their caller's grad mode, on workers
+# too (as at::parallel_for carries it in PyTorch)
+carry_thread_state(is_grad_enabled, _set_mode)
 
 
 class _GradModeContext(contextlib.ContextDecorator):

@@ -181,10 +181,22 @@ def _parallel_section(parallel):
 # ---- loops ----------------------------------------------------------------------------------
 
 
+# Per-thread settings of the layers above (grad mode) that a loop's bodies must see as its
+# caller does, whichever thread runs them: (get, set) pairs, get read on the calling thread
+# when the loop starts, set on the thread of each chunk around the body.
+_carried = []
+
+
+def carry_thread_state(get, set_):
+    """Make every chunk of a parallel loop run with ``set_(get())`` as read on the calling
+    thread (then restored): for a thread-local setting such as grad mode."""
+    _carried.append((get, set_))
+
+
 class _Job:
     """State shared by the chunks of one parallel call; C holds it through a cffi handle."""
 
-    __slots__ = ("fn", "combine", "leaf_size", "values", "error")
+    __slots__ = ("fn", "combine", "leaf_size", "values", "error", "state")
 
     def __init__(self, fn, combine=None, leaf_size=0):
         self.fn = fn
@@ -192,6 +204,20 @@ class _Job:
         self.leaf_size = leaf_size
         self.values = {}
         self.error = None
+        self.state = [get() for get, _ in _carried]
+
+    def call(self, fn, *args):
+        """fn(*args) with the caller's thread state (carry_thread_state)."""
+        if not self.state:
+            return fn(*args)
+        before = [get() for get, _ in _carried]
+        for (_, set_), value in zip(_carried, self.state):
+            set_(value)
+        try:
+            return fn(*args)
+        finally:
+            for (_, set_), value in zip(_carried, before):
+                set_(value)
 
     def fail(self, exc):
         if self.error is None:
@@ -220,7 +246,7 @@ def pyrt_py_range(ctx, start, stop):
     if job.error is not None:
         return 1
     try:
-        job.fn(start, stop)
+        job.call(job.fn, start, stop)
     except BaseException as exc:  # KeyboardInterrupt too: it must reach the caller
         return job.fail(exc)
     return 0
@@ -233,7 +259,7 @@ def pyrt_py_leaf(ctx, start, stop, acc):
     if job.error is not None:
         return 1
     try:
-        job.values[start] = job.fn(start, stop)
+        job.values[start] = job.call(job.fn, start, stop)
     except BaseException as exc:
         return job.fail(exc)
     ffi.cast("int64_t *", acc)[0] = start
@@ -248,7 +274,7 @@ def pyrt_py_combine(ctx, left, right):
     lkey = ffi.cast("int64_t *", left)[0]
     rkey = ffi.cast("int64_t *", right)[0]
     try:
-        job.values[lkey] = job.combine(job.values[lkey], job.values.pop(rkey))
+        job.values[lkey] = job.call(job.combine, job.values[lkey], job.values.pop(rkey))
     except BaseException as exc:
         return job.fail(exc)
     return 0

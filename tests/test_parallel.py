@@ -428,3 +428,26 @@ def test_exit_does_not_wait_for_a_loop_in_a_daemon_thread():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.stdout == "exiting\n", proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bodies_run_in_the_callers_grad_mode_on_every_thread(threads):
+    seen = set()
+    lock = threading.Lock()
+
+    def body(a, b):
+        time.sleep(0.002)  # releases the GIL: workers take chunks
+        with lock:
+            seen.add((threading.get_ident(), pyrt.is_grad_enabled()))
+
+    with pyrt.num_threads(threads):
+        with pyrt.no_grad():
+            pyrt.parallel_for(16, body, grain=1)
+            assert pyrt.parallel_reduce(8, lambda a, b: pyrt.is_grad_enabled(),
+                                        lambda x, y: x or y, grain=1) is False
+        assert {mode for _, mode in seen} == {False}
+        assert len({t for t, _ in seen}) == threads  # the workers' chunks were checked too
+        seen.clear()
+        pyrt.parallel_for(16, body, grain=1)
+        assert {mode for _, mode in seen} == {True}
+    assert pyrt.is_grad_enabled()
