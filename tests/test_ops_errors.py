@@ -591,7 +591,7 @@ def test_tensor_keeps_the_shape_of_its_data_like_pytorch():
         pyrt.tensor([[1, 2], [3]])
     with pytest.raises(ValueError, match="device"):
         pyrt.tensor([1.0], device="tpu")
-    with pytest.raises(RuntimeError, match="floating-point"):
+    with pytest.raises(RuntimeError, match="floating point dtype can require gradients"):
         pyrt.tensor([1, 2], requires_grad=True)
     raises(ValueError, "size", pyrt.zeros, -1)
     raises(ValueError, "size", pyrt.zeros, 2.5)
@@ -727,7 +727,7 @@ def test_dimensions_out_of_range_like_pytorch():
         nn.Flatten(5)(pyrt.zeros(2, 3, 4, 5))
     assert str(ours.value) == str(theirs.value)
     assert pyrt.zeros(2, 3, 4).flatten(-2).shape == (2, 12)
-    raises(ValueError, "axis", pyrt.randn(2, 3).sum, 5)
+    raises(IndexError, "Dimension", pyrt.randn(2, 3).sum, 5)
 
 
 def test_tensor_arithmetic_with_bad_operands_and_division_by_zero():
@@ -742,5 +742,5 @@ def test_tensor_arithmetic_with_bad_operands_and_division_by_zero():
     np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
     np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
     for bad in (None, "a", [1j, 2, 3]):
-        raises(TypeError, "operands", lambda b: x + b, bad)
-        raises(TypeError, "operands", lambda b: x * b, bad)
+        raises(TypeError, "other", lambda b: x + b, bad)
+        raises(TypeError, "other", lambda b: x * b, bad)
