@@ -396,7 +396,7 @@ CNN_REPR = """\
 Sequential(
   (0): Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
   (1): ReLU()
-  (2): MaxPool2d(kernel_size=2, stride=2, padding=0)
+  (2): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
   (3): Conv2d(8, 16, kernel_size=(3, 3), stride=(2, 2), bias=False)
   (4): Sequential(
     (0): Flatten(start_dim=1, end_dim=-1)
@@ -436,6 +436,61 @@ def test_repr_matches_torch():
                             tnn.Sequential(tnn.Linear(10, 5), tnn.Sigmoid()), tnn.Tanh(),
                             tnn.Linear(5, 1, bias=False), tnn.CrossEntropyLoss())
     assert repr(ours) == repr(theirs)
+    for ours, theirs in ((nn.MaxPool2d(3, 2, 1), tnn.MaxPool2d(3, 2, 1)),
+                         (nn.AvgPool2d(2), tnn.AvgPool2d(2))):
+        assert repr(ours) == repr(theirs)
+
+
+def test_a_forward_set_on_an_instance_is_called_inside_sequential():
+    # Sequential fuses exact Linear and activation layers into kernels: one whose forward was
+    # replaced (a wrapped layer) must run through that forward, before or after a first call
+    x = pyrt.tensor(np.ones((2, 4), np.float32))
+    for patched in (0, 1, 2):
+        seq = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+        plain = seq(x).detach().numpy().copy()
+        calls = []
+        original = seq[patched].forward
+
+        def wrapped(*args, _original=original, **kwargs):
+            calls.append(1)
+            return _original(*args, **kwargs) * 2
+
+        seq[patched].forward = wrapped
+        out = seq(x).detach().numpy()
+        assert calls, f"the forward of module {patched} was not called"
+        assert not np.array_equal(out, plain)
+        del seq[patched].forward
+        np.testing.assert_array_equal(seq(x).detach().numpy(), plain)
+
+
+def test_sequential_of_a_non_tensor_is_a_type_error():
+    for bad in ([[1.0, 2.0]], None, np.ones((1, 2), np.float32)):
+        with pytest.raises(TypeError, match="input must be a pyrt Tensor"):
+            nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))(bad)
+
+
+def test_flatten_and_a_cnn_take_an_empty_batch():
+    x = pyrt.tensor(np.zeros((0, 1, 4, 4), np.float32))
+    assert nn.Flatten()(pyrt.tensor(np.zeros((0, 3, 4), np.float32))).shape == (0, 12)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(2, 3))
+    assert model(x).shape == (0, 3)
+
+
+def test_a_name_in_use_is_not_taken_over():
+    m = nn.Module()
+    m.plain = 5
+    m.child = nn.ReLU()
+    m.weight = nn.Parameter(np.ones(2, np.float32))
+    for register, name in ((m.register_parameter, "plain"), (m.add_module, "plain"),
+                           (m.register_parameter, "child"), (m.add_module, "weight")):
+        with pytest.raises(KeyError, match=f"attribute '{name}' already exists"):
+            register(name, None)
+    assert m.plain == 5 and isinstance(m.child, nn.ReLU) and m.weight is not None
+    m.register_parameter("weight", None)  # its own kind: replaced, as in PyTorch
+    m.add_module("child", nn.Tanh())
+    assert m.weight is None and isinstance(m.child, nn.Tanh)
+    assert {"weight", "child"} <= set(dir(m))
 
 
 # ---- Sequential ------------------------------------------------------------------------------

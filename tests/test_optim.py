@@ -417,3 +417,28 @@ def test_load_state_dict_errors():
     with pytest.raises(ValueError, match=r"'momentum_buffer' of parameter 0 has shape \(5, 3\), "
                                          r"expected \(3, 5\)"):
         optim.SGD([{"params": other[:2]}, {"params": other[2:]}], lr=0.1).load_state_dict(state)
+
+
+def test_a_torch_state_loads_with_its_arrays_converted_and_its_options_checked():
+    torch = pytest.importorskip("torch")
+    p = make_params(21)
+    tp = torch_twin(p)
+    theirs = torch.optim.Adam(tp, lr=0.01)
+    run_torch(theirs, tp, 3, 22)
+    ours = optim.Adam(p, lr=0.5)
+    ours.load_state_dict(theirs.state_dict())  # torch tensors, a float step, flags off
+    assert ours.param_groups[0]["lr"] == 0.01 and "foreach" not in ours.param_groups[0]
+    for state in ours.state.values():
+        assert state["step"] == 3 and isinstance(state["step"], int)
+        assert all(type(v) is np.ndarray for k, v in state.items() if k != "step")
+    for q, tq in zip(p, tp):
+        q.data[...] = tq.detach().numpy()
+    run(ours, p, 2, 30)
+    run_torch(theirs, tp, 2, 30)
+    for q, tq in zip(p, tp):
+        assert_close(q.data, tq.detach().numpy(), what="param")
+    assert ours.state_dict()["state"]  # a state made of plain arrays again
+    # an option pyrt does not implement, switched on, is refused rather than ignored
+    tmax = torch.optim.SGD(tp, lr=0.1, momentum=0.9, maximize=True)
+    with pytest.raises(ValueError, match="sets maximize=True, which SGD does not implement"):
+        optim.SGD(p, lr=0.1, momentum=0.9).load_state_dict(tmax.state_dict())

@@ -12,9 +12,10 @@ import numpy as np
 from pyrt import functional as F
 from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
-from pyrt.nn.module import Module
+from pyrt.nn.module import FORWARD_PATCHES, Module
 from pyrt.nn.parameter import Parameter
 from pyrt.shapes import dim_index
+from pyrt.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
            "Sequential"]
@@ -147,6 +148,9 @@ class _Pool2d(Module):
 class MaxPool2d(_Pool2d):
     """Maximum over kernel_size windows of x [n, c, h, w]; stride defaults to kernel_size."""
 
+    def extra_repr(self):
+        return super().extra_repr() + ", dilation=1, ceil_mode=False"  # PyTorch's repr
+
     def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
 
@@ -172,7 +176,8 @@ class Flatten(Module):
         if start > end:
             raise ValueError(f"flatten: start_dim {self.start_dim} comes after end_dim "
                              f"{self.end_dim} for a {x.ndim}-D input")
-        shape = x.shape[:start] + (-1,) + x.shape[end + 1:]
+        # the merged size as a product: -1 cannot be inferred when another size is 0
+        shape = x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
         return F.reshape(x, shape)
 
     def extra_repr(self):
@@ -233,8 +238,11 @@ class Sequential(Module):
     def forward(self, x):
         modules = tuple(self._modules.values())
         plan = self.__dict__.get("_plan")
-        if plan is None or plan[0] != modules:  # first call, or the modules changed
-            plan = self.__dict__["_plan"] = (modules, self._fuse(modules))
+        # first call, or the modules changed, or a module's forward was replaced
+        if plan is None or plan[0] != modules or plan[2] != FORWARD_PATCHES[0]:
+            plan = self.__dict__["_plan"] = (modules, self._fuse(modules), FORWARD_PATCHES[0])
+        if plan[1] and plan[1][0][1] is not False and not isinstance(x, Tensor):
+            raise TypeError(f"Sequential: input must be a pyrt Tensor, got {type(x).__name__}")
         for module, act in plan[1]:
             if act is False:
                 x = module(x)
@@ -257,16 +265,20 @@ class Sequential(Module):
         then ReLU/Sigmoid/Tanh becomes one step, the Linear with its activation fused (one
         GEMM and one fused bias+activation pass, the same numbers as the two modules in turn
         with one pass less over the output)."""
+        def plain(module, kinds):
+            # of one of these exact types, with the class's forward (not one set on it)
+            return type(module) in kinds and "forward" not in module.__dict__
+
         steps = []
         i, n = 0, len(modules)
         while i < n:
             module = modules[i]
-            if type(module) is Linear and i + 1 < n and type(modules[i + 1]) in _FUSABLE:
+            if plain(module, (Linear,)) and i + 1 < n and plain(modules[i + 1], _FUSABLE):
                 steps.append((module, _FUSABLE[type(modules[i + 1])]))
                 i += 2
             else:
                 # act None: an exact Linear without activation; False: call the module
-                steps.append((module, None if type(module) is Linear else False))
+                steps.append((module, None if plain(module, (Linear,)) else False))
                 i += 1
         return tuple(Sequential._chain(steps))
 

@@ -20,6 +20,10 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 _MISSING = object()
 
+# Counts the times an instance's `forward` was set or deleted (a wrapped layer): Sequential's
+# fused steps call the kernels, not forward, so it plans its steps again when this changes.
+FORWARD_PATCHES = [0]
+
 
 def _check_tensor_input(module, args, kwargs):
     """The TypeError for a call of `module` whose input (first argument) is not a Tensor."""
@@ -71,7 +75,7 @@ class Module:
         `name`."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter")
+        self._check_name(name, "parameter", self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign {type(param).__name__!r} object to parameter "
                             f"{name!r} (pyrt.nn.Parameter or None required)")
@@ -82,7 +86,7 @@ class Module:
         """Add `module` (or None) as a child under `name`."""
         if "_modules" not in self.__dict__:
             raise AttributeError("cannot assign module before Module.__init__() call")
-        self._check_name(name, "module")
+        self._check_name(name, "module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._forget(name, keep=self._modules)
@@ -90,12 +94,15 @@ class Module:
 
     register_module = add_module
 
-    def _check_name(self, name, kind):
+    def _check_name(self, name, kind, own):
+        """KeyError unless `name` may hold a new entry of `own` (the parameters or the
+        children): a name already taken by anything else is refused, as in PyTorch."""
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
         if not name or "." in name:
             raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
-        if hasattr(type(self), name):
+        if hasattr(type(self), name) or (name not in own and (
+                name in self.__dict__ or name in self._parameters or name in self._modules)):
             raise KeyError(f"attribute {name!r} already exists")
 
     def _forget(self, name, keep):
@@ -130,7 +137,13 @@ class Module:
                                 f"{name!r} (pyrt.nn.Module or None expected)")
             modules[name] = None
         else:
+            if name == "forward":
+                FORWARD_PATCHES[0] += 1
             object.__setattr__(self, name, value)
+
+    def __dir__(self):
+        # parameters and children too, as attribute completion expects
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._modules))
 
     def __getattr__(self, name):
         # only called when normal lookup fails: parameters and children live in their dicts
@@ -147,6 +160,8 @@ class Module:
         elif name in self._modules:
             del self._modules[name]
         else:
+            if name == "forward":
+                FORWARD_PATCHES[0] += 1
             object.__delattr__(self, name)
 
     # ---- traversal ---------------------------------------------------------------------------

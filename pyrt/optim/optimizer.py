@@ -158,8 +158,16 @@ class Optimizer:
             param = params_of[key]
             restored = {}
             for name, value in values.items():
-                if isinstance(value, (np.ndarray, Tensor)):
-                    array = value.data if isinstance(value, Tensor) else value
+                if isinstance(value, Tensor):
+                    value = value.data
+                elif not isinstance(value, np.ndarray) and hasattr(value, "__array__"):
+                    value = np.asarray(value)  # another library's tensor (torch's state)
+                if isinstance(value, np.ndarray) and value.ndim == 0:
+                    value = value.item()  # a count such as Adam's step, kept as a number
+                if name == "step" and isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                if isinstance(value, np.ndarray):
+                    array = value
                     if array.shape != param.shape:
                         raise ValueError(f"loaded state {name!r} of parameter {key} has shape "
                                          f"{array.shape}, expected {param.shape}")
@@ -168,12 +176,32 @@ class Optimizer:
                     value = copy.deepcopy(value)
                 restored[name] = value
             new_state[param] = restored
+        updates = [self._loaded_group(group, saved)
+                   for group, saved in zip(self.param_groups, saved_groups)]
         self.state = new_state
         self._state_device = "cpu"  # the loaded arrays: moved on the next step if need be
-        for group, saved in zip(self.param_groups, saved_groups):
-            for k, v in saved.items():
-                if k != "params":
-                    group[k] = copy.deepcopy(v)
+        for group, update in zip(self.param_groups, updates):
+            group.update(update)
+
+    # options of torch.optim that this optimizer does not implement, with the values that
+    # mean "off": a state saved with them off loads (they are dropped), with one on it fails
+    _OFF = {"maximize": (False,), "foreach": (None, False), "fused": (None, False),
+            "differentiable": (False,), "capturable": (False,), "amsgrad": (False,),
+            "decoupled_weight_decay": (False,)}
+
+    def _loaded_group(self, group, saved):
+        """The hyper-parameters of `saved` for `group`: ValueError for one this optimizer
+        does not take, unless it is one of torch's options and off."""
+        update = {}
+        for k, v in saved.items():
+            if k == "params":
+                continue
+            if k in group:
+                update[k] = copy.deepcopy(v)
+            elif not (k in self._OFF and any(v is off or v == off for off in self._OFF[k])):
+                raise ValueError(f"loaded state dict sets {k}={v!r}, which "
+                                 f"{type(self).__name__} does not implement")
+        return update
 
     def __repr__(self):
         lines = [f"{type(self).__name__} ("]
