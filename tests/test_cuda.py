@@ -111,6 +111,18 @@ def test_cross_entropy_fused(n, c):
 def test_cross_entropy_label_out_of_range_is_nan():
     z, labels = f32(4, 3), np.array([0, 1, 3, 2])
     assert np.isnan(float(ops.cross_entropy(g(z), g(labels)).get()))
+    # its gradient row too, so that training cannot step on as if it were right
+    loss, grad = ops.cross_entropy(g(z), g(labels), return_grad=True)
+    grad = grad.get()
+    assert np.isnan(grad[2]).all() and np.isfinite(grad[[0, 1, 3]]).all()
+
+
+def test_optimizer_refuses_a_parameter_that_is_not_c_contiguous():
+    p = pyrt.tensor(f32(3, 4), requires_grad=True, device="cuda")
+    p.data = cupy.asfortranarray(p.data)
+    p.grad = pyrt.tensor(f32(3, 4, seed=1), device="cuda")
+    with pytest.raises(ValueError, match="param must be C-contiguous"):
+        optim.SGD([p], lr=0.1).step()
 
 
 def test_bce_with_logits_fused():
@@ -213,7 +225,7 @@ def test_optimizer_many_parameters_matches_cpu(cls, kw):
             for i, p in enumerate(params):
                 p.grad = pyrt.tensor(f32(sizes[i], seed=100 * step + i), device=device)
             opt.step()
-        results.append([p.cpu().numpy() for p in params])
+        results.append([p.detach().cpu().numpy() for p in params])
     for d, h in zip(results[1], results[0]):
         np.testing.assert_allclose(d, h, rtol=1e-5, atol=1e-6)
 
@@ -246,7 +258,7 @@ def test_model_gradients_match_cpu(which):
 def test_module_to_round_trip_keeps_parameter_identity():
     model, _ = _models()[0]
     before = [p for p in model.parameters()]
-    values = [p.numpy().copy() for p in before]
+    values = [p.detach().numpy().copy() for p in before]
     model.to("cuda")
     assert [id(p) for p in model.parameters()] == [id(p) for p in before]
     assert all(p.device == "cuda:0" for p in model.parameters())
@@ -254,7 +266,7 @@ def test_module_to_round_trip_keeps_parameter_identity():
         before[0].detach().numpy()
     model.cpu()
     for p, v in zip(model.parameters(), values):
-        np.testing.assert_array_equal(p.numpy(), v)
+        np.testing.assert_array_equal(p.detach().numpy(), v)
 
 
 def test_tensor_device_api():
@@ -282,7 +294,7 @@ def _xor_run(device, steps, optimizer_cls=optim.SGD, **kw):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return [p.cpu().numpy() for p in model.parameters()]
+    return [p.detach().cpu().numpy() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("cls,kw", [(optim.SGD, {"lr": 0.1, "momentum": 0.9}),
@@ -317,12 +329,36 @@ def test_graph_replay_equals_eager():
                 else lambda x, y, m=model, c=crit, o=opt: train_step(m, c, o, x, y, "cuda"))
         losses = [step(x, y) for x, y in batches]
         grads = [p.grad.cpu().numpy() for p in model.parameters()]
-        results.append(([v.item() for v in losses], [p.cpu().numpy() for p in model.parameters()],
-                        grads))
+        results.append(([v.item() for v in losses],
+                        [p.detach().cpu().numpy() for p in model.parameters()], grads))
     eager, replayed = results
     assert len(set(eager[0])) == len(batches)  # the losses differ from step to step
     np.testing.assert_allclose(replayed[0], eager[0], rtol=1e-5, atol=1e-6)
     for a, b in zip(replayed[1] + replayed[2], eager[1] + eager[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_graph_takes_device_batches_and_follows_lr_changes():
+    from pyrt.cli.models import mlp, train_step
+    from pyrt.cuda.graph import CapturedStep
+
+    # batches already on the GPU, and a learning rate lowered after the graph was captured:
+    # the replays must use the new rate, as the eager steps do
+    batches = [(x.to("cuda"), y.to("cuda")) for x, y in _mnist_batches(6)]
+    results = []
+    for captured in (False, True):
+        pyrt.manual_seed(0)
+        model = mlp().to("cuda")
+        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        crit = nn.CrossEntropyLoss()
+        step = (CapturedStep(model, crit, opt) if captured
+                else lambda x, y, m=model, c=crit, o=opt: train_step(m, c, o, x, y, "cuda"))
+        for i, (x, y) in enumerate(batches):
+            if i == 4:
+                opt.param_groups[0]["lr"] = 0.01
+            step(x, y)
+        results.append([p.detach().cpu().numpy() for p in model.parameters()])
+    for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 

@@ -18,7 +18,9 @@ What capture allows and how this respects it (CuPy's Stream.begin_capture, relax
 - the step's stream waits for the caller's stream before each step, and the caller's stream
   for the step, through events: the caller reads parameters and losses in order without the
   host waiting.
-A batch of another shape (the last, partial one) runs eagerly on the same stream.
+A batch of another shape (the last, partial one) runs eagerly on the same stream. The
+optimizer's hyper-parameters are kernel arguments, fixed in the graph: a change of any (a
+learning-rate schedule) is seen before the next replay and the step is captured again.
 """
 
 import cupy
@@ -32,8 +34,8 @@ WARMUP_STEPS = 2
 
 
 class CapturedStep:
-    """``step(x, y) -> loss`` (a detached device tensor) for CPU batches x, y, training
-    `model` with `criterion` and `optimizer` (SGD) on the GPU."""
+    """``step(x, y) -> loss`` (a detached device tensor) for batches x, y on the CPU or the
+    GPU, training `model` with `criterion` and `optimizer` (SGD) on the GPU."""
 
     def __init__(self, model, criterion, optimizer):
         if type(optimizer).__name__ != "SGD":
@@ -46,6 +48,7 @@ class CapturedStep:
         self.pool = cupy.cuda.MemoryPool()  # allocations made during capture, and only those
         self.graph = None
         self.shape = None  # the batch shape the graph was captured for
+        self.hyper = None  # the optimizer's hyper-parameters it was captured with
         self.warmed = 0
         self.x = self.y = self.loss = None
         self.grads = ()  # (parameter, its gradient tensor) as the captured step left them
@@ -82,16 +85,30 @@ class CapturedStep:
             return self._eager(x, y)
         if shape != self.shape:
             return self._eager(x, y)
+        hyper = self._hyperparameters()
+        if self.graph is not None and hyper != self.hyper:
+            # lr and the rest are kernel arguments frozen in the graph: a change (a schedule)
+            # needs a new capture, or the replays would go on with the old values
+            self.graph = None
         if self.graph is None:
             self._capture(x, y)
+            self.hyper = hyper
         caller = self._enter()
-        self.x.set(x.numpy(), stream=self.stream)
-        self.y.set(y.numpy(), stream=self.stream)
+        for buffer, batch in ((self.x, x.data), (self.y, y.data)):
+            if isinstance(batch, cupy.ndarray):  # a batch already on the GPU
+                with self.stream:
+                    cupy.copyto(buffer, batch)
+            else:
+                buffer.set(batch, stream=self.stream)
         self.graph.launch(stream=self.stream)
         self._leave(caller)
         for p, grad in self.grads:  # the gradients this replay wrote
             p.grad = grad
         return Tensor(self.loss.copy())  # on the caller's stream, after the replay
+
+    def _hyperparameters(self):
+        return [sorted((k, v) for k, v in group.items() if k != "params")
+                for group in self.optimizer.param_groups]
 
     def _capture(self, x, y):
         with self.stream, cupy.cuda.using_allocator(self.pool.malloc):

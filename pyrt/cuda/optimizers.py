@@ -4,7 +4,7 @@ Nothing here reads device memory, so a step never waits for the GPU."""
 
 import cupy
 
-from pyrt.cuda.ops._checks import as_f32
+from pyrt.cuda.ops._checks import as_f32, in_place
 from pyrt.cuda.ops.optim import adam_step_all, sgd_step_all
 
 __all__ = ["adam_step", "sgd_step"]
@@ -17,7 +17,9 @@ def _with_grads(group):
     for p in group["params"]:
         if p.grad is not None:
             tensors.append(p)
-            params.append(p.data)
+            # the fused kernel updates memory in order: a parameter must be C-contiguous
+            # float32, as the CPU step requires (an F-ordered one would be updated wrongly)
+            params.append(in_place(p.data, "param"))
             grads.append(as_f32(p.grad.data, "grad"))
     return tensors, params, grads
 

@@ -30,8 +30,11 @@ extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
         if (want_grad) {
             const float inv_s = 1.0f / s;
             float *g = grad + r * c;
+            // a label outside [0, c) makes its row NaN, as its loss is: a gradient that looks
+            // right would let training step on past it
             for (long long j = lane; j < c; j += 32)
-                g[j] = (expf(row[j] - m) * inv_s - (j == label ? 1.0f : 0.0f)) * inv_n;
+                g[j] = valid ? (expf(row[j] - m) * inv_s - (j == label ? 1.0f : 0.0f)) * inv_n
+                             : PYRT_NAN;
         }
     }
     const float total = pyrt_block_sum(lane == 0 ? warp_loss : 0.0f);
