@@ -310,10 +310,21 @@ def _mnist_batches(n, batch=32):
              pyrt.tensor(r.integers(0, 10, batch))) for _ in range(n)]
 
 
-def test_graph_replay_equals_eager():
+def _mlp_stepper(captured):
+    """(model, optimizer, step) for the MLP on the GPU, its step captured or eager."""
     from pyrt.cli.models import mlp, train_step
     from pyrt.cuda.graph import CapturedStep
 
+    pyrt.manual_seed(0)
+    model = mlp().to("cuda")
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    crit = nn.CrossEntropyLoss()
+    if captured:
+        return model, opt, CapturedStep(model, crit, opt)
+    return model, opt, lambda x, y: train_step(model, crit, opt, x, y, "cuda")
+
+
+def test_graph_replay_equals_eager():
     # a partial batch between replays, and every loss kept on the device until the end: a
     # replay must neither overwrite the eager step's arrays nor run unordered with the reads
     full = _mnist_batches(8)
@@ -321,12 +332,7 @@ def test_graph_replay_equals_eager():
                            pyrt.tensor(rng(2).integers(0, 10, 7)))] + full[5:]
     results = []
     for captured in (False, True):
-        pyrt.manual_seed(0)
-        model = mlp().to("cuda")
-        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        crit = nn.CrossEntropyLoss()
-        step = (CapturedStep(model, crit, opt) if captured
-                else lambda x, y, m=model, c=crit, o=opt: train_step(m, c, o, x, y, "cuda"))
+        model, _, step = _mlp_stepper(captured)
         losses = [step(x, y) for x, y in batches]
         grads = [p.grad.cpu().numpy() for p in model.parameters()]
         results.append(([v.item() for v in losses],
@@ -339,20 +345,12 @@ def test_graph_replay_equals_eager():
 
 
 def test_graph_takes_device_batches_and_follows_lr_changes():
-    from pyrt.cli.models import mlp, train_step
-    from pyrt.cuda.graph import CapturedStep
-
     # batches already on the GPU, and a learning rate lowered after the graph was captured:
     # the replays must use the new rate, as the eager steps do
     batches = [(x.to("cuda"), y.to("cuda")) for x, y in _mnist_batches(6)]
     results = []
     for captured in (False, True):
-        pyrt.manual_seed(0)
-        model = mlp().to("cuda")
-        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-        crit = nn.CrossEntropyLoss()
-        step = (CapturedStep(model, crit, opt) if captured
-                else lambda x, y, m=model, c=crit, o=opt: train_step(m, c, o, x, y, "cuda"))
+        model, opt, step = _mlp_stepper(captured)
         for i, (x, y) in enumerate(batches):
             if i == 4:
                 opt.param_groups[0]["lr"] = 0.01
