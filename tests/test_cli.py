@@ -179,7 +179,7 @@ def test_missing_data_dir_subprocess(tmp_path):
     proc = run_cli("train", "mnist", "--data", str(tmp_path / "nowhere"), "--json")
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert "No MNIST-format data set in" in proc.stderr
+    assert f"--data {tmp_path / 'nowhere'}: no such directory" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

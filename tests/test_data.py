@@ -6,6 +6,7 @@ import hashlib
 import http.server
 import struct
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,6 +185,11 @@ def test_search_order(no_data_anywhere, monkeypatch):
     env_dir = tmp / "env"
     explicit = tmp / "explicit"
     monkeypatch.setenv("PYRT_DATA", str(env_dir))
+    # a PYRT_DATA naming no directory is an error, not a silent fall back to the others
+    with pytest.raises(mnist_module.DatasetNotFoundError, match=f"PYRT_DATA={env_dir}: no "
+                                                                "such directory"):
+        mnist_module.find_mnist()
+    env_dir.mkdir()
     assert mnist_module.find_mnist() is None
 
     write_mnist(tmp / "system", seed=1)
@@ -290,6 +296,52 @@ def test_download_rejects_a_bad_checksum(no_data_anywhere, mirror, monkeypatch):
     assert list(target.iterdir()) == []  # nothing unverified is kept
 
 
+def test_a_file_already_in_the_download_directory_is_checked(no_data_anywhere, mirror,
+                                                            monkeypatch):
+    url, served = mirror
+    monkeypatch.setattr(mnist_module, "MD5", _md5_of(served))
+    monkeypatch.setattr(mnist_module, "MIRRORS", (url,))
+    target = no_data_anywhere / "home" / ".cache" / "pyrt" / "MNIST" / "raw"
+    target.mkdir(parents=True)
+    foreign = target / "train-labels-idx1-ubyte.gz"
+    write_idx(foreign, np.zeros(30, np.uint8))  # valid IDX, but not the data set's
+    with pytest.raises(DatasetNotFoundError, match=f"{foreign} is not MNIST's"):
+        load_mnist()
+
+
+def test_a_dead_mirror_is_tried_once_and_a_slow_one_given_up(no_data_anywhere, mirror,
+                                                             monkeypatch, capsys):
+    url, served = mirror
+    monkeypatch.setattr(mnist_module, "MD5", _md5_of(served))
+    monkeypatch.setattr(mnist_module, "MIRRORS", ("http://127.0.0.1:1/", url))
+    load_mnist()
+    err = capsys.readouterr().err
+    assert err.count("downloading http://127.0.0.1:1/") == 1  # not once per file
+    assert err.count(f"downloading {url}") == 4
+    # a transfer past its deadline (a mirror that trickles) fails instead of hanging
+    monkeypatch.setattr(mnist_module, "DOWNLOAD_DEADLINE_S", -1)
+    with pytest.raises(DatasetNotFoundError, match="slower than -1 s"):
+        mnist_module.download_mnist(no_data_anywhere / "elsewhere", mirrors=(url,))
+
+
+def test_unreadable_files_and_a_file_for_data_are_named(no_data_anywhere, tmp_path,
+                                                        monkeypatch):
+    write_mnist(tmp_path / "d")
+    with pytest.raises(DatasetNotFoundError, match="is a file: pass the directory"):
+        load_mnist(tmp_path / "d" / "train-images-idx3-ubyte.gz")
+    real = Path.read_bytes
+
+    def refuse(path):
+        if path.name.startswith("t10k-images"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    with pytest.raises(ValueError, match="t10k-images-idx3-ubyte.gz: cannot be read "
+                                         r"\(Permission denied\)"):
+        load_mnist(tmp_path / "d")
+
+
 # ---- XOR -------------------------------------------------------------------------------------
 
 
@@ -393,3 +445,13 @@ def test_loader_converts_dtypes():
 def test_loader_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         DataLoader(**kwargs)
+
+
+def test_loader_takes_its_epoch_at_iter_and_refuses_a_list_of_samples():
+    x, y = _arrays(10)
+    loader = DataLoader((x, y), 4, shuffle=True, seed=1)
+    first = iter(loader)
+    loader.set_epoch(5)  # after iter(): the iteration already has its epoch
+    np.testing.assert_array_equal(next(first)[1].numpy(), loader.order(0)[:4])
+    with pytest.raises(TypeError, match="list of \\(input, target\\) samples"):
+        DataLoader([(x[i], y[i]) for i in range(10)], 4)

@@ -26,7 +26,7 @@ from pyrt.bench.options import PEERS, SUITES, parse_peers, parse_threads
 from pyrt.bench.plot import write_plot
 from pyrt.cli.interrupt import InterruptOn
 from pyrt.cli.options import CLIError, positive_float, positive_int
-from pyrt.data.mnist import find_mnist
+from pyrt.data.mnist import DatasetNotFoundError, find_mnist
 
 __all__ = ["add_parser", "run"]
 
@@ -234,7 +234,10 @@ def run(args):
     try:
         with InterruptOn(runner.STOP_SIGNALS[1:]):
             peers, missing = _python_peers(args.peers)
-            data = None if args.quick else find_mnist()
+            try:
+                data = None if args.quick else find_mnist()
+            except DatasetNotFoundError as exc:  # a PYRT_DATA that names no directory
+                raise CLIError(str(exc)) from None
             catalogue = workloads.catalogue(args.quick, data)
             _check_only(catalogue, args)
             chosen, skipped = _select(catalogue, args, missing, root)

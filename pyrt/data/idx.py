@@ -45,7 +45,10 @@ _CODES = {dt.newbyteorder("=").kind + str(dt.itemsize): code for code, dt in _DT
 def _read_bytes(path):
     """The file's contents, decompressed when it starts with the gzip signature (whatever its
     name says)."""
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:  # permissions, I/O: an error naming the file, as for bad contents
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if not raw.startswith(_GZIP_SIGNATURE):
         return raw
     try:

@@ -51,6 +51,12 @@ class DataLoader:
                 or not dataset:
             raise TypeError("dataset must be a non-empty tuple of arrays, such as "
                             "(images, labels)")
+        if isinstance(dataset, list) and len(dataset) > 2 and all(
+                isinstance(s, (tuple, list)) for s in dataset):
+            # PyTorch's map-style data set, a list of (input, target) samples: taken as
+            # columns it would batch the wrong way, silently
+            raise TypeError("dataset looks like a list of (input, target) samples; pass the "
+                            "columns instead, such as (images, labels) arrays")
         self.arrays = tuple(_as_batchable(a, i) for i, a in enumerate(dataset))
         n = len(self.arrays[0])
         for i, a in enumerate(self.arrays[1:], start=1):
@@ -92,10 +98,14 @@ class DataLoader:
         return np.random.default_rng((self.seed, epoch)).permutation(self.num_samples)
 
     def __iter__(self):
-        from pyrt.tensor import Tensor
-
+        # the epoch is taken here, at iter(), not at the first batch
         order = self.order(self.epoch)
         self.epoch += 1
+        return self._batches(order)
+
+    def _batches(self, order):
+        from pyrt.tensor import Tensor
+
         bs = self.batch_size
         for b in range(len(self)):
             lo, hi = b * bs, min((b + 1) * bs, self.num_samples)

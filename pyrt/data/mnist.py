@@ -9,21 +9,25 @@ Where pyrt looks, in order (the first directory holding all four files wins):
 
 1. the directory passed as ``root`` (the CLI's ``--data DIR``); when given it must hold the
    data, nothing else is searched;
-2. ``$PYRT_DATA``;
+2. ``$PYRT_DATA``; when set it must name a directory (a misspelt one is an error, not a
+   silent fall back to the directories below);
 3. ``~/.cache/pyrt`` (where a download goes);
 4. ``/usr/share/datasets/fashion-mnist`` (Debian's ``dataset-fashion-mnist`` package).
 
 Each of those directories is tried as it is and in torchvision's layout (``DIR/MNIST/raw``,
-then ``DIR/FashionMNIST/raw``). When nothing is found, MNIST is downloaded from its public
-mirrors into ``~/.cache/pyrt/MNIST/raw``, each file checked against its published MD5; with no
-network the error says how to get the data instead.
+then ``DIR/FashionMNIST/raw``); ``~`` is expanded. When nothing is found, MNIST is downloaded
+from its public mirrors into ``~/.cache/pyrt/MNIST/raw``, each file checked against its
+published MD5 (files already there too); with no network the error says how to get the data
+instead.
 """
 
 import hashlib
 import http.client
 import os
-import shutil
+import sys
 import tempfile
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import NamedTuple
@@ -57,7 +61,8 @@ MD5 = {
     "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
     "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
 }
-DOWNLOAD_TIMEOUT_S = 10
+DOWNLOAD_TIMEOUT_S = 10    # a mirror silent this long is given up...
+DOWNLOAD_DEADLINE_S = 300  # ...and one that takes longer than this for a file (12 MB at most)
 
 HOW_TO_GET_DATA = (
     "Get the data in one of these ways:\n"
@@ -91,13 +96,27 @@ def cache_dir():
     return Path.home() / ".cache" / "pyrt"
 
 
+def _env_dir():
+    """``$PYRT_DATA`` as a path (``~`` expanded), or None when unset; DatasetNotFoundError when
+    it names no directory."""
+    raw = os.environ.get("PYRT_DATA")
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_dir():
+        raise DatasetNotFoundError(f"PYRT_DATA={raw}: no such directory. Set it to the "
+                                   "directory holding the IDX files, or unset it.\n"
+                                   + HOW_TO_GET_DATA)
+    return path
+
+
 def search_dirs(root=None):
     """The directories searched, in order (see the module's docstring)."""
     if root is not None:
-        bases = [Path(root)]
+        bases = [Path(root).expanduser()]
     else:
-        bases = [Path(os.environ["PYRT_DATA"])] if os.environ.get("PYRT_DATA") else []
-        bases += [cache_dir(), SYSTEM_DIR]
+        env = _env_dir()
+        bases = ([env] if env is not None else []) + [cache_dir(), SYSTEM_DIR]
     dirs = []
     for base in bases:
         dirs.append(base)
@@ -138,28 +157,65 @@ def _md5(path):
     return digest.hexdigest()
 
 
-def _fetch(name, dest, mirrors, timeout):
+def _copy(response, out, deadline, url):
+    """Copy the body of `response` to `out`, giving up at `deadline` (a mirror that trickles
+    would otherwise hold the download forever: the socket timeout covers one read only)."""
+    expected = response.headers.get("Content-Length")
+    got = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"slower than {DOWNLOAD_DEADLINE_S} s for the file")
+        block = response.read(1 << 16)
+        if not block:
+            break
+        out.write(block)
+        got += len(block)
+    if expected is not None and expected.isdigit() and got != int(expected):
+        raise http.client.IncompleteRead(b"", int(expected) - got)
+
+
+def _failure(url, exc):
+    """What went wrong with `url`, in words."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"{url}: HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, http.client.IncompleteRead):
+        return f"{url}: the connection closed before the end of the file (truncated)"
+    return f"{url}: {getattr(exc, 'reason', exc)}"
+
+
+def _fetch(name, dest, mirrors, timeout, dead):
     """Download `name` from the first mirror that serves it with the right checksum; the file
-    appears in `dest` only once verified. Returns the list of failures if none did."""
+    appears in `dest` only once verified. Returns the mirror that served it and the list of
+    failures (the mirror None if none did). Mirrors that could not be reached at all are
+    added to `dead` and not tried again for the other files."""
     failures = []
     for mirror in mirrors:
+        if mirror in dead:
+            continue
         url = mirror + name
-        fd, tmp = tempfile.mkstemp(dir=dest, prefix=name + ".", suffix=".part")
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(dir=dest, prefix=name + ".", suffix=".part")
+            print(f"pyrt: downloading {url} to {dest}", file=sys.stderr, flush=True)
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as r:
-                shutil.copyfileobj(r, out)
+                _copy(r, out, time.monotonic() + DOWNLOAD_DEADLINE_S, url)
             digest = _md5(tmp)
             if digest != MD5[name]:
                 failures.append(f"{url}: MD5 {digest}, expected {MD5[name]}")
                 continue
             os.replace(tmp, dest / name)
-            return []
+            return mirror, []
         except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError
-            failures.append(f"{url}: {getattr(exc, 'reason', exc)}")
+            failures.append(_failure(url, exc))
+            if tmp is None:  # the folder cannot take the file: no mirror will do better
+                return None, [f"{dest}: cannot write a file there ({exc.strerror or exc})"]
+            if isinstance(exc, urllib.error.URLError) and not isinstance(
+                    exc, urllib.error.HTTPError):
+                dead.add(mirror)  # no connection at all
         finally:
-            if os.path.exists(tmp):
+            if tmp is not None and os.path.exists(tmp):
                 os.remove(tmp)
-    return failures
+    return None, failures
 
 
 def download_mnist(dest=None, *, mirrors=None, timeout=DOWNLOAD_TIMEOUT_S):
@@ -175,11 +231,28 @@ def download_mnist(dest=None, *, mirrors=None, timeout=DOWNLOAD_TIMEOUT_S):
         raise DatasetNotFoundError(f"No MNIST-format data set found, and {dest} cannot be "
                                    f"created to download MNIST into ({exc}).\n"
                                    + HOW_TO_GET_DATA) from None
+    # parts of downloads that were killed (Ctrl-C removes its own) and are too old to be
+    # still going
+    for part in dest.glob("*.part"):
+        try:
+            if time.time() - part.stat().st_mtime > 2 * DOWNLOAD_DEADLINE_S:
+                part.unlink()
+        except OSError:
+            pass
+    dead = set()
     for name in MD5:
         if (dest / name).is_file():
-            continue
-        failures = _fetch(name, dest, mirrors, timeout)
-        if failures:
+            digest = _md5(dest / name)
+            if digest == MD5[name]:
+                continue
+            raise DatasetNotFoundError(
+                f"{dest / name} is not MNIST's {name} (MD5 {digest}, expected {MD5[name]}): "
+                "remove it to download it again, or put the data set it belongs to in a "
+                "directory of its own and pass --data DIR")
+        mirror, failures = _fetch(name, dest, mirrors, timeout, dead)
+        if mirror is not None:  # the mirror that served this file first for the next ones
+            mirrors = (mirror,) + tuple(m for m in mirrors if m != mirror)
+        if failures and mirror is None:
             raise DatasetNotFoundError(
                 "No MNIST-format data set found and downloading MNIST failed:\n  "
                 + "\n  ".join(failures) + "\nLooked in:\n  "
@@ -213,10 +286,7 @@ def load_mnist(root=None, *, download=True):
     directory = find_mnist(root)
     if directory is None:
         if root is not None:
-            raise DatasetNotFoundError(
-                f"No MNIST-format data set in {root}: looked for "
-                + ", ".join(f"{stem}[.gz]" for stem in FILES.values()) + " in:\n  "
-                + "\n  ".join(str(d) for d in search_dirs(root)) + "\n" + HOW_TO_GET_DATA)
+            raise DatasetNotFoundError(_not_in(Path(root).expanduser()))
         if not download:
             raise DatasetNotFoundError(
                 "No MNIST-format data set found. Looked in:\n  "
@@ -226,6 +296,26 @@ def load_mnist(root=None, *, download=True):
     train_x, train_y = _load_split(files, "train_images", "train_labels")
     test_x, test_y = _load_split(files, "test_images", "test_labels")
     return MNIST(train_x, train_y, test_x, test_y, directory, _name(directory))
+
+
+def _not_in(root):
+    """Why `root` (--data) holds no data set, as precisely as can be said."""
+    if root.is_file():
+        return (f"--data {root} is a file: pass the directory that holds the four IDX files "
+                f"(perhaps {root.parent})")
+    if not root.exists():
+        return f"--data {root}: no such directory.\n" + HOW_TO_GET_DATA
+    lines = []
+    for directory in search_dirs(root):
+        if directory.is_dir():
+            missing = [f"{stem}[.gz]" for stem in FILES.values()
+                       if _find_file(directory, stem) is None]
+            lines.append(f"{directory}: no {', '.join(missing)}")
+    where = "\n  ".join(lines) or f"{root} holds none of them"
+    return (f"No MNIST-format data set in {root}: it needs "
+            + ", ".join(f"{stem}[.gz]" for stem in FILES.values())
+            + " (in it, or in its MNIST/raw or FashionMNIST/raw).\n  " + where + "\n"
+            + HOW_TO_GET_DATA)
 
 
 def _name(directory):
