@@ -241,23 +241,29 @@ class Sequential(Module):
         # first call, or the modules changed, or a module's forward was replaced
         if plan is None or plan[0] != modules or plan[2] != FORWARD_PATCHES[0]:
             plan = self.__dict__["_plan"] = (modules, self._fuse(modules), FORWARD_PATCHES[0])
-        if plan[1] and plan[1][0][1] is not False and not isinstance(x, Tensor):
-            raise TypeError(f"Sequential: input must be a pyrt Tensor, got {type(x).__name__}")
-        for module, act in plan[1]:
-            if act is False:
-                x = module(x)
-            elif act is _CHAIN:
-                y = module(x)  # a LinearChain; None: its layers must run one by one
-                if y is None:
-                    for layer, layer_act in module.steps:
-                        y = layer.forward(x if y is None else y, act=layer_act)
-                x = y
-            elif x.data.ndim == 2:  # an exact Linear on a batch of rows: straight to F.linear
-                params = module._parameters
-                x = F.linear(x, params["weight"], params["bias"], act)
-            else:
-                x = module.forward(x, act=act)
-        return x
+        y = x
+        try:  # (a try costs nothing until something raises)
+            for module, act in plan[1]:
+                if act is False:
+                    y = module(y)
+                elif act is _CHAIN:
+                    z = module(y)  # a LinearChain; None: its layers must run one by one
+                    if z is None:
+                        for layer, layer_act in module.steps:
+                            z = layer.forward(y if z is None else z, act=layer_act)
+                    y = z
+                elif y.data.ndim == 2:  # an exact Linear on rows: straight to F.linear
+                    params = module._parameters
+                    y = F.linear(y, params["weight"], params["bias"], act)
+                else:
+                    y = module.forward(y, act=act)
+        except AttributeError:
+            # the fused steps read .data: say what was wrong with the input, if it was
+            if not isinstance(x, Tensor):
+                raise TypeError(f"Sequential: input must be a pyrt Tensor, got "
+                                f"{type(x).__name__}") from None
+            raise
+        return y
 
     @staticmethod
     def _fuse(modules):
