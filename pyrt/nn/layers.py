@@ -258,8 +258,9 @@ class Sequential(Module):
                 else:
                     y = module.forward(y, act=act)
         except AttributeError:
-            # the fused steps read .data: say what was wrong with the input, if it was
-            if not isinstance(x, Tensor):
+            # a fused first step read .data: say what was wrong with the input, if it was
+            # (a module simply called keeps its own errors)
+            if not isinstance(x, Tensor) and plan[1][0][1] is not False:
                 raise TypeError(f"Sequential: input must be a pyrt Tensor, got "
                                 f"{type(x).__name__}") from None
             raise
