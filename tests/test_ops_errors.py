@@ -744,3 +744,9 @@ def test_tensor_arithmetic_with_bad_operands_and_division_by_zero():
     for bad in (None, "a", [1j, 2, 3]):
         raises(TypeError, "other", lambda b: x + b, bad)
         raises(TypeError, "other", lambda b: x * b, bad)
+
+
+def test_a_device_array_reaching_the_cpu_op_says_how_to_route_it():
+    fake = type("ndarray", (), {"__module__": "cupy._core.core"})
+    msg = raises(TypeError, "x", ops.relu, fake())
+    assert "CUDA backend is loaded" in msg and "pyrt.cuda.require()" in msg

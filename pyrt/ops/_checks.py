@@ -155,6 +155,12 @@ def _numpy_subclass(x, name, what):
         # a tensor's data is its array, but a numpy.ndarray's .data is a memoryview
         hint = (": was a numpy.ndarray passed where a pyrt.Tensor was expected?"
                 if type(x) is memoryview else "")
+        if type(x).__module__.partition(".")[0] == "cupy":
+            # the CUDA ops take over pyrt.ops' names once the backend is loaded, and see
+            # device arrays among the first two positional arguments
+            hint = (": pyrt.ops runs CuPy arrays once the CUDA backend is loaded (moving a "
+                    "tensor to 'cuda' or pyrt.cuda.require() loads it), passed as the first "
+                    "two positional arguments, with every array on the device")
         raise TypeError(f"{name} must be {what} numpy.ndarray, got {type(x).__name__}{hint}")
 
 
