@@ -91,8 +91,10 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
             raise TypeError(f"{name} must have dtype float32, got {x.dtype}")
         return x
 
-    def out_f32(out, shape, name="out"):
-        """A float32 result array of `shape`: `out` checked, or a new one."""
+    def out_f32(out, shape, name="out", disjoint=()):
+        """A float32 result array of `shape`: `out` checked, or a new one. `disjoint` lists
+        inputs ((array or None, name) pairs) that `out` may not overlap at all
+        (check_disjoint), for kernels that read an input element for several outputs."""
         if out is None:
             return empty(shape, F32)
         check_f32(out, name)
@@ -102,6 +104,7 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
             raise ValueError(f"{name} must be C-contiguous")
         if can_be_read_only and not out.flags.writeable:
             raise ValueError(f"{name} is read-only")
+        check_disjoint(out, *disjoint)
         return out
 
     def in_place(x, name, shape=None):

@@ -11,7 +11,7 @@ are bitwise identical at any thread count.
 import operator
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import as_f32, check_disjoint, check_rc, check_shape, fptr, out_f32
+from pyrt.ops._checks import as_f32, check_rc, check_shape, fptr, out_f32
 from pyrt.ops._memory import empty
 
 __all__ = ["conv2d", "conv2d_backward"]
@@ -134,10 +134,9 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
     k = weight.shape[0]
     if bias is not None:
         bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
-    res = out_f32(out, (x.shape[0], k, oh, ow))
-    if out is not None:
-        # every input element is read for several outputs: no overlap at all is safe
-        check_disjoint(res, (x, "x"), (weight, "weight"), (bias, "bias"))
+    # every input element is read for several outputs: no overlap at all is safe
+    res = out_f32(out, (x.shape[0], k, oh, ow),
+                  disjoint=((x, "x"), (weight, "weight"), (bias, "bias")))
     rc = lib.pyrt_conv2d_forward(shape, fptr(x), fptr(weight),
                                  ffi.NULL if bias is None else fptr(bias), fptr(res))
     check_rc(rc, "conv2d")

@@ -15,7 +15,6 @@ from pyrt.ops._checks import (
     I64,
     as_f32,
     as_i64,
-    check_disjoint,
     check_rc,
     check_shape,
     fptr,
@@ -73,17 +72,6 @@ def backward_geometry(input_shape, kernel_size, stride, padding):
     return input_shape, shape, (*input_shape[:2], oh, ow)
 
 
-def _result(out, shape, *inputs):
-    """`out` checked (float32, C-contiguous, writable, of `shape`, sharing no memory with
-    `inputs`, (array, name) pairs: each input element is read for several outputs, or several
-    for one), or a new array."""
-    if out is None:
-        return empty(shape)
-    res = out_f32(out, shape)
-    check_disjoint(res, *inputs)
-    return res
-
-
 def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
     """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
     int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward. `out`
@@ -92,7 +80,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, 
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
     n, c = x.shape[:2]
-    y = _result(out, (n, c, oh, ow), (x, "x"))
+    y = out_f32(out, (n, c, oh, ow), disjoint=((x, "x"),))
     indices = empty((n, c, oh, ow), I64) if return_indices else None
     rc = lib.pyrt_max_pool2d_forward(shape, fptr(x), fptr(y),
                                      iptr(indices) if return_indices else ffi.NULL)
@@ -108,7 +96,8 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = _result(out, input_shape, (grad_output, "grad_output"), (indices, "indices"))
+    dx = out_f32(out, input_shape,
+                 disjoint=((grad_output, "grad_output"), (indices, "indices")))
     rc = lib.pyrt_max_pool2d_backward(shape, fptr(grad_output), iptr(indices), fptr(dx))
     if rc == lib.PYRT_EINVAL:  # the shapes are checked: an index is not in its plane
         h, w = input_shape[2:]
@@ -124,7 +113,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
+    y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
     check_rc(rc, "avg_pool2d")
     return y
@@ -136,7 +125,7 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
     must not overlap grad_output, when given)."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = _result(out, input_shape, (grad_output, "grad_output"))
+    dx = out_f32(out, input_shape, disjoint=((grad_output, "grad_output"),))
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))
     check_rc(rc, "avg_pool2d_backward")
     return dx

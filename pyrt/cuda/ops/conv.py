@@ -10,7 +10,7 @@ by the gather-form col2im.
 import cupy
 
 from pyrt.cuda._module import BLOCK, grid_for, kernel
-from pyrt.cuda.ops._checks import as_f32, as_i64, check_disjoint, out_f32
+from pyrt.cuda.ops._checks import as_f32, as_i64, out_f32
 from pyrt.cuda.ops.elementwise import bias_grad_planes, bias_planes_
 from pyrt.ops._checks import F32, I64, check_shape
 from pyrt.ops.conv import _check_4d, conv_geometry
@@ -47,9 +47,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
     n, k = x.shape[0], weight.shape[0]
     if bias is not None:
         bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
-    res = out_f32(out, (n, k, oh, ow))
-    if out is not None:
-        check_disjoint(res, (x, "x"), (weight, "weight"), (bias, "bias"))
+    res = out_f32(out, (n, k, oh, ow), disjoint=((x, "x"), (weight, "weight"), (bias, "bias")))
     if res.size == 0:
         return res
     cols = _im2col(x, shape)
@@ -96,21 +94,12 @@ def _pool_input(x):
     return x
 
 
-def _result(out, shape, *inputs):
-    """`out` checked (as pyrt.ops.pool's: no overlap with `inputs` at all), or a new array."""
-    if out is None:
-        return cupy.empty(shape, F32)
-    res = out_f32(out, shape)
-    check_disjoint(res, *inputs)
-    return res
-
-
 def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
     """Maximum over each window of x [n, c, h, w]; with return_indices, also the int64 flat
     index (within the h*w plane) of each maximum, for max_pool2d_backward."""
     x = _pool_input(x)
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
+    y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     idx = cupy.empty(y.shape, I64) if return_indices else y
     kernel("pool", "pyrt_max_pool_forward")(
         grid_for(y.size), (BLOCK,), (x, y, idx) + _pool_dims(shape) + (int(return_indices),))
@@ -124,7 +113,8 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
-    dx = _result(out, input_shape, (grad_output, "grad_output"), (indices, "indices"))
+    dx = out_f32(out, input_shape,
+                 disjoint=((grad_output, "grad_output"), (indices, "indices")))
     kernel("pool", "pyrt_max_pool_backward")(
         grid_for(dx.size), (BLOCK,), (grad_output, indices, dx) + _pool_dims(shape))
     return dx
@@ -134,7 +124,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
     """Mean over each window of x [n, c, h, w], padding counted as zeros."""
     x = _pool_input(x)
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
-    y = _result(out, (*x.shape[:2], oh, ow), (x, "x"))
+    y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     kernel("pool", "pyrt_avg_pool_forward")(grid_for(y.size), (BLOCK,),
                                             (x, y) + _pool_dims(shape))
     return y
@@ -145,7 +135,7 @@ def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padd
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
-    dx = _result(out, input_shape, (grad_output, "grad_output"))
+    dx = out_f32(out, input_shape, disjoint=((grad_output, "grad_output"),))
     kernel("pool", "pyrt_avg_pool_backward")(grid_for(dx.size), (BLOCK,),
                                              (grad_output, dx) + _pool_dims(shape))
     return dx
