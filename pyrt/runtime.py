@@ -208,9 +208,9 @@ class _Job:
 
     def call(self, fn, *args):
         """fn(*args) with the caller's thread state (carry_thread_state)."""
-        if not self.state:
-            return fn(*args)
         before = [get() for get, _ in _carried]
+        if before == self.state:  # the caller's thread, or one already in the same state
+            return fn(*args)
         for (_, set_), value in zip(_carried, self.state):
             set_(value)
         try:
