@@ -107,7 +107,7 @@ class CapturedStep:
         return Tensor(self.loss.copy())  # on the caller's stream, after the replay
 
     def _hyperparameters(self):
-        return [sorted((k, v) for k, v in group.items() if k != "params")
+        return [{k: v for k, v in group.items() if k != "params"}
                 for group in self.optimizer.param_groups]
 
     def _capture(self, x, y):

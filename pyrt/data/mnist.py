@@ -157,7 +157,7 @@ def _md5(path):
     return digest.hexdigest()
 
 
-def _copy(response, out, deadline, url):
+def _copy(response, out, deadline):
     """Copy the body of `response` to `out`, giving up at `deadline` (a mirror that trickles
     would otherwise hold the download forever: the socket timeout covers one read only)."""
     expected = response.headers.get("Content-Length")
@@ -198,7 +198,7 @@ def _fetch(name, dest, mirrors, timeout, dead):
             fd, tmp = tempfile.mkstemp(dir=dest, prefix=name + ".", suffix=".part")
             print(f"pyrt: downloading {url} to {dest}", file=sys.stderr, flush=True)
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as r:
-                _copy(r, out, time.monotonic() + DOWNLOAD_DEADLINE_S, url)
+                _copy(r, out, time.monotonic() + DOWNLOAD_DEADLINE_S)
             digest = _md5(tmp)
             if digest != MD5[name]:
                 failures.append(f"{url}: MD5 {digest}, expected {MD5[name]}")
