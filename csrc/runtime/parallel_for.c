@@ -30,18 +30,23 @@ typedef struct range_task {
     int64_t lo, hi;
 } range_task;
 
-/* Should the owner of `left` more indices split now? 0: no; 1: yes, a worker is awake to take
- * the half; 2: yes, and wake a sleeper for it (with at least `wake_chunks` grains left). Cheap
- * when the answer is no: two compares and, with work left, a load of a read-mostly line. The
- * counts are compared as left / k < grain, never k * grain, which could overflow. */
-static inline int split_demand(pool *p, int64_t left, int64_t grain, int64_t wake_chunks)
+/* k * grain, or INT64_MAX where that would overflow (no loop has that many indices left). */
+static inline int64_t grains(int64_t k, int64_t grain)
 {
-    if (left / 2 < grain)
+    return grain <= INT64_MAX / k ? k * grain : INT64_MAX;
+}
+
+/* Should the owner of `left` more indices split now? 0: no; 1: yes, a worker is awake to take
+ * the half (two grains are left: `split_min` indices); 2: yes, and wake a sleeper for it (with
+ * `wake_min` indices left). Cheap when the answer is no: two compares and, with work left, a
+ * load of a read-mostly line. */
+static inline int split_demand(pool *p, int64_t left, int64_t split_min, int64_t wake_min)
+{
+    if (left < split_min)
         return 0;
     if (atomic_load_explicit(&p->searching, memory_order_relaxed) > 0)
         return 1;
-    if (left / wake_chunks >= grain
-        && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
+    if (left >= wake_min && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
         return 2;
     return 0;
 }
@@ -70,12 +75,13 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
     pool *p = w->pool;
     /* a coarse loop looks for idle workers before each chunk (the first included), and a
      * sleeper is worth waking for two chunks: each costs more than the wake-up */
-    const int64_t wake_chunks = lp->coarse ? 2 : WAKE_MIN_CHUNKS;
+    const int64_t split_min = grains(2, grain);
+    const int64_t wake_min = grains(lp->coarse ? 2 : WAKE_MIN_CHUNKS, grain);
     int ran = lp->coarse;
 
     while (lo < hi) {
         if (ran) {
-            int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, grain, wake_chunks)
+            int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, split_min, wake_min)
                                               : 0;
             if (demand) {
                 /* keep the lower half (its memory is warm in our cache), offer the upper one */
@@ -214,7 +220,7 @@ static int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx, i
     /* A split needs two grains left after the first chunk (before it, for a coarse loop):
      * below three grains (two), or with no other thread to take a half, the loop is one
      * chunk, and the body is called once. */
-    if ((n - start) / (coarse ? 2 : 3) < grain || threads == 1)
+    if (n - start < grains(coarse ? 2 : 3, grain) || threads == 1)
         return fn(ctx, start, n);
     worker *w = worker_enter();
     if (!w)
