@@ -231,13 +231,8 @@ def _escaped(exc_type, exc, tb):
     chunk (error=1, never a silent success) and is recorded on the job, found through the
     callback's `ctx` argument, to be raised in the caller."""
     ctx = tb.tb_frame.f_locals.get("ctx") if tb is not None else None
-    if ctx is not None:
+    if ctx is not None:  # (without it the chunk still fails: _finish raises a RuntimeError)
         ffi.from_handle(ctx).fail(exc)
-    else:  # cannot happen with a frame; still, the caller must not see a success
-        _orphans.append(exc)
-
-
-_orphans = []  # exceptions of callbacks whose job could not be found (see _finish)
 
 
 @ffi.def_extern(error=1, onerror=_escaped)
@@ -311,7 +306,7 @@ def _finish(job, rc, what):
     if rc < 0:
         _raise_for(rc, what)
     if rc > 0:  # a chunk failed without recording why (see _escaped)
-        raise _orphans.pop() if _orphans else RuntimeError(f"{what}: a callback failed")
+        raise RuntimeError(f"{what}: a callback failed")
 
 
 def parallel_for(n, fn, *, grain=None):
