@@ -232,7 +232,6 @@ def test_concurrent_callers_from_eight_threads():
 
 
 def test_loop_uses_workers_when_asked_and_only_the_caller_at_one_thread():
-    import time
 
     def where(threads):
         seen = set()
@@ -253,7 +252,6 @@ def test_loop_uses_workers_when_asked_and_only_the_caller_at_one_thread():
 
 def test_parallel_speedup_for_gil_releasing_work():
     # sleeping bodies release the GIL: 4 threads must overlap them
-    import time
 
     def run(threads):
         with pyrt.num_threads(threads):
@@ -299,7 +297,6 @@ def test_numpy_integers_accepted():
 
 
 def test_workers_sleep_when_idle():
-    import time
 
     with pyrt.num_threads(4):
         pyrt.parallel_for(100, lambda a, b: time.sleep(0.001), grain=1)
@@ -361,20 +358,38 @@ def test_an_exception_escaping_a_callback_reaches_the_caller(callback):
     assert pyrt.parallel_reduce(8, lambda a, b: b - a, lambda x, y: x + y, grain=1) == 8
 
 
+def _workers_asleep(count):
+    """Wait until `count` workers sleep: a worker that has just finished a task is for a moment
+    neither asleep nor looking for work, and a loop starting then is offered to nobody (it
+    runs whole on its caller, which is correct but not what these tests look at)."""
+    import time
+
+    pyrt.parallel_for(count + 1, lambda a, b: time.sleep(0.001), grain=1)  # started, if not
+    deadline = time.monotonic() + 20
+    while lib.pyrt_workers_sleeping() < count and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def test_two_heavy_chunks_run_on_two_threads():
-    # a Python body costs more than waking a worker: two chunks are worth two threads
+    # a Python body costs more than waking a worker: two chunks are worth two threads. Each
+    # chunk waits (GIL released) for the other to start, which only two threads can do; the
+    # long timeout leaves room for a slow wake-up on a busy machine
     seen = {}
     lock = threading.Lock()
+    both = threading.Barrier(2, timeout=20)
 
     def body(a, b):
-        time.sleep(0.05)  # releases the GIL
+        both.wait()
         with lock:
             seen[(a, b)] = threading.get_ident()
 
     with pyrt.num_threads(2):
+        _workers_asleep(1)
         pyrt.parallel_for(2, body, grain=1)
         assert sorted(seen) == [(0, 1), (1, 2)] and len(set(seen.values())) == 2
         seen.clear()
+        both.reset()
+        _workers_asleep(1)
         pyrt.parallel_reduce(2, lambda a, b: body(a, b) or 0, lambda x, y: x, grain=1)
         assert len(set(seen.values())) == 2
 
@@ -434,20 +449,30 @@ def test_exit_does_not_wait_for_a_loop_in_a_daemon_thread():
 def test_bodies_run_in_the_callers_grad_mode_on_every_thread(threads):
     seen = set()
     lock = threading.Lock()
+    # on 2 threads the first two chunks wait for each other (GIL released), so a worker
+    # certainly runs one of them however slowly it wakes
+    started = threading.Barrier(threads, timeout=20)
 
-    def body(a, b):
-        time.sleep(0.002)  # releases the GIL: workers take chunks
+    def record(a, b):
         with lock:
             seen.add((threading.get_ident(), pyrt.is_grad_enabled()))
 
+    def body(a, b):
+        started.wait()
+        record(a, b)
+
     with pyrt.num_threads(threads):
         with pyrt.no_grad():
-            pyrt.parallel_for(16, body, grain=1)
+            _workers_asleep(threads - 1)
+            pyrt.parallel_for(threads, body, grain=1)
+            pyrt.parallel_for(16, record, grain=1)
             assert pyrt.parallel_reduce(8, lambda a, b: pyrt.is_grad_enabled(),
                                         lambda x, y: x or y, grain=1) is False
         assert {mode for _, mode in seen} == {False}
         assert len({t for t, _ in seen}) == threads  # the workers' chunks were checked too
         seen.clear()
-        pyrt.parallel_for(16, body, grain=1)
+        started.reset()
+        _workers_asleep(threads - 1)
+        pyrt.parallel_for(threads, body, grain=1)
         assert {mode for _, mode in seen} == {True}
     assert pyrt.is_grad_enabled()
