@@ -348,3 +348,22 @@ def test_resume_checkpoint_of_something_else(data_dir, tmp_path, capsys):
     assert main(["train", "mnist", "--data", str(data_dir), "--resume",
                  str(tmp_path / "other.npz")]) == 2
     assert "not a checkpoint of 'pyrt train mnist'" in capsys.readouterr().err
+
+
+def test_evaluate_counts_every_batch():
+    # several evaluation batches and a partial last one, against the model applied directly
+    from pyrt.cli import train_mnist
+    from pyrt.cli.models import mlp
+
+    pyrt.manual_seed(0)
+    model = mlp()
+    rng = np.random.default_rng(0)
+    images = rng.standard_normal((2 * train_mnist.EVAL_BATCH + 37, 1, 28, 28)).astype(np.float32)
+    with pyrt.no_grad():
+        predicted = model(pyrt.tensor(images)).numpy().argmax(axis=1)
+    labels = predicted.copy()
+    labels[::3] = (labels[::3] + 1) % 10  # a third wrong
+    expected = np.count_nonzero(predicted == labels) / len(images)
+    assert train_mnist.evaluate(model, images, labels, "cpu") == expected
+    assert model.training  # left in training mode
+    assert train_mnist.evaluate(model, images[:0], labels[:0], "cpu") == 0.0
