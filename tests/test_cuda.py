@@ -400,3 +400,106 @@ def test_no_device_to_host_transfers_inside_steps(monkeypatch, graph):
         assert counter.count == 0
     value = mean_loss(losses)  # the logging point: one read
     assert counter.count == 1 and np.isfinite(value)
+
+
+_SPIN = r"""
+extern "C" __global__ void spin(unsigned long long ns)
+{
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+}
+"""
+
+
+@pytest.mark.parametrize("graph", [False, True])
+@pytest.mark.parametrize("on_device", [False, True])
+def test_training_steps_never_wait_for_the_gpu(graph, on_device):
+    # Whatever the path a read or a synchronisation would take (the counter above sees only
+    # the Python methods it patches), it makes the host wait for the GPU. A kernel that spins
+    # for a second is queued first; steps that never wait enqueue their work and return
+    # long before it ends.
+    import time
+
+    from pyrt.cli.models import mlp
+    from pyrt.cli.options import step_function
+
+    class Args:
+        device, cuda_graph = "cuda", graph
+
+    pyrt.manual_seed(0)
+    model = mlp().to("cuda")
+    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    step = step_function(Args, model, nn.CrossEntropyLoss(), opt)
+    batches = _mnist_batches(10)
+    if on_device:
+        batches = [(x.to("cuda"), y.to("cuda")) for x, y in batches]
+    for x, y in batches[:4]:  # warm-up and capture
+        step(x, y)
+    spin = cupy.RawKernel(_SPIN, "spin")
+    cupy.cuda.Device().synchronize()
+    start = time.perf_counter()
+    spin((1,), (1,), (np.uint64(1_000_000_000),))
+    losses = [step(x, y) for x, y in batches[4:]]
+    queued = time.perf_counter() - start
+    cupy.cuda.Device().synchronize()
+    done = time.perf_counter() - start
+    assert done > 0.9  # the spin ran ahead of the steps
+    assert queued < 0.5 * done, f"the steps waited for the GPU: {queued:.2f} s of {done:.2f}"
+    assert all(np.isfinite(v.item()) for v in losses)
+
+
+def test_failed_capture_warns_once_and_trains_eagerly(monkeypatch):
+    from pyrt.cuda.graph import CapturedStep
+
+    batches = _mnist_batches(6)
+    model, opt, _ = _mlp_stepper(False)
+    step = CapturedStep(model, nn.CrossEntropyLoss(), opt)
+    tries = []
+
+    def fail(x, y):
+        tries.append(1)
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(step, "_capture", fail)
+    with pytest.warns(RuntimeWarning, match="capture of the training step failed"):
+        for x, y in batches:
+            step(x, y)
+    assert len(tries) == 1  # not tried again on every step
+    eager_model, _, eager = _mlp_stepper(False)
+    for x, y in batches:
+        eager(x, y)
+    for a, b in zip(model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_owns_its_device_tables():
+    import gc
+    import weakref
+
+    model, opt, step = _mlp_stepper(False)
+    for x, y in _mnist_batches(3):
+        step(x, y)
+    assert opt._device_tables  # built once, reused by later steps
+    tables = next(iter(opt._device_tables.values()))
+    assert len(opt._device_tables) <= 2  # the first step's list, and the later steps' one
+    ref = weakref.ref(tables)
+    del model, opt, step, tables
+    gc.collect()
+    assert ref() is None  # the tables (and the parameters they hold) went with the optimizer
+
+
+def test_evaluate_matches_cpu():
+    from pyrt.cli.models import mlp
+    from pyrt.cli.train_mnist import evaluate
+
+    pyrt.manual_seed(0)
+    model = mlp()
+    images = f32(2500, 1, 28, 28, seed=3)
+    labels = rng(4).integers(0, 10, 2500)
+    on_cpu = evaluate(model, images, labels, "cpu")
+    # a class whose two logits differ by rounding alone may go either way
+    assert abs(evaluate(model.to("cuda"), images, labels, "cuda") - on_cpu) <= 2 / 2500

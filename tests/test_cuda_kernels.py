@@ -197,3 +197,25 @@ def test_cli_cuda_graph_needs_device_cuda():
     out = subprocess.run([sys.executable, "-m", "pyrt", "train", "xor", "--cuda-graph",
                           "--limit-steps", "2"], capture_output=True, text=True, check=False)
     assert out.returncode == 2 and "--cuda-graph needs --device cuda" in out.stderr
+
+
+def test_router_finds_a_device_array_in_any_argument():
+    # once the backend loads, each pyrt.ops name routes by its arguments; a device array in
+    # third place or in out= must reach the device op, which refuses a mix of devices
+    from pyrt.ops._routing import _router
+
+    class DeviceArray:
+        pass
+
+    def add(*args, **kwargs):
+        return "cpu"
+
+    op = _router(add, lambda *args, **kwargs: "cuda", DeviceArray)
+    d = DeviceArray()
+    assert op.__name__ == "add" and op.__wrapped__ is add
+    assert op(1.0, 2.0) == "cpu"
+    assert op(1.0, 2.0, alpha=3.0, out=None) == "cpu"
+    assert op(d, 2.0) == "cuda"
+    assert op(1.0, d) == "cuda"
+    assert op(1.0, 2.0, d) == "cuda"
+    assert op(1.0, 2.0, out=d) == "cuda"

@@ -5,7 +5,10 @@ where launch overhead dominates.
 What capture allows and how this respects it (CuPy's Stream.begin_capture, relaxed mode):
 - capture runs on a stream of its own, and a captured graph writes to fixed addresses: the
   batch is copied into static input buffers before each replay, and the loss is read from
-  the static array the captured step produced;
+  the static array the captured step produced. A batch on the host is uploaded the way
+  ``cupy.asarray`` does it, through CuPy's pool of page-locked staging buffers (an
+  asynchronous copy; a copy straight from pageable memory may make the host wait for the
+  stream), then copied into the input buffer on the step's stream;
 - no device-to-host copy or synchronisation may happen inside the step: the step reads no
   device value on the host (losses stay on the device, Adam's step count would be baked in,
   so only SGD is captured);
@@ -20,12 +23,15 @@ What capture allows and how this respects it (CuPy's Stream.begin_capture, relax
   host waiting.
 A batch of another shape (the last, partial one) runs eagerly on the same stream. The
 optimizer's hyper-parameters are kernel arguments, fixed in the graph: a change of any (a
-learning-rate schedule) is seen before the next replay and the step is captured again.
+learning-rate schedule) is seen before the next replay and the step is captured again. A
+capture that fails (an op CUDA cannot capture) is reported once, as a RuntimeWarning, and
+the training goes on with eager steps; it is not tried again.
 """
+
+import warnings
 
 import cupy
 
-from pyrt.cuda.ops.optim import tables_in_use
 from pyrt.tensor import Tensor
 
 __all__ = ["CapturedStep"]
@@ -50,6 +56,7 @@ class CapturedStep:
         self.shape = None  # the batch shape the graph was captured for
         self.hyper = None  # the optimizer's hyper-parameters it was captured with
         self.warmed = 0
+        self.failed = None  # the exception of a failed capture: eager steps from then on
         self.x = self.y = self.loss = None
         self.grads = ()  # (parameter, its gradient tensor) as the captured step left them
         self.keep = ()  # device tables the graph reads by address, kept alive with it
@@ -83,7 +90,7 @@ class CapturedStep:
             self.warmed += 1
             self.shape = shape
             return self._eager(x, y)
-        if shape != self.shape:
+        if shape != self.shape or self.failed is not None:
             return self._eager(x, y)
         hyper = self._hyperparameters()
         if self.graph is not None and hyper != self.hyper:
@@ -91,20 +98,31 @@ class CapturedStep:
             # needs a new capture, or the replays would go on with the old values
             self.graph = None
         if self.graph is None:
-            self._capture(x, y)
+            try:
+                self._capture(x, y)
+            except Exception as exc:  # noqa: BLE001 (any failure: reported, then eager)
+                self.failed = exc
+                warnings.warn(f"CUDA-graph capture of the training step failed "
+                              f"({type(exc).__name__}: {exc}); training goes on without "
+                              "capture", RuntimeWarning, stacklevel=2)
+                return self._eager(x, y)
             self.hyper = hyper
         caller = self._enter()
-        for buffer, batch in ((self.x, x.data), (self.y, y.data)):
-            if isinstance(batch, cupy.ndarray):  # a batch already on the GPU
-                with self.stream:
-                    cupy.copyto(buffer, batch)
-            else:
-                buffer.set(batch, stream=self.stream)
+        self._upload(x.data, y.data)
         self.graph.launch(stream=self.stream)
         self._leave(caller)
         for p, grad in self.grads:  # the gradients this replay wrote
             p.grad = grad
         return Tensor(self.loss.copy())  # on the caller's stream, after the replay
+
+    def _upload(self, x, y):
+        """Copy the batch into the graph's input buffers, on the step's stream; a batch on
+        the host goes up through a page-locked buffer (cupy.asarray), so the host never
+        waits for the copy."""
+        with self.stream:
+            for buffer, batch in ((self.x, x), (self.y, y)):
+                cupy.copyto(buffer, batch if isinstance(batch, cupy.ndarray)
+                            else cupy.asarray(batch))
 
     def _hyperparameters(self):
         return [{k: v for k, v in group.items() if k != "params"}
@@ -117,10 +135,16 @@ class CapturedStep:
             self.stream.begin_capture()
             try:
                 loss = self._step(Tensor(self.x), Tensor(self.y))
-            finally:
-                graph = self.stream.end_capture()
+            except BaseException:
+                try:  # leave the stream out of capture mode, whatever state it is in
+                    self.stream.end_capture()
+                except Exception:  # noqa: BLE001 (the step's own error is the one to raise)
+                    pass
+                raise
+            graph = self.stream.end_capture()
         self.loss = loss.data
         self.grads = tuple((p, p.grad) for group in self.optimizer.param_groups
                            for p in group["params"] if p.grad is not None)
-        self.keep = tables_in_use()
+        # the optimizer's device tables, which the graph reads by address, live as long as it
+        self.keep = tuple(self.optimizer._device_tables.values())
         self.graph = graph

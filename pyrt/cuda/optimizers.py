@@ -30,7 +30,8 @@ def sgd_step(optimizer):
         lr, momentum, dampening, weight_decay, nesterov = optimizer._hyperparameters(group)
         tensors, params, grads = _with_grads(group)
         if not momentum:
-            sgd_step_all(params, grads, None, lr, 0.0, dampening, weight_decay, nesterov, False)
+            sgd_step_all(params, grads, None, lr, 0.0, dampening, weight_decay, nesterov, False,
+                         optimizer._device_tables)
             continue
         # parameters whose momentum buffer exists step together; those stepping for the first
         # time get a buffer that the kernel fills with their gradient
@@ -44,7 +45,7 @@ def sgd_step(optimizer):
                     state[tensors[i]]["momentum_buffer"] = cupy.empty_like(params[i])
             sgd_step_all([params[i] for i in chosen], [grads[i] for i in chosen],
                          [state[tensors[i]]["momentum_buffer"] for i in chosen], lr, momentum,
-                         dampening, weight_decay, nesterov, first)
+                         dampening, weight_decay, nesterov, first, optimizer._device_tables)
 
 
 def adam_step(optimizer):
@@ -65,4 +66,4 @@ def adam_step(optimizer):
             adam_step_all([params[i] for i in chosen], [grads[i] for i in chosen],
                           [states[tensors[i]]["exp_avg"] for i in chosen],
                           [states[tensors[i]]["exp_avg_sq"] for i in chosen], step, lr, beta1,
-                          beta2, eps, weight_decay)
+                          beta2, eps, weight_decay, optimizer._device_tables)

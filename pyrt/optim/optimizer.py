@@ -28,6 +28,9 @@ class Optimizer:
     def __init__(self, params, defaults):
         self.defaults = defaults
         self._state_device = "cpu"  # where the state arrays live: they follow the parameters
+        # on the GPU, the fused step's device tables of parameter and state addresses, built
+        # on the first step and reused (pyrt/cuda/ops/optim.py); they go with the optimizer
+        self._device_tables = {}
         self.state = defaultdict(dict)
         self.param_groups = []
         if isinstance(params, Tensor):
@@ -73,10 +76,11 @@ class Optimizer:
         self.param_groups.append(group)
 
     def __getstate__(self):
-        # the subclasses' caches (kernel pointers per parameter, checked hyper-parameters per
-        # group) hold cffi objects, which neither copy nor pickle: a copy starts them empty
+        # the caches (kernel pointers per parameter, checked hyper-parameters per group, device
+        # tables holding addresses) hold cffi objects, which neither copy nor pickle, or
+        # addresses of this optimizer's arrays: a copy starts them empty
         state = self.__dict__.copy()
-        for name in ("_cache", "_checked"):
+        for name in ("_cache", "_checked", "_device_tables"):
             if name in state:
                 state[name] = {}
         return state
@@ -112,6 +116,7 @@ class Optimizer:
                     if hasattr(value, "shape"):
                         values[name] = _move(value, device)
             getattr(self, "_cache", {}).clear()
+            self._device_tables.clear()
             self._state_device = device
         return device != "cpu"
 
@@ -180,6 +185,7 @@ class Optimizer:
                    for group, saved in zip(self.param_groups, saved_groups)]
         self.state = new_state
         self._state_device = "cpu"  # the loaded arrays: moved on the next step if need be
+        self._device_tables.clear()  # they held the replaced state arrays
         for group, update in zip(self.param_groups, updates):
             group.update(update)
 

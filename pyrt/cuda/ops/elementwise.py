@@ -188,13 +188,17 @@ def bias_planes_(y, bias):
     return y
 
 
-# Work buffers of the bias-gradient kernels under (layout, columns, slices): each holds the
-# per-slice partial sums and the tickets the kernel resets after use, so one allocation
-# serves every later call (and a captured CUDA graph) of that shape.
+# Work buffers of the bias-gradient kernels under (stream, layout, columns, slices): each
+# holds the per-slice partial sums and the tickets the kernel resets after use, so one
+# allocation serves every later call (and a captured CUDA graph) of that shape. Calls on one
+# stream run one after another, so they can share a buffer; calls on two streams may run at
+# the same time (an eager step beside a graph replay), and sharing would mix their partial
+# sums and tickets, so each stream has its own.
 _WORKSPACES = {}
 
 
 def _workspace(key, partials, tickets):
+    key = (cupy.cuda.get_current_stream().ptr, *key)
     ws = _WORKSPACES.get(key)
     if ws is None:
         ws = _WORKSPACES[key] = (cupy.empty(partials, F32), cupy.zeros(tickets, np.uint32))

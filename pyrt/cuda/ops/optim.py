@@ -3,10 +3,13 @@
 
 ``sgd_step_all``/``adam_step_all`` take lists of parameters, gradients and state arrays. The
 device tables of parameter and state addresses, sizes and the chunk map are built the first
-time a list of arrays is seen and kept under those arrays' addresses (with the arrays, so
-they stay alive), so a training loop uploads nothing after its first step. Gradients are
+time a list of arrays is seen and kept in the caller's `tables` dict under those arrays'
+addresses (with the arrays, so they stay alive), so a training loop uploads nothing after
+its first step. The optimizer owns that dict (pyrt/cuda/optimizers.py): its tables, and the
+parameters they hold, go when it goes, not when some global cache fills up. Gradients are
 passed by address as kernel arguments, PYRT_MAX_TENSORS a launch. ``sgd_step`` and
-``adam_step`` are the one-parameter forms of pyrt.ops, with the same checks.
+``adam_step`` are the one-parameter forms of pyrt.ops, with the same checks; they build
+their small tables per call.
 """
 
 import cupy
@@ -16,10 +19,9 @@ from pyrt.cuda._module import BLOCK, CHUNK, MAX_TENSORS, kernel
 from pyrt.cuda.ops._checks import in_place, param_grad
 from pyrt.ops.optim import adam_hyperparameters, adam_step_count, sgd_hyperparameters
 
-__all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all", "tables_in_use"]
+__all__ = ["adam_step", "adam_step_all", "sgd_step", "sgd_step_all"]
 
-_TABLES = {}  # addresses of (params, state...) -> _Tables
-_TABLES_LIMIT = 64
+TABLES_LIMIT = 16  # tables one optimizer keeps (lists of arrays it has stepped)
 
 
 class _Tables:
@@ -48,20 +50,17 @@ class _Tables:
                                   cupy.asarray(np.array(start, np.int64))))
 
 
-def _tables(arrays_by_role):
+def _tables(arrays_by_role, cache):
+    """The tables of these arrays, from `cache` (a dict, or None for tables used once)."""
+    if cache is None:
+        return _Tables(arrays_by_role)
     key = tuple(tuple((a.data.ptr, a.size) for a in role) for role in arrays_by_role)
-    tables = _TABLES.get(key)
+    tables = cache.get(key)
     if tables is None:
-        if len(_TABLES) >= _TABLES_LIMIT:
-            _TABLES.clear()
-        tables = _TABLES[key] = _Tables(arrays_by_role)
+        if len(cache) >= TABLES_LIMIT:  # the parameters changed many times: start afresh
+            cache.clear()
+        tables = cache[key] = _Tables(arrays_by_role)
     return tables
-
-
-def tables_in_use():
-    """The device tables built so far: a captured CUDA graph reads them by address and keeps
-    them alive, since the cache may drop them."""
-    return tuple(_TABLES.values())
 
 
 def _grad_args(grads, lo):
@@ -71,15 +70,16 @@ def _grad_args(grads, lo):
 
 
 def sgd_step_all(params, grads, buffers, lr, momentum, dampening, weight_decay, nesterov,
-                 first_step):
+                 first_step, tables=None):
     """torch.optim.SGD's update of every (param, grad, momentum buffer) in one launch per
     MAX_TENSORS parameters. Arrays are C-contiguous float32 on the device; buffers is None
-    without momentum. Hyper-parameters must be checked already (sgd_hyperparameters)."""
+    without momentum. Hyper-parameters must be checked already (sgd_hyperparameters).
+    `tables` is the caller's cache of device tables (a dict), or None."""
     if not params:
         return
     roles = (params,) if buffers is None else (params, buffers)
     f = np.float32
-    for lo, blocks, pointers, sizes, tensor, start in _tables(roles).launches:
+    for lo, blocks, pointers, sizes, tensor, start in _tables(roles, tables).launches:
         table = pointers + [pointers[0]] * (2 - len(pointers))  # no buffers: never read
         kernel("optim", "pyrt_sgd_multi")((blocks,), (BLOCK,), (
             table[0], table[1], sizes, tensor, start, *_grad_args(grads, lo), f(lr),
@@ -88,7 +88,7 @@ def sgd_step_all(params, grads, buffers, lr, momentum, dampening, weight_decay, 
 
 
 def adam_step_all(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, eps,
-                  weight_decay):
+                  weight_decay, tables=None):
     """torch.optim.Adam's update at step `step` (a host int, counting from 1) of every
     parameter in one launch per MAX_TENSORS parameters; the bias corrections are computed
     here, on the host, in double (as the CPU kernel does), and passed by value."""
@@ -98,7 +98,7 @@ def adam_step_all(params, grads, exp_avgs, exp_avg_sqs, step, lr, beta1, beta2, 
     neg_step_size = -(lr / (1.0 - beta1 ** step))
     bc2_sqrt = (1.0 - beta2 ** step) ** 0.5
     for lo, blocks, pointers, sizes, tensor, start in _tables(
-            (params, exp_avgs, exp_avg_sqs)).launches:
+            (params, exp_avgs, exp_avg_sqs), tables).launches:
         kernel("optim", "pyrt_adam_multi")((blocks,), (BLOCK,), (
             *pointers, sizes, tensor, start, *_grad_args(grads, lo), f(1.0 - beta1),
             f(beta2), f(1.0 - beta2), f(eps), f(weight_decay), f(neg_step_size),
