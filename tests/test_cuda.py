@@ -378,10 +378,10 @@ class _TransferCounter:
             monkeypatch.setattr(owner, name, counted)
 
 
-@pytest.mark.parametrize("graph", [False, True])
-def test_no_device_to_host_transfers_inside_steps(monkeypatch, graph):
+def _cli_step(graph):
+    """The MLP's training step on the GPU as the CLI builds it, eager or captured."""
     from pyrt.cli.models import mlp
-    from pyrt.cli.options import mean_loss, step_function
+    from pyrt.cli.options import step_function
 
     class Args:
         device, cuda_graph = "cuda", graph
@@ -389,7 +389,14 @@ def test_no_device_to_host_transfers_inside_steps(monkeypatch, graph):
     pyrt.manual_seed(0)
     model = mlp().to("cuda")
     opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    step = step_function(Args, model, nn.CrossEntropyLoss(), opt)
+    return step_function(Args, model, nn.CrossEntropyLoss(), opt)
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_no_device_to_host_transfers_inside_steps(monkeypatch, graph):
+    from pyrt.cli.options import mean_loss
+
+    step = _cli_step(graph)
     batches = _mnist_batches(12)
     for x, y in batches[:4]:  # warm-up (and capture) outside the count
         step(x, y)
@@ -423,16 +430,7 @@ def test_training_steps_never_wait_for_the_gpu(graph, on_device):
     # long before it ends.
     import time
 
-    from pyrt.cli.models import mlp
-    from pyrt.cli.options import step_function
-
-    class Args:
-        device, cuda_graph = "cuda", graph
-
-    pyrt.manual_seed(0)
-    model = mlp().to("cuda")
-    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    step = step_function(Args, model, nn.CrossEntropyLoss(), opt)
+    step = _cli_step(graph)
     batches = _mnist_batches(10)
     if on_device:
         batches = [(x.to("cuda"), y.to("cuda")) for x, y in batches]
