@@ -220,6 +220,7 @@ def test_several_passes(m, n, k):
     (1024, 1024, 64, False, False),
     (1024, 1024, 64, True, True),
     (300, 200, 1000, False, True),
+    (100, 70, 1000, False, True),  # B packed in each tile, k in two groups, ragged edges
     (8, 9, 50176, False, True),
     (16, 72, 12544, True, False),
     (33, 47, 29, True, True),
