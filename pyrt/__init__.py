@@ -2,15 +2,26 @@
 
 __version__ = "0.1.0"
 
+import sys  # noqa: E402
+
 from pyrt import _threadpool  # noqa: E402,F401  (registers pyrt's pool with threadpoolctl)
-from pyrt.runtime import (  # noqa: E402
-    cpu_count,
-    get_num_threads,
-    num_threads,
-    parallel_for,
-    parallel_reduce,
-    set_num_threads,
-)
+
+try:
+    from pyrt.runtime import (  # noqa: E402
+        cpu_count,
+        get_num_threads,
+        num_threads,
+        parallel_for,
+        parallel_reduce,
+        set_num_threads,
+    )
+except ValueError as _exc:  # an invalid PYRT_NUM_THREADS
+    # `python -m pyrt` imports this package before its command line can catch anything
+    # (sys.argv[0] is "-m" meanwhile): say it in one line, as the command line says errors
+    if sys.argv[:1] == ["-m"]:
+        print(f"pyrt: {_exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    raise
 
 from pyrt import functional, nn, optim  # noqa: E402
 from pyrt.ops._memory import empty_cache  # noqa: E402

@@ -253,12 +253,21 @@ def test_an_unusable_out_fails_before_anything_runs(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
     started = time.monotonic()
-    for out in (blocker, blocker / "below"):
+    for out, why in ((blocker, "is a file, not a folder"),
+                     (blocker / "below", "cannot create the folder")):
         code = main(["bench", "scaling", "--only", "xor", "--peers", "none", "--quick",
                      "--threads", "1", "--repeat", "1", "--out", str(out)])
         assert code == 2
-        assert f"pyrt: --out {out}: cannot create the folder" in capsys.readouterr().err
+        assert f"pyrt: --out {out}: {why}" in capsys.readouterr().err
     assert time.monotonic() - started < 10  # refused at once, not after the sweep
+
+
+def test_invalid_options_create_no_out_folder(tmp_path, capsys):
+    out = tmp_path / "new"
+    code = main(["bench", "scaling", "--suite", "runtime", "--only", "xor", "--quick",
+                 "--out", str(out)])
+    assert code == 2 and "--only xor: not in --suite runtime" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_only_outside_the_suite_is_an_error(tmp_path, capsys):

@@ -144,23 +144,100 @@ def test_resume_bad_checkpoint(data_dir, tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
 
 
-def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
+@pytest.mark.parametrize("sig,save", [(signal.SIGINT, None), (signal.SIGTERM, "mine.npz")])
+def test_a_stop_signal_saves_a_checkpoint(data_dir, tmp_path, sig, save):
+    # Ctrl-C, or SIGTERM from kill or timeout: a checkpoint at a step boundary, one line
+    # saying how to continue (with --save when it was given), exit status 128 + the signal
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyrt", "train", "mnist", "--data", str(data_dir),
-         "--epochs", "100000"],
+         "--epochs", "100000", *(["--save", save] if save else [])],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("training mlp")  # the handler is in place
         assert proc.stdout.readline().startswith("epoch 1/")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130, err
-    assert "checkpoint saved to pyrt-checkpoint.npz" in err and "--resume" in err
-    state = load_checkpoint(tmp_path / "pyrt-checkpoint.npz")
+    assert proc.returncode == 128 + sig, err
+    path = save or "pyrt-checkpoint.npz"
+    assert f"checkpoint saved to {path}" in err and f"--resume {path}" in err
+    assert ("--save" in err) == bool(save) and len(err.strip().splitlines()) == 1
+    state = load_checkpoint(tmp_path / path)
     assert state["epoch"] >= 1 and state["settings"]["model"] == "mlp"
+
+
+def test_resume_checks_what_it_reads(data_dir, tmp_path, capsys):
+    common = ["train", "mnist", "--data", str(data_dir)]
+    path = tmp_path / "ck.npz"
+    assert main([*common, "--limit-steps", "1", "--json", "--save", str(path)]) == 0
+    capsys.readouterr()
+    good = load_checkpoint(path)
+    for key, value in (("model", "resnet"), ("batch_size", 0), ("lr", -1.0), ("seed", "3")):
+        state = {**good, "settings": {**good["settings"], key: value}}
+        save_checkpoint(tmp_path / "bad.npz", state)
+        assert main([*common, "--resume", str(tmp_path / "bad.npz")]) == 2
+        err = capsys.readouterr().err
+        assert f"not a checkpoint of 'pyrt train mnist' ({key} {value!r})" in err, err
+    for key, value in (("epoch", -1), ("step", "3")):
+        save_checkpoint(tmp_path / "bad.npz", {**good, key: value})
+        assert main([*common, "--resume", str(tmp_path / "bad.npz")]) == 2
+        assert f"({key} {value!r})" in capsys.readouterr().err
+    # the weights of the other model: one line, not a dump of the state dict
+    save_checkpoint(tmp_path / "bad.npz", {**good, "settings": {**good["settings"],
+                                                                "model": "cnn"}})
+    assert main([*common, "--resume", str(tmp_path / "bad.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit the cnn model" in err and len(err.strip().splitlines()) == 1
+    # a folder, a text file
+    assert main([*common, "--resume", str(tmp_path)]) == 2
+    assert "is a folder, not a checkpoint file" in capsys.readouterr().err
+    (tmp_path / "text.npz").write_text("hello")
+    assert main([*common, "--resume", str(tmp_path / "text.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "not a NumPy .npz archive" in err and "pickle" not in err
+
+
+def test_resuming_a_finished_run_says_so(data_dir, tmp_path, capsys):
+    common = ["train", "mnist", "--data", str(data_dir), "--json"]
+    run_json(capsys, *common, "--epochs", "1", "--save", str(tmp_path / "one.npz"))
+    assert main([*common, "--epochs", "1", "--resume", str(tmp_path / "one.npz")]) == 2
+    assert "has already trained 1 epoch(s)" in capsys.readouterr().err
+
+
+def test_save_refuses_empty_paths_and_the_data(data_dir, tmp_path, capsys):
+    common = ["train", "mnist", "--data", str(data_dir), "--limit-steps", "1"]
+    assert main([*common, "--save", ""]) == 2
+    assert "--save: the path is empty" in capsys.readouterr().err
+    target = data_dir / "train-labels-idx1-ubyte"
+    before = target.read_bytes()
+    assert main([*common, "--save", str(target)]) == 2
+    assert "is one of the data set's files" in capsys.readouterr().err
+    assert target.read_bytes() == before
+
+
+def test_a_checkpoint_that_cannot_be_written_is_reported_and_training_goes_on(
+        data_dir, tmp_path, capsys, monkeypatch):
+    from pyrt.cli import train_mnist
+
+    def refuse(path, state):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(train_mnist, "save_checkpoint", refuse)
+    assert main(["train", "mnist", "--data", str(data_dir), "--epochs", "2", "--json",
+                 "--save", str(tmp_path / "ck.npz")]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["epochs"] == 2
+    assert "warning: the checkpoint could not be written" in err and "No space left" in err
+
+
+def test_invalid_thread_environment_is_one_line(data_dir):
+    proc = run_cli("train", "xor", "--help",
+                   env={**os.environ, "PYTHONPATH": str(ROOT), "PYRT_NUM_THREADS": "0"})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pyrt: ") and "PYRT_NUM_THREADS" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_no_data_exits_2_with_instructions(tmp_path, monkeypatch, capsys):

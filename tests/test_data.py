@@ -455,3 +455,35 @@ def test_loader_takes_its_epoch_at_iter_and_refuses_a_list_of_samples():
     np.testing.assert_array_equal(next(first)[1].numpy(), loader.order(0)[:4])
     with pytest.raises(TypeError, match="list of \\(input, target\\) samples"):
         DataLoader([(x[i], y[i]) for i in range(10)], 4)
+
+
+def test_discovery_errors_say_what_is_wrong(no_data_anywhere, monkeypatch):
+    tmp = no_data_anywhere
+    a_file = tmp / "a-file"
+    a_file.write_text("")
+    monkeypatch.setenv("PYRT_DATA", str(a_file))
+    with pytest.raises(DatasetNotFoundError, match="is a file, not a directory"):
+        mnist_module.find_mnist()
+    monkeypatch.delenv("PYRT_DATA")
+    # a folder, or a broken link, where a file should be
+    odd = tmp / "odd"
+    write_mnist(odd)
+    (odd / "train-labels-idx1-ubyte.gz").unlink()
+    (odd / "train-labels-idx1-ubyte.gz").mkdir()
+    (odd / "t10k-labels-idx1-ubyte.gz").unlink()
+    (odd / "t10k-labels-idx1-ubyte.gz").symlink_to(tmp / "gone")
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_mnist(odd)
+    message = str(info.value)
+    assert "train-labels-idx1-ubyte.gz is not a file" in message
+    assert "t10k-labels-idx1-ubyte.gz is a broken link" in message
+
+
+def test_an_unsearchable_directory_is_a_clear_error(no_data_anywhere, monkeypatch):
+    # (as root every directory can be searched: the refusal is simulated)
+    def refuse(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(mnist_module.Path, "is_file", refuse)
+    with pytest.raises(DatasetNotFoundError, match=r"cannot be read \(Permission denied\)"):
+        load_mnist(no_data_anywhere)

@@ -204,6 +204,8 @@ def _command_line(args):
 def _writable_dir(out):
     """Create the folder `out` (and its parents) and check that files can be written in it,
     before anything runs: a sweep is not thrown away at the end for want of a folder."""
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {out}: is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -228,7 +230,8 @@ def run(args):
     start nothing is written; during them the child's processes are killed and the finished
     runs are printed. The exit status is 1 when a run failed (its error is in the notes)."""
     out = args.out or default_out()
-    _writable_dir(out)
+    if out.exists() and not out.is_dir():  # before the slow discovery below
+        _writable_dir(out)
     root = programs.source_root()
     cpus = len(os.sched_getaffinity(0))
     try:
@@ -241,6 +244,8 @@ def run(args):
             catalogue = workloads.catalogue(args.quick, data)
             _check_only(catalogue, args)
             chosen, skipped = _select(catalogue, args, missing, root)
+            # created once the options are known to be valid, before anything runs
+            _writable_dir(out)
             info = _machine(root, peers)
     except KeyboardInterrupt:
         raise CLIError("interrupted before the first run: nothing was run or written",

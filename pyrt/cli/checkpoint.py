@@ -95,8 +95,15 @@ def load_checkpoint(path):
             arrays = {name: npz[name] for name in npz.files}
     except FileNotFoundError:
         raise
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, not a checkpoint file") from None
+    except PermissionError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror})") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"{path}: not a pyrt checkpoint ({exc})") from None
+        # NumPy takes a file that is neither .npz nor .npy for a pickle, which it refuses to
+        # load: say what the file is not, rather than how to unpickle it
+        why = "not a NumPy .npz archive" if "pickle" in str(exc) else str(exc)
+        raise ValueError(f"{path}: not a pyrt checkpoint ({why})") from None
     if "meta" not in arrays:
         raise ValueError(f"{path}: not a pyrt checkpoint (no 'meta' entry)")
     try:

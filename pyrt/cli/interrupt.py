@@ -42,14 +42,17 @@ class StopOnInterrupt(_Handlers):
     def __init__(self, signals=(signal.SIGINT,)):
         super().__init__(signals)
         self.requested = False
+        self.signum = None  # the signal that asked for the stop
 
     def _handle(self, signum, frame):
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        self.signum = signum
 
     def __enter__(self):
         self.requested = False
+        self.signum = None
         return super().__enter__()
 
 

@@ -81,6 +81,8 @@ def writable_file(path, option):
     """CLIError unless a file can be written at `path` (its folder exists and is writable, and
     `path` is not a folder): checked before training, so that a run is not lost at its end
     for a mistyped path."""
+    if not str(path):
+        raise CLIError(f"{option}: the path is empty; give a file name, such as checkpoint.npz")
     path = Path(path)
     folder = path.parent
     if path.is_dir():

@@ -7,7 +7,10 @@ only on (seed, epoch), so a resumed run continues with exactly the batches an un
 run would have seen, and reaches the same weights.
 """
 
+import math
 import os
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +47,9 @@ DEFAULTS = {"model": "mlp", "batch_size": 64, "optimizer": "sgd", "lr": None, "m
             "seed": 0}
 DEFAULT_LR = {"sgd": 0.1, "adam": 1e-3}
 CHECKPOINT_KEYS = {"model", "optimizer", "epoch", "step", "settings"}
+# a stop at the next step boundary, with a checkpoint: Ctrl-C, kill or timeout, the terminal
+# closing
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def add_parser(subparsers):
@@ -105,6 +111,34 @@ def _load_data(args):
         return load_mnist(args.data)
     except (DatasetNotFoundError, ValueError) as exc:  # ValueError: a damaged file, named
         raise CLIError(str(exc)) from None
+    except OSError as exc:  # a file found but not readable
+        raise CLIError(f"{exc.filename}: cannot be read ({exc.strerror})") from None
+
+
+def _check_saved(saved, path):
+    """CLIError unless the run settings and position stored in checkpoint `path` are ones
+    this command could have written."""
+    settings, epoch, step = saved["settings"], saved["epoch"], saved["step"]
+
+    def bad(what):
+        return CLIError(f"{path}: not a checkpoint of 'pyrt train mnist' ({what})")
+
+    if not isinstance(settings, dict):
+        raise bad("its settings are not a table")
+    checks = {
+        "model": lambda v: v in MODELS,
+        "optimizer": lambda v: v in DEFAULT_LR,
+        "batch_size": lambda v: type(v) is int and v >= 1,
+        "lr": lambda v: type(v) in (int, float) and 0 < v < math.inf,
+        "momentum": lambda v: type(v) in (int, float) and 0 <= v < math.inf,
+        "seed": lambda v: type(v) is int and v >= 0,
+    }
+    for key, ok in checks.items():
+        if key in settings and not ok(settings[key]):
+            raise bad(f"{key} {settings[key]!r}")
+    for key, value in (("epoch", epoch), ("step", step)):
+        if type(value) is not int or value < 0:
+            raise bad(f"{key} {value!r}")
 
 
 def evaluate(model, images, labels, device):
@@ -152,16 +186,25 @@ def run(args):
         if missing:
             raise CLIError(f"{args.resume}: not a checkpoint of 'pyrt train mnist' (no "
                            f"{', '.join(sorted(missing))})")
+        _check_saved(saved, args.resume)
+        if saved["epoch"] >= args.epochs:
+            raise CLIError(f"{args.resume} has already trained {saved['epoch']} epoch(s): "
+                           f"--epochs counts them, so pass --epochs {saved['epoch'] + 1} or "
+                           "more to train further")
     settings = _settings(args, saved["settings"] if saved else None)
     if args.momentum is not None and settings["optimizer"] != "sgd":
         raise CLIError(f"--momentum applies to --optimizer sgd, not {settings['optimizer']}")
-    if args.save:  # checked before the data loads, not found wanting after the training
+    if args.save is not None:  # checked before the data loads, not after the training
         writable_file(args.save, "--save")
 
     data = _load_data(args)
     for what, images in (("training", data.train_images), ("test", data.test_images)):
         if not len(images):
             raise CLIError(f"the {what} set in {data.root} holds no images")
+    if args.save is not None and Path(args.save).resolve() in {
+            f.resolve() for f in data.files}:
+        raise CLIError(f"--save {args.save}: is one of the data set's files; a checkpoint "
+                       "would overwrite it")
     pyrt.manual_seed(settings["seed"])
     model = build_model(settings["model"])
     if args.device != "cpu":
@@ -176,7 +219,9 @@ def run(args):
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
         except (RuntimeError, ValueError, KeyError) as exc:
-            raise CLIError(f"{args.resume}: does not fit the model: {exc}") from None
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CLIError(f"{args.resume}: does not fit the {settings['model']} model "
+                           f"({first.rstrip(':')})") from None
         epoch, step = saved["epoch"], saved["step"]
         if step >= len(loader):
             raise CLIError(f"{args.resume}: stopped at batch {step} of an epoch, but this data "
@@ -189,6 +234,15 @@ def run(args):
             "epoch": epoch, "step": step, "settings": settings,
             "args": {k: v for k, v in vars(args).items() if k != "run"},
         })
+
+    def save_or_warn(path):
+        """Write the --save checkpoint; a failure (the folder removed, the disk full) is
+        reported and training goes on, rather than losing the run."""
+        try:
+            checkpoint(path)
+        except OSError as exc:
+            print(f"pyrt: warning: the checkpoint could not be written to {path}: "
+                  f"{exc.strerror or exc}", file=sys.stderr, flush=True)
 
     batches = len(loader)
     train_step = step_function(args, model, criterion, optimizer)
@@ -203,7 +257,7 @@ def run(args):
     train_seconds, steps_run, images_run = 0.0, 0, 0
     test_accuracy, evaluated_at = None, None
     epoch_losses = []
-    with StopOnInterrupt() as stop:
+    with StopOnInterrupt(STOP_SIGNALS) as stop:
         while epoch < args.epochs and not stop.requested:
             if args.limit_steps is not None and steps_run >= args.limit_steps:
                 break
@@ -237,30 +291,32 @@ def run(args):
             epoch, step = epoch + 1, 0
             test_accuracy, evaluated_at = (evaluate(model, data.test_images, data.test_labels,
                                                     args.device), (epoch, step))
-            if args.save:
-                checkpoint(args.save)
+            if args.save is not None:
+                save_or_warn(args.save)
             if not args.json:
                 print(f"epoch {epoch}/{args.epochs}: train loss {np.mean(epoch_losses):.4f}, "
                       f"test accuracy {test_accuracy:.2%}, {seconds:.2f} s "
                       f"({images_epoch / max(seconds, 1e-9):,.0f} images/s)", flush=True)
 
-    if stop.requested and (epoch, step) != (args.epochs, 0):  # Ctrl-C before the end
-        path = Path(args.save or DEFAULT_CHECKPOINT)
+    if stop.requested and (epoch, step) != (args.epochs, 0):  # stopped before the end
+        path = Path(args.save if args.save is not None else DEFAULT_CHECKPOINT)
+        code = 128 + (stop.signum or signal.SIGINT)  # 130 for Ctrl-C, 143 for SIGTERM
         try:
             checkpoint(path)
         except OSError as exc:
             raise CLIError(f"interrupted at epoch {epoch + 1}, batch {step} of {batches}; the "
                            f"checkpoint could not be written to {path}: {exc.strerror}",
-                           code=130) from None
+                           code=code) from None
         raise CLIError(
             f"interrupted at epoch {epoch + 1}, batch {step} of {batches}: checkpoint saved to "
             f"{path}; continue with: python -m pyrt train mnist --resume {path} "
-            f"--epochs {args.epochs}" + (f" --data {args.data}" if args.data else ""),
-            code=130)
+            f"--epochs {args.epochs}" + (f" --data {args.data}" if args.data else "")
+            + (f" --save {args.save}" if args.save is not None else ""),
+            code=code)
     if evaluated_at != (epoch, step):
         test_accuracy = evaluate(model, data.test_images, data.test_labels, args.device)
-        if args.save and step:
-            checkpoint(args.save)
+        if args.save is not None and step:
+            save_or_warn(args.save)
 
     result = {
         "task": "mnist",
@@ -282,7 +338,7 @@ def run(args):
     }
     lines = [(f"test accuracy {test_accuracy:.2%} after {result['epochs']} epoch(s); "
               f"training {train_seconds:.2f} s, {result['images_per_s'] or 0:,.0f} images/s")]
-    if args.save:
+    if args.save is not None:
         lines.append(f"checkpoint: {os.path.abspath(args.save)}")
     print_result(result, args, lines)
     return 0

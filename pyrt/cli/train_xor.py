@@ -43,7 +43,7 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "xor", help="learn XOR with the 2-3-1 network of Arraymancer #485",
         description="Learn XOR with the bias-free 2-3-1 ReLU network of Arraymancer issue "
-                    "#485 (3200 samples, SGD), until 100%% accuracy or the step budget.")
+                    "#485 (3200 samples, SGD), until 100% accuracy or the step budget.")
     p.add_argument("--batch-size", type=positive_int, default=32, metavar="B",
                    help="default: 32")
     p.add_argument("--lr", type=positive_float, default=0.01, metavar="LR",

@@ -82,7 +82,8 @@ class DatasetNotFoundError(FileNotFoundError):
 class MNIST(NamedTuple):
     """A loaded data set: images float32 [N, 1, 28, 28] scaled to [0, 1] (pixel / 255, not
     mean/std normalised), labels int64 [N], the directory the files came from and the data
-    set's name as far as the directory tells ("Fashion-MNIST", "MNIST" or "MNIST-format")."""
+    set's name as far as the directory tells ("Fashion-MNIST", "MNIST" or "MNIST-format"), and
+    the paths of the four files read."""
 
     train_images: np.ndarray
     train_labels: np.ndarray
@@ -90,6 +91,7 @@ class MNIST(NamedTuple):
     test_labels: np.ndarray
     root: Path
     name: str
+    files: tuple = ()
 
 
 def cache_dir():
@@ -104,9 +106,9 @@ def _env_dir():
         return None
     path = Path(raw).expanduser()
     if not path.is_dir():
-        raise DatasetNotFoundError(f"PYRT_DATA={raw}: no such directory. Set it to the "
-                                   "directory holding the IDX files, or unset it.\n"
-                                   + HOW_TO_GET_DATA)
+        what = "is a file, not a directory" if path.exists() else "no such directory"
+        raise DatasetNotFoundError(f"PYRT_DATA={raw}: {what}. Set it to the directory "
+                                   "holding the IDX files, or unset it.\n" + HOW_TO_GET_DATA)
     return path
 
 
@@ -130,8 +132,11 @@ def _find_file(directory, stem):
     dotted = stem.replace("-idx", ".idx")
     for name in (stem, dotted, stem + ".gz", dotted + ".gz"):
         path = directory / name
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError as exc:  # a directory that cannot be searched (no x permission)
+            raise DatasetNotFoundError(f"{directory}: cannot be read ({exc.strerror})") from None
     return None
 
 
@@ -295,7 +300,8 @@ def load_mnist(root=None, *, download=True):
     files = _files_in(directory)
     train_x, train_y = _load_split(files, "train_images", "train_labels")
     test_x, test_y = _load_split(files, "test_images", "test_labels")
-    return MNIST(train_x, train_y, test_x, test_y, directory, _name(directory))
+    return MNIST(train_x, train_y, test_x, test_y, directory, _name(directory),
+                 tuple(files.values()))
 
 
 def _not_in(root):
@@ -308,14 +314,25 @@ def _not_in(root):
     lines = []
     for directory in search_dirs(root):
         if directory.is_dir():
-            missing = [f"{stem}[.gz]" for stem in FILES.values()
+            missing = [_missing(directory, stem) for stem in FILES.values()
                        if _find_file(directory, stem) is None]
-            lines.append(f"{directory}: no {', '.join(missing)}")
+            lines.append(f"{directory}: {', '.join(missing)}")
     where = "\n  ".join(lines) or f"{root} holds none of them"
     return (f"No MNIST-format data set in {root}: it needs "
             + ", ".join(f"{stem}[.gz]" for stem in FILES.values())
             + " (in it, or in its MNIST/raw or FashionMNIST/raw).\n  " + where + "\n"
             + HOW_TO_GET_DATA)
+
+
+def _missing(directory, stem):
+    """Why `directory` has no file for `stem`: not there, or there but not a file."""
+    for name in (stem, stem + ".gz"):
+        path = directory / name
+        if path.is_symlink() and not path.exists():
+            return f"{name} is a broken link"
+        if path.exists():
+            return f"{name} is not a file"
+    return f"no {stem}[.gz]"
 
 
 def _name(directory):
