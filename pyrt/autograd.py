@@ -8,11 +8,89 @@ than once. Only leaves (tensors made by the user, such as parameters) keep ``.gr
 """
 
 import contextlib
+import functools
+import inspect
 import threading
 
 from pyrt.runtime import carry_thread_state
 
 __all__ = ["no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled"]
+
+_NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
+_MARKS_MAX = 4096
+
+
+class _Writes:
+    """In-place writes, for the check PyTorch makes with version counters: `count` is the
+    number of writes so far; `marks` maps the memory a write went to (the id of the array
+    that owns it, so that views and detached aliases share it) to the count of its last
+    write. An op whose backward reads its inputs stamps its output with `count`
+    (functional._make); backward refuses to run it if one of those inputs was written since
+    (a mark above the stamp). One integer per op in the forward pass, one comparison per op
+    in the backward pass while nothing was written. An id reused by a new array can only
+    carry an old mark (below the stamp of any op that uses the new array), and when the
+    table is cleared a write goes unseen: never a false alarm."""
+
+    __slots__ = ("count", "marks")
+
+    def __init__(self):
+        self.count = 0
+        self.marks = {}
+
+
+_writes = _Writes()
+
+
+def _owner(array):
+    """The array that owns `array`'s memory (itself, or the base its views lead to)."""
+    base = array.base
+    while base is not None and hasattr(base, "base"):
+        array, base = base, base.base
+    return array
+
+
+def mark_modified(array):
+    """Record an in-place write to `array` (pyrt's in-place ops and optimizer steps call
+    this after writing)."""
+    w = _writes
+    w.count += 1
+    if len(w.marks) >= _MARKS_MAX:
+        w.marks.clear()
+    w.marks[id(_owner(array))] = w.count
+
+
+def new_write():
+    """(count, marks) for a batch of in-place writes: the caller sets
+    ``marks[write_key(array)] = count`` for each array it writes (an optimizer step)."""
+    w = _writes
+    w.count += 1
+    if len(w.marks) >= _MARKS_MAX:
+        w.marks.clear()
+    return w.count, w.marks
+
+
+def write_key(array):
+    """The key of `array`'s memory in _Writes.marks."""
+    return id(array if array.base is None else _owner(array))
+
+
+def mark_modified_all(arrays):
+    """mark_modified for each of `arrays`, updated together."""
+    count, marks = new_write()
+    for array in arrays:
+        marks[write_key(array)] = count
+
+
+def _check_inputs_unchanged(node):
+    """RuntimeError if an input of `node` was written in place since node was made."""
+    marks, stamp = _writes.marks, node._epoch
+    for i, parent in enumerate(node._parents):
+        if marks.get(id(_owner(parent.data)), 0) > stamp:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: input {i} (of shape {list(parent.data.shape)}) of an "
+                "op was written after the op used it. Hint: make the in-place change after "
+                "backward(), or on a copy (x = x * 2 rather than x.mul_(2))")
 
 class _GradMode(threading.local):
     enabled = True  # the class attribute is every thread's default: a plain attribute read
@@ -45,6 +123,41 @@ class _GradModeContext(contextlib.ContextDecorator):
     def _recreate_cm(self):
         # a decorated function gets a fresh context per call, so recursion restores correctly
         return _GradModeContext(self.mode)
+
+    def __call__(self, func):
+        if inspect.isgeneratorfunction(func):
+            return self._wrap_generator(func)
+        return super().__call__(func)
+
+    def _wrap_generator(self, func):
+        """A decorated generator runs each of its steps in the mode, and its caller's code
+        between the steps in the caller's (a plain wrapper would set the mode only while
+        the generator object is made, before any of its code runs)."""
+        mode = self.mode
+
+        @functools.wraps(func)
+        def generator(*args, **kwargs):
+            gen = func(*args, **kwargs)
+            try:
+                with _GradModeContext(mode):
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with _GradModeContext(mode):
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # thrown in by the caller: pass it on
+                        with _GradModeContext(mode):
+                            response = gen.throw(exc)
+                    else:
+                        with _GradModeContext(mode):
+                            response = gen.send(request)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
 
     def __enter__(self):
         self.prev = _state.enabled
@@ -138,9 +251,12 @@ def run_backward(root, grad, retain_graph=False):
     ready = [(root, grad, False)]
     pop, push = ready.pop, ready.append
     partial = {}
+    writes = _writes.count  # closures write no tensor in place: it stays put meanwhile
     while ready:
         node, g, owned = pop()
         parents = node._parents
+        if node._epoch < writes:  # something was written in place since its forward
+            _check_inputs_unchanged(node)
         # a tensor no gradient reached (every consumer passed None) only releases its inputs
         parent_grads = (None,) * len(parents) if g is None else node._backward(g)
         for parent, pg in zip(parents, parent_grads):
@@ -178,9 +294,11 @@ def run_backward(root, grad, retain_graph=False):
 
 def _owned(pg, g, g_owned):
     """Whether `pg`, a gradient a closure returned for the incoming gradient `g`, may be kept
-    as a leaf's .grad and added to in place: not `g` itself, and not a view (a reshape, say)
-    of a `g` that autograd does not own (a gradient the caller passed to backward())."""
-    return pg is not g and (g_owned or pg is None or pg.base is None)
+    as a leaf's .grad and added to in place: not `g` itself, not a read-only array (a
+    broadcast view), and not a view (a reshape, say) of a `g` that autograd does not own (a
+    gradient the caller passed to backward())."""
+    return pg is not g and (pg is None or (pg.flags.writeable
+                                           and (g_owned or pg.base is None)))
 
 
 def _never(pg, g, g_owned):

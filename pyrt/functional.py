@@ -15,6 +15,7 @@ import numpy as np
 from pyrt import ops
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.autograd import _state as _grad_mode
+from pyrt.autograd import _NEVER, _writes
 from pyrt.autograd import is_grad_enabled
 from pyrt.ops._checks import F32, I64, as_f32
 from pyrt.ops.elementwise import bias_act_raw, bias_grad_raw, unary_backward_raw, unary_raw
@@ -51,8 +52,10 @@ def _plain(a):
     return type(a) is np.ndarray and a.dtype is F32 and a.flags.c_contiguous
 
 
-def _make(data, parents, backward):
-    """The result tensor; it records `backward` only if some input requires grad."""
+def _make(data, parents, backward, reads=True):
+    """The result tensor; it records `backward` only if some input requires grad. `reads`:
+    whether backward reads the inputs' values (False for sums, reshapes, indexing: only
+    shapes), so that writing them in place before backward is an error (autograd._Writes)."""
     out = (_Tensor or _tensor())(data)
     if _grad_mode.enabled:
         for p in parents:
@@ -60,6 +63,7 @@ def _make(data, parents, backward):
                 out._requires_grad = True
                 out._parents = parents
                 out._backward = backward
+                out._epoch = _writes.count if reads else _NEVER
                 break
     return out
 
@@ -122,10 +126,13 @@ def dim_index(dim, rank):
     return dim % span
 
 
-def reduction_axes(dim, rank):
+def reduction_axes(dim, rank, empty_means_all=False):
     """A reduction's `dim` (an int or a sequence of them), checked as PyTorch checks it and
-    counted from 0; None for a 0-d tensor, whose one dim is all of it."""
+    counted from 0; None for a 0-d tensor, whose one dim is all of it, and (with
+    `empty_means_all`, as torch.sum and torch.mean read it) for an empty sequence."""
     if isinstance(dim, (tuple, list)):
+        if not dim and empty_means_all:
+            return None
         axes = tuple(dim_index(d, rank) for d in dim)
         for i, a in enumerate(axes):
             if a in axes[:i]:
@@ -149,7 +156,7 @@ def _scalar(x):
 def add(a, b):
     try:
         if _scalar(b):
-            return _make(ops.add(a.data, b), (a,), lambda g: (g,))
+            return _make(ops.add(a.data, b), (a,), lambda g: (g,), reads=False)
         if _scalar(a):
             return add(b, a)
         ta, tb = _as_tensor(a), _as_tensor(b)
@@ -160,15 +167,15 @@ def add(a, b):
     sa, sb = a.shape, b.shape
     return _make(out, (a, b), lambda g: (
         _unbroadcast(g, sa) if a._requires_grad else None,
-        _unbroadcast(g, sb) if b._requires_grad else None))
+        _unbroadcast(g, sb) if b._requires_grad else None), reads=False)
 
 
 def sub(a, b):
     try:
         if _scalar(b):
-            return _make(ops.sub(a.data, b), (a,), lambda g: (g,))
+            return _make(ops.sub(a.data, b), (a,), lambda g: (g,), reads=False)
         if _scalar(a):
-            return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),))
+            return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),), reads=False)
         ta, tb = _as_tensor(a), _as_tensor(b)
         out = ops.sub(ta.data, tb.data)
     except TypeError as error:  # given the operands as the caller passed them
@@ -177,7 +184,7 @@ def sub(a, b):
     sa, sb = a.shape, b.shape
     return _make(out, (a, b), lambda g: (
         _unbroadcast(g, sa) if a._requires_grad else None,
-        _unbroadcast(ops.neg(g), sb) if b._requires_grad else None))
+        _unbroadcast(ops.neg(g), sb) if b._requires_grad else None), reads=False)
 
 
 def mul(a, b):
@@ -222,7 +229,7 @@ def div(a, b):
 
 def neg(x):
     try:
-        return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),))
+        return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),), reads=False)
     except TypeError:
         kind = _kind(x)
         if kind == "i":
@@ -533,26 +540,29 @@ def _reduced_shape(shape, axis, keepdims):
 
 
 def _expand_grad(g, shape, axis):
-    """Broadcast the gradient of a reduction back over the reduced axes."""
+    """Broadcast the gradient of a reduction back over the reduced axes, into an array of its
+    own (where only axes of size 1 were reduced, the broadcast is a read-only view of g)."""
     kept = _reduced_shape(shape, axis, keepdims=True)
-    return _contiguous(_xp(g).broadcast_to(g.reshape(kept), shape))
+    xp = _xp(g)
+    return xp.array(xp.broadcast_to(g.reshape(kept), shape), order="C")
 
 
 def sum(x, axis=None, keepdims=False):
     if axis is not None:
-        axis = reduction_axes(axis, x.data.ndim)
+        axis = reduction_axes(axis, x.data.ndim, empty_means_all=True)
     out = ops.sum(x.data, axis, keepdims=keepdims)
     shape = x.shape
-    return _make(out, (x,), lambda g: (_expand_grad(g, shape, axis),))
+    return _make(out, (x,), lambda g: (_expand_grad(g, shape, axis),), reads=False)
 
 
 def mean(x, axis=None, keepdims=False):
     if axis is not None:
-        axis = reduction_axes(axis, x.data.ndim)
+        axis = reduction_axes(axis, x.data.ndim, empty_means_all=True)
     out = ops.mean(x.data, axis, keepdims=keepdims)
     shape = x.shape
     count = x.data.size // builtins.max(out.size, 1) if x.data.size else 1
-    return _make(out, (x,), lambda g: (ops.mul(_expand_grad(g, shape, axis), 1.0 / count),))
+    return _make(out, (x,), lambda g: (ops.mul(_expand_grad(g, shape, axis), 1.0 / count),),
+                 reads=False)
 
 
 def max(x, axis=None, keepdims=False):
@@ -561,12 +571,15 @@ def max(x, axis=None, keepdims=False):
     out = ops.max(x.data, axis, keepdims=keepdims)
 
     def backward(g):
-        # the gradient goes to the first maximum of each slice, as argmax picks it
         xp = _xp(g)
         if axis is None:
-            dx = xp.zeros(x.data.size, np.float32)
-            dx[ops.argmax(x.data).reshape(1)] = g.reshape(1)  # no int(): no device read
-            return (dx.reshape(x.shape),)
+            # the whole tensor's maximum: the gradient is shared evenly among the elements
+            # equal to it (NaN ones, when it is NaN), as PyTorch shares it
+            xd = x.data
+            ties = (xd == out) | (xp.isnan(xd) & xp.isnan(out))
+            share = g / ties.sum(dtype=np.float32)  # stays on the device: no host read
+            return (xp.where(ties, share, np.float32(0)).astype(np.float32, copy=False),)
+        # along a dim, to the first maximum of each slice, as argmax picks it (as PyTorch)
         idx = ops.argmax(x.data, axis, keepdims=True)
         dx = xp.zeros(x.shape, np.float32)
         xp.put_along_axis(dx, idx, g.reshape(idx.shape), axis=axis)
@@ -590,7 +603,7 @@ def reshape(x, shape):
     if not out.flags.c_contiguous:
         out = _xp(out).ascontiguousarray(out)
     in_shape = x.shape
-    return _make(out, (x,), lambda g: (g.reshape(in_shape),))
+    return _make(out, (x,), lambda g: (g.reshape(in_shape),), reads=False)
 
 
 def _check_sizes(shape):
@@ -608,7 +621,8 @@ def transpose(x):
     if x.ndim != 2:
         raise ValueError(f"transpose expects a 2-D tensor, got shape {x.shape}")
     xp = _xp(x.data)
-    return _make(xp.ascontiguousarray(x.data.T), (x,), lambda g: (xp.ascontiguousarray(g.T),))
+    return _make(xp.ascontiguousarray(x.data.T), (x,), lambda g: (xp.ascontiguousarray(g.T),),
+                 reads=False)
 
 
 def index_rows(x, index):
@@ -624,7 +638,7 @@ def index_rows(x, index):
         xp.add.at(dx, index, g)
         return (dx,)
 
-    return _make(out, (x,), backward)
+    return _make(out, (x,), backward, reads=False)
 
 
 # ---- softmax and losses ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ def permute(x, dims):
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
     out = _contiguous(x.data.transpose(order))
-    return _make(out, (x,), lambda g: (_contiguous(g.transpose(inverse)),))
+    return _make(out, (x,), lambda g: (_contiguous(g.transpose(inverse)),), reads=False)
 
 
 def transpose(x, dim0, dim1):
@@ -99,7 +99,7 @@ def cat(tensors, dim=0):
     def backward(g):
         return tuple(xp.ascontiguousarray(piece) for piece in xp.split(g, bounds, axis=at))
 
-    return _make(out, tensors, backward)
+    return _make(out, tensors, backward, reads=False)
 
 
 def stack(tensors, dim=0):
@@ -117,4 +117,4 @@ def stack(tensors, dim=0):
     def backward(g):
         return tuple(_contiguous(xp.take(g, i, axis=at)) for i in range(len(tensors)))
 
-    return _make(out, tensors, backward)
+    return _make(out, tensors, backward, reads=False)

@@ -14,6 +14,7 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt import shapes
+from pyrt.autograd import mark_modified
 from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import run_backward
 
@@ -64,7 +65,11 @@ def _move(array, device):
 class Tensor:
     # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
     # properties grad and requires_grad check what a user assigns, as PyTorch does
-    __slots__ = ("data", "_grad", "_requires_grad", "_parents", "_backward", "__weakref__")
+    # _epoch, set by the op that made a tensor (functional._make), for graph nodes only: the
+    # count of in-place writes then if its backward reads its inputs, else infinite
+    # (pyrt.autograd: mark_modified)
+    __slots__ = ("data", "_grad", "_requires_grad", "_parents", "_backward", "_epoch",
+                 "__weakref__")
 
     def __init__(self, data, requires_grad=False):
         self.data = data
@@ -252,9 +257,12 @@ class Tensor:
     # ---- in-place ops --------------------------------------------------------------------------
     # They write into the tensor's own array and record nothing for autograd. As in PyTorch,
     # a leaf that requires grad may be written only under no_grad (an optimizer's update).
-    # pyrt keeps no version counter, so it cannot tell when an array that a graph saved for
-    # backward is overwritten; instead, while grad mode is on, it refuses in-place ops on
-    # any tensor that is part of a graph, or that would join one through `other`.
+    # While grad mode is on, in-place ops are refused on any tensor that is part of a graph,
+    # or that would join one through `other` (stricter than PyTorch, which allows them where
+    # no backward needs the old values). Every in-place write is also recorded
+    # (autograd.mark_modified): a backward that would read an input overwritten since its
+    # forward (a constant input, a detached alias, a parameter stepped under no_grad) raises
+    # PyTorch's RuntimeError instead of computing a wrong gradient.
 
     def _check_in_place(self, other=None):
         if not _grad_mode.enabled:
@@ -298,6 +306,7 @@ class Tensor:
             raise RuntimeError(f"{name}: other of shape {list(other_shape)} does not "
                                f"broadcast to self's shape {list(self.shape)}")
         getattr(xp, F._UFUNCS[op])(self.data, src, out=self.data, casting="same_kind")
+        mark_modified(self.data)
         return self
 
     def add_(self, other, *, alpha=1):
@@ -327,11 +336,13 @@ class Tensor:
     def zero_(self):
         self._check_in_place()
         self.data[...] = 0
+        mark_modified(self.data)
         return self
 
     def fill_(self, value):
         self._check_in_place(value)
         self.data[...] = value.data if isinstance(value, Tensor) else value
+        mark_modified(self.data)
         return self
 
     def copy_(self, other):
@@ -342,6 +353,7 @@ class Tensor:
         if src.shape != self.shape:
             raise ValueError(f"copy_: shape {src.shape} does not match {self.shape}")
         self.data[...] = src
+        mark_modified(self.data)
         return self
 
     # ---- autograd ----------------------------------------------------------------------------

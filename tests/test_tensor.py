@@ -501,3 +501,140 @@ def test_promoted_operands_pass_gradients_to_float_ones():
         (yp * pyrt.tensor(x)).sum().backward()
         (yq * torch.tensor(x)).sum().backward()
         np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# ---- in-place writes between forward and backward ------------------------------------------
+
+
+def _w():
+    return pyrt.tensor([1.0, 2.0], requires_grad=True)
+
+
+def test_an_input_written_in_place_after_its_use_stops_backward():
+    # as PyTorch's version counters do: the gradient would be computed from the new values
+    w, x = _w(), pyrt.tensor([3.0, 4.0])
+    y = (x * w).sum()
+    x.mul_(10)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_a_detached_alias_written_in_place_stops_backward():
+    w = _w()
+    alias = w.detach()
+    z = (w * w).sum()
+    alias.mul_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_a_parameter_stepped_before_backward_stops_it():
+    pyrt.manual_seed(0)
+    model = pyrt.nn.Linear(3, 2)
+    opt = pyrt.optim.SGD(model.parameters(), lr=0.1)
+    x = pyrt.randn(4, 3)
+    model(x).sum().backward()
+    out = model(x).sum()  # a forward pass, then the weights change under it
+    opt.step()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+    w = _w()  # writes under no_grad count too
+    z = (w * w * w).sum()
+    with pyrt.no_grad():
+        w.mul_(0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_writes_that_no_backward_reads_are_allowed():
+    # sums, reshapes and indexing read only shapes; writes after backward, or before the
+    # forward, are fine; a training loop steps after backward
+    w, x = _w(), pyrt.tensor([3.0, 4.0])
+    y = (w + x).sum() + w.reshape(2, 1)[0].sum()
+    x.mul_(10)
+    y.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 1.0])
+    pyrt.manual_seed(0)
+    model = pyrt.nn.Sequential(pyrt.nn.Linear(3, 4), pyrt.nn.ReLU(), pyrt.nn.Linear(4, 1))
+    opt = pyrt.optim.Adam(model.parameters())
+    x = pyrt.randn(5, 3)
+    for _ in range(3):
+        loss = (model(x) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    x.add_(1.0)
+    model(x).sum().backward()
+
+
+def test_a_sum_over_dims_of_size_one_leaves_a_writable_grad():
+    # its gradient is a broadcast of the incoming one: a leaf must not keep the read-only
+    # view as .grad, where the next backward adds in place
+    b = pyrt.nn.Parameter(pyrt.zeros(1))
+    (b.sum() * 2).backward()
+    (b.sum() * 2).backward()
+    np.testing.assert_array_equal(b.grad.numpy(), [4.0])
+    b.grad.zero_()
+    m = pyrt.nn.Linear(3, 1)
+    loss = (m(pyrt.ones(4, 3)) ** 2).mean() + 0.01 * m.bias.sum()
+    loss.backward()
+    x = pyrt.ones(4, 1, requires_grad=True)
+    (x.sum(dim=1).sum() + x.sum(dim=1).sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 1), 2.0))
+
+
+def test_max_of_the_whole_tensor_shares_the_gradient_among_ties():
+    torch = pytest.importorskip("torch")
+    values = [[1.0, 3.0, 3.0], [2.0, 2.0, 1.0]]
+    for name in ("max", "min"):
+        x = pyrt.tensor(values, requires_grad=True)
+        getattr(x, name)().backward()
+        t = torch.tensor(values, requires_grad=True)
+        getattr(t, name)().backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_sum_and_mean_over_no_dims_reduce_everything():
+    torch = pytest.importorskip("torch")
+    values = [[1.0, 2.0], [3.0, 4.0]]
+    for name in ("sum", "mean"):
+        x = pyrt.tensor(values, requires_grad=True)
+        t = torch.tensor(values, requires_grad=True)
+        got, want = getattr(x, name)(dim=()), getattr(t, name)(dim=())
+        assert got.shape == tuple(want.shape)
+        np.testing.assert_allclose(got.item(), want.item())
+        got.backward()
+        want.backward()
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
+
+
+def test_grad_mode_decorators_apply_inside_generators():
+    x = pyrt.tensor([1.0], requires_grad=True)
+
+    @pyrt.no_grad()
+    def without():
+        yield (x * 2).requires_grad
+        yield pyrt.is_grad_enabled()
+
+    @pyrt.enable_grad()
+    def with_grad():
+        yield (x * 2).requires_grad
+
+    assert list(without()) == [False, False]
+    gen = without()
+    next(gen)
+    assert pyrt.is_grad_enabled()  # the caller's mode between the steps
+    gen.close()
+    with pyrt.no_grad():
+        assert list(with_grad()) == [True]
+
+    @pyrt.no_grad()
+    def echo():
+        got = yield 1
+        return got
+
+    gen = echo()
+    next(gen)
+    with pytest.raises(StopIteration) as stop:
+        gen.send("sent")
+    assert stop.value.value == "sent"

@@ -44,6 +44,7 @@ class Adam(Optimizer):
             from pyrt.cuda.optimizers import adam_step
 
             adam_step(self)
+            self._stepped()
             return loss
         # only kernels run below, no tensor ops: nothing is recorded for autograd
         states, cache = self.state, self._cache
@@ -70,6 +71,7 @@ class Adam(Optimizer):
                 adam_step_raw(cached[4], _from_buffer(_FLOATS, g), cached[5], cached[6],
                               param.size, lr, beta1, beta2, eps, weight_decay, step)
                 state["step"] = step
+        self._stepped()
         return loss
 
     def _hyperparameters(self, group):

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from pyrt.autograd import enable_grad, reset_grads
+from pyrt.autograd import enable_grad, mark_modified_all, reset_grads
 from pyrt.tensor import Tensor
 
 __all__ = ["Optimizer"]
@@ -84,6 +84,13 @@ class Optimizer:
             if name in state:
                 state[name] = {}
         return state
+
+    def _stepped(self):
+        """Record that step() updated, in place, every parameter that has a gradient: a graph
+        made before the step, whose backward would read the old values, then refuses to run
+        (as PyTorch's version counters make it)."""
+        mark_modified_all(p.data for group in self.param_groups for p in group["params"]
+                          if p._grad is not None)
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradient of every parameter: drop it (set_to_none=True) or fill it with

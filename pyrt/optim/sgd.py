@@ -3,6 +3,7 @@ torch.optim.SGD; each parameter is updated by one fused kernel pass (pyrt.ops.sg
 
 import numpy as np
 
+from pyrt.autograd import new_write, write_key
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import F32, check_rc
 from pyrt.ops.optim import _grad, _in_place, sgd_hyperparameters
@@ -43,9 +44,12 @@ class SGD(Optimizer):
             from pyrt.cuda.optimizers import sgd_step
 
             sgd_step(self)
+            self._stepped()
             return loss
-        # only kernels run below, no tensor ops: nothing is recorded for autograd
+        # only kernels run below, no tensor ops: nothing is recorded for autograd; each
+        # parameter updated is marked written (Optimizer._stepped)
         state, cache, sgd = self.state, self._cache, _sgd_step
+        count, marks = new_write()
         for group in self.param_groups:
             lr, momentum, dampening, weight_decay, nesterov = self._hyperparameters(group)
             has_momentum = momentum != 0
@@ -74,6 +78,8 @@ class SGD(Optimizer):
                          dampening, weight_decay, nesterov, first)
                 if rc:
                     check_rc(rc, "sgd_step")
+                data = cached[1]
+                marks[id(data) if data.base is None else write_key(data)] = count
         return loss
 
     def _hyperparameters(self, group):
