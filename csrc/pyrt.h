@@ -289,7 +289,8 @@ int pyrt_conv2d_forward(const pyrt_conv_shape *s, const float *x, const float *w
 int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *weight,
                          const float *dy, float *dx, float *dweight, float *dbias);
 
-/* Pooling over [n, c, h, w] (s->k is ignored; the output has c channels). Max pooling pads
+/* Pooling over [n, c, h, w] (s->k is ignored; the output has c channels), h and w at least 1
+ * (PYRT_EINVAL otherwise: a window of padding alone has no maximum). Max pooling pads
  * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
  * the backward pass; its backward returns PYRT_EINVAL, with dx not fully written, when an
  * index lies outside [0, h*w). Average pooling divides by kh*kw (padding counts as zeros). */

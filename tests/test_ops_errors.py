@@ -296,7 +296,7 @@ BAD_SHAPES = [
     ("conv2d", {"bias": f32(3)}, "bias"),
     ("conv2d_backward", {"grad_output": f32(2, 4, 4, 4)}, "grad_output"),
     ("max_pool2d", {"x": f32(3, 6, 6)}, "x"),
-    ("avg_pool2d", {"x": np.zeros((2, 3, 0, 0), np.float32)}, "kernel_size"),
+    ("avg_pool2d", {"x": np.zeros((2, 3, 0, 0), np.float32)}, "x"),  # nothing to pool
     ("max_pool2d_backward", {"indices": IDX[:1]}, "indices"),
     ("max_pool2d_backward", {"input_shape": (2, 3, 6)}, "input_shape"),
     ("max_pool2d_backward", {"input_shape": (2, 3, -6, 6)}, "input_shape"),

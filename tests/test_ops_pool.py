@@ -322,3 +322,14 @@ def test_errors_name_the_argument():
         avg_pool2d_backward(y, (1, 2, 5), 2)
     with pytest.raises(ValueError, match="grad_output"):
         avg_pool2d_backward(random((1, 2, 3, 3), 17), x.shape, 2)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 0, 4), (2, 3, 4, 0)])
+def test_planes_without_rows_or_columns_are_refused(shape):
+    # with padding each window would "fit" yet hold padding only: no maximum, no average
+    x = np.zeros(shape, np.float32)
+    for pool in (max_pool2d, avg_pool2d):
+        with pytest.raises(ValueError, match="x must have a height and width of at least 1"):
+            pool(x, 2, stride=(1, 2), padding=1)
+    with pytest.raises(ValueError, match="height and width of at least 1"):
+        avg_pool2d_backward(np.zeros((1, 1, 1, 3), np.float32), shape, 2, padding=1)

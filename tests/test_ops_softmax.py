@@ -406,3 +406,11 @@ def test_losses_bitwise_identical_across_thread_counts():
             results.append((loss.tobytes(), grad.tobytes(), bloss.tobytes(), bgrad.tobytes(),
                             softmax(x).tobytes(), log_softmax(x).tobytes()))
     assert all(r == results[0] for r in results)
+
+
+def test_a_uint64_label_too_large_for_int64_is_named_as_given():
+    logits = np.zeros((2, 4), np.float32)
+    with pytest.raises(ValueError, match=f"labels holds {2**64 - 1}, too large for int64"):
+        cross_entropy(logits, np.array([0, 2**64 - 1], np.uint64))
+    np.testing.assert_allclose(cross_entropy(logits, np.array([0, 3], np.uint64)),
+                               cross_entropy(logits, np.array([0, 3])))

@@ -48,6 +48,10 @@ static int pool_shape(const pyrt_conv_shape *in, pool_job *j, int *empty)
     j->s = *in;
     int rc = pyrt_conv_shape_init(&j->s);
     *empty = j->s.n * j->s.c == 0;
+    /* planes without rows or columns: padding alone could "fit" a window there, but a window
+     * of padding has no maximum and no average */
+    if (!rc && (j->s.h == 0 || j->s.w == 0))
+        return PYRT_EINVAL;
     return rc;
 }
 

@@ -274,6 +274,13 @@ static void check_errors(void)
     s.pad_h = s.pad_w = 1;
     s.stride_h = 0;
     CHECK_RC(pyrt_conv_shape_init(&s), PYRT_EINVAL);
+    /* a plane without rows: with padding the window "fits", but holds no value to pool */
+    pyrt_conv_shape p = {.n = 1, .c = 1, .h = 0, .w = 4, .kh = 2, .kw = 2,
+                         .stride_h = 1, .stride_w = 2, .pad_h = 1, .pad_w = 0};
+    float y[4];
+    int64_t idx[4];
+    CHECK_RC(pyrt_max_pool2d_forward(&p, y, y, idx), PYRT_EINVAL);
+    CHECK_RC(pyrt_avg_pool2d_forward(&p, y, y), PYRT_EINVAL);
 }
 
 int main(void)

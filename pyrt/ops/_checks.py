@@ -79,6 +79,10 @@ def array_checks(xp, other_type, address, can_be_read_only, empty=None):
             other_type(x, name, "an integer")
         if x.dtype.kind not in "iu":
             raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
+        if x.dtype.kind == "u" and x.dtype.itemsize == 8 and x.size:
+            largest = int(x.max())
+            if largest > np.iinfo(I64).max:  # it would wrap around to a negative int64
+                raise ValueError(f"{name} holds {largest}, too large for int64")
         if x.dtype != I64 or not x.flags.c_contiguous:
             x = ascontiguousarray(x, dtype=I64)
         return x

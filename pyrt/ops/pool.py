@@ -45,6 +45,10 @@ def _pool_geometry(x_shape, kernel_size, stride, padding):
     kernel = _pair(kernel_size, "kernel_size", 1)
     steps = kernel if stride is None else _pair(stride, "stride", 1)
     pad = _pair(padding, "padding", 0)
+    if len(x_shape) == 4 and 0 in x_shape[2:]:
+        # every window would hold padding only, which has no maximum (PyTorch refuses too)
+        raise ValueError(f"x must have a height and width of at least 1 to be pooled, got "
+                         f"shape {tuple(x_shape)}")
     if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
         raise ValueError(f"padding should be at most half of kernel_size, got padding {pad} "
                          f"for kernel_size {kernel}")
