@@ -98,6 +98,40 @@ static void check_edges(loop *l)
     }
 }
 
+/* A loop far too small to share (1024 floats of an axpy, about 300 ns), asked for in chunks
+ * of 32, called back to back so that the other thread is awake and looking for work: the
+ * caller keeps it (parallel_for.c, SPLIT_MIN_US), where it used to give half away in nearly
+ * every call and run 4 times slower than on one thread. Timing-based, so only the plain build
+ * checks it (under a sanitizer the same loop takes microseconds, and is worth sharing). */
+static float tiny_x[1024], tiny_y[1024];
+static _Atomic int tiny_shared;
+
+static int tiny_chunk(void *ctx, int64_t start, int64_t stop)
+{
+    (void)ctx;
+    if (pyrt_worker_index() >= 0)
+        atomic_store_explicit(&tiny_shared, 1, memory_order_relaxed);
+    for (int64_t i = start; i < stop; i++)
+        tiny_y[i] = tiny_y[i] * 0.5f + tiny_x[i];
+    return 0;
+}
+
+static void check_tiny_loops_stay(void)
+{
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    stress_set_threads(2);
+    const int calls = 20000;
+    int shared = 0;
+    for (int k = 0; k < calls; k++) {
+        atomic_store_explicit(&tiny_shared, 0, memory_order_relaxed);
+        CHECK_RC(pyrt_parallel_for(1024, 32, tiny_chunk, NULL), 0);
+        shared += atomic_load_explicit(&tiny_shared, memory_order_relaxed);
+    }
+    /* a preempted caller can make a loop look long: a few splits may happen */
+    CHECK(shared < calls / 5, "a 300 ns loop was shared in %d of %d calls", shared, calls);
+#endif
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -110,6 +144,7 @@ int main(void)
     l.visits = calloc((size_t)max_n, sizeof *l.visits);
     CHECK(l.visits != NULL, "out of memory");
     check_edges(&l);
+    check_tiny_loops_stay();
 
     int threads = 1;
     for (int64_t k = 0; k < loops; k++) {
