@@ -54,7 +54,7 @@ class SGD(Optimizer):
             lr, momentum, dampening, weight_decay, nesterov = self._hyperparameters(group)
             has_momentum = momentum != 0
             for p in group["params"]:
-                grad = p.grad
+                grad = p._grad
                 if grad is None:
                     continue
                 # (p, its array, that array's pointer, momentum buffer, its pointer, whether
@@ -74,6 +74,8 @@ class SGD(Optimizer):
                     state[p]["momentum_buffer"] = np.empty_like(cached[1])
                     cached = self._pointers(p, state, momentum)
                     pbuf = cached[4]
+                # (the gradient's pointer is made afresh: keeping it, or the array, would hold
+                # a reference that stops the fused linear chain reusing its gradient arrays)
                 rc = sgd(cached[2], _from_buffer(_FLOATS, g), pbuf, cached[7], lr, momentum,
                          dampening, weight_decay, nesterov, first)
                 if rc:
