@@ -49,16 +49,6 @@ def _owner(array):
     return array
 
 
-def mark_modified(array):
-    """Record an in-place write to `array` (pyrt's in-place ops and optimizer steps call
-    this after writing)."""
-    w = _writes
-    w.count += 1
-    if len(w.marks) >= _MARKS_MAX:
-        w.marks.clear()
-    w.marks[id(_owner(array))] = w.count
-
-
 def new_write():
     """(count, marks) for a batch of in-place writes: the caller sets
     ``marks[write_key(array)] = count`` for each array it writes (an optimizer step)."""
@@ -75,17 +65,23 @@ def write_key(array):
 
 
 def mark_modified_all(arrays):
-    """mark_modified for each of `arrays`, updated together."""
+    """Record in-place writes to each of `arrays`, made together (an optimizer step)."""
     count, marks = new_write()
     for array in arrays:
         marks[write_key(array)] = count
+
+
+def mark_modified(array):
+    """Record an in-place write to `array` (pyrt's in-place tensor ops call this after
+    writing)."""
+    mark_modified_all((array,))
 
 
 def _check_inputs_unchanged(node):
     """RuntimeError if an input of `node` was written in place since node was made."""
     marks, stamp = _writes.marks, node._epoch
     for i, parent in enumerate(node._parents):
-        if marks.get(id(_owner(parent.data)), 0) > stamp:
+        if marks.get(write_key(parent.data), 0) > stamp:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by "
                 f"an inplace operation: input {i} (of shape {list(parent.data.shape)}) of an "
@@ -297,8 +293,8 @@ def _owned(pg, g, g_owned):
     as a leaf's .grad and added to in place: not `g` itself, not a read-only array (a
     broadcast view), and not a view (a reshape, say) of a `g` that autograd does not own (a
     gradient the caller passed to backward())."""
-    return pg is not g and (pg is None or (pg.flags.writeable
-                                           and (g_owned or pg.base is None)))
+    return pg is not g and (pg is None or pg.base is None
+                            or (g_owned and pg.flags.writeable))
 
 
 def _never(pg, g, g_owned):

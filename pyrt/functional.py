@@ -190,7 +190,7 @@ def sub(a, b):
 def mul(a, b):
     try:
         if _scalar(b):
-            return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),))
+            return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),), reads=False)
         if _scalar(a):
             return mul(b, a)
         ta, tb = _as_tensor(a), _as_tensor(b)
@@ -209,7 +209,7 @@ def div(a, b):
             try:
                 inv = 1.0 / b
             except ZeroDivisionError:  # x / 0 is +-inf or nan, as IEEE division gives
-                return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),))
+                return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),), reads=False)
             return mul(a, inv)
         if _scalar(a):
             b_ = b

@@ -554,6 +554,12 @@ def test_writes_that_no_backward_reads_are_allowed():
     x.mul_(10)
     y.backward()
     np.testing.assert_array_equal(w.grad.numpy(), [2.0, 1.0])
+    w = _w()  # a product with a number reads only the number
+    z = (w * 3 / 2).sum()
+    with pyrt.no_grad():
+        w.mul_(0)
+    z.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [1.5, 1.5])
     pyrt.manual_seed(0)
     model = pyrt.nn.Sequential(pyrt.nn.Linear(3, 4), pyrt.nn.ReLU(), pyrt.nn.Linear(4, 1))
     opt = pyrt.optim.Adam(model.parameters())
