@@ -230,8 +230,6 @@ def run(args):
     start nothing is written; during them the child's processes are killed and the finished
     runs are printed. The exit status is 1 when a run failed (its error is in the notes)."""
     out = args.out or default_out()
-    if out.exists() and not out.is_dir():  # before the slow discovery below
-        _writable_dir(out)
     root = programs.source_root()
     cpus = len(os.sched_getaffinity(0))
     try:
