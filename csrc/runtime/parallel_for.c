@@ -19,8 +19,9 @@
  * the half offered must outweigh a steal and its join (about a microsecond). Chunks of an
  * automatic grain are 2 us each, so this only holds back loops whose caller asked for chunks
  * far below that: 1024 floats of an axpy in chunks of 32 (330 ns in all) took 1.3 us on two
- * threads when an idle worker took half of it (now 345 ns, against 339 on one thread). The rate is that of the range's own chunks
- * so far, read from the clock only when an idle worker could take a half; after a "no" not
+ * threads when an idle worker took half of it (now 345 ns, against 339 on one thread). The
+ * rate is that of the range's own chunks so far, read from the clock only when an idle
+ * worker could take a half; after a "no" not
  * before the range has done as many indices again (a loop whose later indices cost more is
  * looked at again, a few times at most), which it runs as one chunk, as one thread would. */
 #define SPLIT_MIN_US 2.0
@@ -151,12 +152,12 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 #define AUTO_PROBE_US 0.5
 /* Measured costs are remembered per (body, context) in a small per-thread table, so a loop
  * called again and again (a kernel in a training step) is timed once every COST_REFRESH calls
- * rather than every time. A loop of a quarter of a chunk or less (well below a split, such as
- * 64 elements of an axpy: 28 ns) is timed once every COST_REFRESH_TINY calls and otherwise
- * runs from parallel_for's frameless fast path: timing it every 64 calls and the full
- * function's frame cost 2.5 ns a call (on a Sapphire Rapids Xeon: 28.9 ns on one thread, 30.0
- * on two, against 27.6 and 28.1 now). Such a loop would have to become some 12 times slower
- * before a split paid; it is then noticed within COST_REFRESH_TINY calls. */
+ * rather than every time. A loop of a chunk or less (below any split, such as 64 elements of
+ * an axpy: 28 ns) is timed once every COST_REFRESH_TINY calls and otherwise runs from
+ * parallel_for's frameless fast path: timing it every 64 calls and the full function's frame
+ * cost 2.5 ns a call (on a Sapphire Rapids Xeon: 28.9 ns on one thread, 30.0 on two, against
+ * 27.6 and 28.1 now). Such a loop would have to become some 3 times slower before a split
+ * paid; it is then noticed within COST_REFRESH_TINY calls. */
 #define COST_SLOTS 16
 #define COST_REFRESH 64
 #define COST_REFRESH_TINY 1024
@@ -198,9 +199,9 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
     cost_entry *e = cost_slot(fn, ctx);
     *rc = 0;
     const int known = e->fn == fn && e->ctx == ctx;
-    /* a known loop of a quarter chunk or less comes here only when parallel_for's fast path
-     * found it due for timing (it counted the call) */
-    if (known && n > e->chunk / 4 && ++e->uses % COST_REFRESH != 0) {
+    /* a known loop of a chunk or less comes here only when parallel_for's fast path found
+     * it due for timing (it counted the call) */
+    if (known && n > e->chunk && ++e->uses % COST_REFRESH != 0) {
         *grain = e->chunk < n ? e->chunk : n;
         return 0;
     }
@@ -255,25 +256,16 @@ static int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx, i
     if (n == 0)
         return PYRT_OK;
     const int threads = pyrt_get_num_threads();
-    if (grain == 0) {
-        if (threads <= 1)
-            return fn(ctx, 0, n);
-        /* the commonest call of all, a small loop seen before, in a few instructions and
-         * without a stack frame: the body is a tail call, as on one thread */
-        cost_entry *e = cost_slot(fn, ctx);
-        if (e->fn == fn && e->ctx == ctx && n <= e->chunk / 4
-            && ++e->uses % COST_REFRESH_TINY != 0)
-            return fn(ctx, 0, n);
-    } else if (threads == 1 || n < grains(coarse ? 2 : 3, grain)) {
-        return fn(ctx, 0, n); /* one chunk, as parallel_for_split would find */
-    } else {
-        /* a caller's fine grain on a loop seen before to be too small to share (at most a
-         * chunk of about AUTO_CHUNK_US: run_range would give no half away) */
-        cost_entry *e = cost_slot(fn, ctx);
-        if (e->fn == fn && e->ctx == ctx && n <= e->chunk
-            && ++e->uses % COST_REFRESH_TINY != 0)
-            return fn(ctx, 0, n);
-    }
+    /* one thread, or fewer indices than a split needs: one chunk */
+    if (threads <= 1 || (grain > 0 && n < grains(coarse ? 2 : 3, grain)))
+        return fn(ctx, 0, n);
+    /* the commonest call of all, a loop seen before to be at most one chunk of about
+     * AUTO_CHUNK_US (by auto_grain's timing, or by run_range's finding a caller's grain too
+     * fine to share), in a few instructions and without a stack frame: the body is a tail
+     * call, as on one thread */
+    cost_entry *e = cost_slot(fn, ctx);
+    if (e->fn == fn && e->ctx == ctx && n <= e->chunk && ++e->uses % COST_REFRESH_TINY != 0)
+        return fn(ctx, 0, n);
     return parallel_for_split(n, grain, fn, ctx, coarse, threads);
 }
 
