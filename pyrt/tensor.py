@@ -334,10 +334,7 @@ class Tensor:
         return self._in_place("div", other)
 
     def zero_(self):
-        self._check_in_place()
-        self.data[...] = 0
-        mark_modified(self.data)
-        return self
+        return self.fill_(0)
 
     def fill_(self, value):
         self._check_in_place(value)
