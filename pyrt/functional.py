@@ -20,7 +20,8 @@ from pyrt.autograd import is_grad_enabled
 from pyrt.ops._checks import F32, I64, as_f32
 from pyrt.ops.elementwise import bias_act_raw, bias_grad_raw, unary_backward_raw, unary_raw
 from pyrt.ops.linalg import matmul_ptr, matmul_raw
-from pyrt.ops.softmax import bce_with_logits_raw, cross_entropy_raw
+from pyrt.ops.softmax import (bce_with_logits_raw, check_labels, check_logits, check_targets,
+                              cross_entropy_raw)
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
@@ -680,9 +681,47 @@ def _not_a_tensor(input):
     return TypeError(f"input must be a Tensor, got {type(input).__name__}")
 
 
-def cross_entropy(logits, labels):
-    """Mean cross-entropy of softmax(logits [N, C]) against integer labels [N], forward and
-    gradient in one fused kernel pass."""
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(reduction):
+    if not (isinstance(reduction, str) and reduction in _REDUCTIONS):
+        raise ValueError(f"{reduction!r} is not a valid value for reduction: expected 'mean', "
+                         "'sum' or 'none'")
+
+
+def _backend_checks(z):
+    """(as_f32, as_i64) of the backend that holds array `z`: they convert an argument or name
+    it in the error."""
+    if isinstance(z, np.ndarray):
+        from pyrt.ops._checks import as_f32, as_i64
+    else:
+        from pyrt.cuda.ops._checks import as_f32, as_i64
+    return as_f32, as_i64
+
+
+def _summed(mean, source, n):
+    """A loss with reduction='sum': its 'mean' times the n elements averaged (0 for none,
+    where the mean is nan), with the gradient scaled to match."""
+    if n == 0:
+        zeros = _xp(source.data).zeros
+        return _make(zeros((), F32), (source,), lambda g: (zeros(source.data.shape, F32),),
+                     reads=False)
+    return mul(mean, float(n))
+
+
+def cross_entropy(input, target, *, reduction="mean"):
+    """Cross-entropy of softmax(input), logits [N, C], against target, integer labels [N]: its
+    mean over the batch (reduction="mean", forward and gradient in one fused kernel pass), its
+    sum ("sum") or the loss of each row, shape [N] ("none")."""
+    logits, labels = input, target
+    if reduction != "mean":
+        _check_reduction(reduction)
+        if not isinstance(logits, _Tensor or _tensor()):
+            raise _not_a_tensor(logits)
+        if reduction == "sum":
+            return _summed(cross_entropy(logits, labels), logits, logits.data.shape[0])
+        return _cross_entropy_rows(logits, labels)
     labels = labels.data if isinstance(labels, _Tensor or _tensor()) else np.asarray(labels)
     z = logits.data
     try:
@@ -700,12 +739,58 @@ def cross_entropy(logits, labels):
     return _make(out, (logits,), None)
 
 
-def binary_cross_entropy_with_logits(logits, targets):
-    """Mean binary cross-entropy of sigmoid(logits) against targets of the same shape. The
-    fused kernel gives the logits' gradient, (sigmoid(z) - t) / n; a target that requires
-    grad gets d/dt = -z / n."""
+def _cross_entropy_rows(logits, labels):
+    """cross_entropy with reduction="none": -log_softmax(logits)[i, labels[i]] for each row i;
+    the gradient of row i is g[i] (softmax(logits[i]) - onehot(labels[i])). A label outside
+    [0, C) is a ValueError on the CPU and gives nan on the GPU, as the fused kernels do."""
+    as_f32, as_i64 = _backend_checks(logits.data)
+    z = as_f32(logits.data, "logits")
+    check_logits(z)
+    labels = labels.data if isinstance(labels, _Tensor or _tensor()) else labels
+    if isinstance(z, np.ndarray):
+        labels = as_i64(np.asarray(labels), "labels")
+    else:
+        labels = as_i64(labels, "labels")
+    check_labels(z, labels)
+    xp = _xp(z)
+    n, c = z.shape
+    log_p = ops.log_softmax(z, 1)
+    rows = xp.arange(n)
+    inside = (labels >= 0) & (labels < c)
+    if xp is np and n and not inside.all():
+        bad = labels[~inside]
+        raise ValueError(f"labels must be in [0, {c}), got {int(bad[0])}")
+    picked = xp.where(inside, labels, 0)
+    loss = xp.where(inside, -log_p[rows, picked], xp.float32(xp.nan)).astype(F32)
+
+    def backward(g):
+        grad = xp.exp(log_p)
+        grad[rows, picked] -= 1
+        grad *= g.reshape(n, 1)
+        if xp is not np:  # a row with a label out of range: nan, as the fused kernel gives
+            grad = xp.where(inside.reshape(n, 1), grad, xp.float32(xp.nan))
+        return (grad,)
+
+    return _make(loss, (logits,), backward)
+
+
+def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
+    """Binary cross-entropy of sigmoid(input), logits, against target, of the same shape: its
+    mean (reduction="mean"), its sum ("sum") or the loss of each element ("none"). For the
+    mean the fused kernel gives the logits' gradient, (sigmoid(z) - t) / n; a target that
+    requires grad gets d/dt = -z / n."""
     Tensor = _Tensor or _tensor()
-    target = targets if isinstance(targets, Tensor) else _as_tensor(targets, keep_bool=False)
+    logits = input
+    if not isinstance(target, Tensor):
+        target = _as_tensor(target, keep_bool=False)
+    if reduction != "mean":
+        _check_reduction(reduction)
+        if not isinstance(logits, Tensor):
+            raise _not_a_tensor(logits)
+        if reduction == "sum":
+            return _summed(binary_cross_entropy_with_logits(logits, target), logits,
+                           logits.data.size)
+        return _bce_elements(logits, target)
     t = target.data
     z = logits.data
     try:
@@ -727,9 +812,30 @@ def binary_cross_entropy_with_logits(logits, targets):
     return _make(out, (logits,), None)
 
 
-def mse_loss(input, target):
-    """Mean of (input - target)^2: d/dinput = 2 (input - target) / n, and a target that
+def _bce_elements(logits, target):
+    """binary_cross_entropy_with_logits with reduction="none": max(z, 0) - z t +
+    log(1 + exp(-|z|)) for each element, stable for large |z|; d/dz = g (sigmoid(z) - t) and
+    d/dt = -g z."""
+    as_f32, _ = _backend_checks(logits.data)
+    z = as_f32(logits.data, "logits")
+    t = as_f32(target.data, "targets")
+    check_targets(z, t)
+    xp = _xp(z)
+    loss = (xp.maximum(z, 0) - z * t + xp.log1p(xp.exp(-xp.abs(z)))).astype(F32, copy=False)
+
+    def backward(g):
+        dz = (ops.sigmoid(z) - t) * g if logits._requires_grad else None
+        return (dz, -z * g) if target._requires_grad else (dz,)
+
+    return _make(loss, (logits, target) if target._requires_grad else (logits,), backward)
+
+
+def mse_loss(input, target, *, reduction="mean"):
+    """(input - target)^2: its mean over all elements (reduction="mean"), its sum ("sum") or
+    each element ("none"). d/dinput = 2 (input - target) / n for the mean, and a target that
     requires grad gets the opposite."""
+    if reduction != "mean":
+        _check_reduction(reduction)
     Tensor = _Tensor or _tensor()
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input)
@@ -739,17 +845,29 @@ def mse_loss(input, target):
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")
     diff = ops.sub(input.data, target.data)
-    loss = ops.mean(ops.mul(diff, diff))
-    n = builtins.max(diff.size, 1)
+    squares = ops.mul(diff, diff)
+    if reduction == "none":
+        loss = squares
+
+        def dinput(g):
+            return ops.mul(ops.mul(diff, 2.0), g)
+    else:
+        if reduction == "mean":
+            loss, scale = ops.mean(squares), 2.0 / builtins.max(diff.size, 1)
+        else:
+            loss, scale = ops.sum(squares), 2.0
+        if isinstance(diff, np.ndarray) and not target._requires_grad:
+            return _make(loss, (input,), lambda g: (ops.mul(diff, scale * float(g)),))
+
+        def dinput(g):
+            return _scale(ops.mul(diff, scale), g)
     if target._requires_grad:
         def backward(g):
-            dinput = _scale(ops.mul(diff, 2.0 / n), g)
-            return (dinput if input._requires_grad else None, ops.neg(dinput))
+            d = dinput(g)
+            return (d if input._requires_grad else None, ops.neg(d))
 
         return _make(loss, (input, target), backward)
-    if not isinstance(diff, np.ndarray):
-        return _make(loss, (input,), lambda g: (_scale(ops.mul(diff, 2.0 / n), g),))
-    return _make(loss, (input,), lambda g: (ops.mul(diff, 2.0 * float(g) / n),))
+    return _make(loss, (input,), lambda g: (dinput(g),))
 
 
 # ---- convolution and pooling -----------------------------------------------------------------

@@ -117,6 +117,32 @@ def test_cross_entropy_label_out_of_range_is_nan():
     assert np.isnan(grad[2]).all() and np.isfinite(grad[[0, 1, 3]]).all()
 
 
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_loss_reductions_match_cpu(name, reduction):
+    z = f32(12, 5) * 4
+    target = (rng(1).integers(0, 5, 12) if name == "CrossEntropyLoss"
+              else rng(1).random((12, 5)).astype(np.float32))
+    grads, losses = [], []
+    for device in ("cpu", "cuda"):
+        x = pyrt.tensor(z, requires_grad=True, device=device)
+        loss = getattr(nn, name)(reduction=reduction)(x, pyrt.tensor(target, device=device))
+        loss.backward(pyrt.tensor(f32(*loss.shape, seed=2), device=device))
+        losses.append(loss.data)
+        grads.append(x.grad.data)
+    close(losses[1], losses[0])
+    close(grads[1], grads[0])
+
+
+def test_cross_entropy_rows_out_of_range_are_nan():
+    x = pyrt.tensor(f32(4, 3), requires_grad=True, device="cuda")
+    labels = pyrt.tensor(np.array([0, 1, 3, 2]), device="cuda")
+    loss = nn.CrossEntropyLoss(reduction="none")(x, labels)
+    loss.sum().backward()
+    assert np.isnan(loss.data.get()[2]) and np.isfinite(loss.data.get()[[0, 1, 3]]).all()
+    assert np.isnan(x.grad.data.get()[2]).all()
+
+
 def test_optimizer_refuses_a_parameter_that_is_not_c_contiguous():
     p = pyrt.tensor(f32(3, 4), requires_grad=True, device="cuda")
     p.data = cupy.asfortranarray(p.data)

@@ -749,12 +749,128 @@ def test_losses_against_torch(name):
     assert_close(zp.grad.data, zt.grad.numpy())
 
 
-@pytest.mark.parametrize("loss", [nn.CrossEntropyLoss, nn.BCEWithLogitsLoss, nn.MSELoss])
-def test_losses_support_only_mean(loss):
-    assert loss(reduction="mean").reduction == "mean"
-    for reduction in ("sum", "none", "average"):
-        with pytest.raises(ValueError, match=f"reduction='{reduction}'"):
-            loss(reduction=reduction)
+def _loss_case(name, r, rows, cols):
+    """(input, target) for loss `name`: logits up to +-20 (the stable formulas), and labels,
+    probabilities or values."""
+    z = (r.standard_normal((rows, cols)) * 8).clip(-20, 20).astype(F32)
+    if name == "CrossEntropyLoss":
+        return z, r.integers(0, cols, rows)
+    return z, r.random((rows, cols)).astype(F32)
+
+
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@settings(max_examples=12, deadline=None)
+@given(rows=st.integers(0, 40), cols=st.integers(1, 12), seed=st.integers(0, 2**16),
+       target_grad=st.booleans())
+def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target_grad):
+    """Every reduction of every loss, module and functional form: the loss and the gradients
+    of the input (and of a float target that requires grad) under a random upstream gradient,
+    as torch.nn computes them."""
+    torch = pytest.importorskip("torch")
+    r = rng(seed)
+    z, target = _loss_case(name, r, rows, cols)
+    target_grad = target_grad and name != "CrossEntropyLoss"
+    zp = pyrt.tensor(z, requires_grad=True)
+    tp = pyrt.tensor(target, requires_grad=target_grad)
+    loss = getattr(nn, name)(reduction=reduction)(zp, tp)
+    zt = to_torch(z, requires_grad=True)
+    tt = to_torch(target, requires_grad=target_grad)
+    tloss = getattr(torch.nn, name)(reduction=reduction)(zt, tt)
+    assert loss.shape == tuple(tloss.shape)
+    ref = tloss.detach().numpy()
+    if rows == 0 and reduction == "mean":  # the mean of nothing
+        assert np.isnan(ref) and np.isnan(loss.data)
+    else:
+        assert_close(loss.data, ref, rtol=2e-6, what="loss")
+    g = r.standard_normal(loss.shape).astype(F32)
+    loss.backward(pyrt.tensor(g))
+    tloss.backward(torch.from_numpy(g))
+    assert_close(zp.grad.data, zt.grad.numpy(), rtol=2e-6, what="input grad")
+    if target_grad:
+        assert_close(tp.grad.data, tt.grad.numpy(), rtol=2e-6, what="target grad")
+    functional = {"CrossEntropyLoss": F.cross_entropy,
+                  "BCEWithLogitsLoss": F.binary_cross_entropy_with_logits,
+                  "MSELoss": F.mse_loss}[name]
+    again = functional(pyrt.tensor(z), pyrt.tensor(target), reduction=reduction)
+    assert np.array_equal(again.data, loss.data, equal_nan=True)
+
+
+def test_loss_reductions_against_numpy():
+    """reduction="none" and "sum" from the formulas, in float64."""
+    r = rng(31)
+    z = r.standard_normal((7, 5)) * 6
+    labels = r.integers(0, 5, 7)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    rows = -logp[np.arange(7), labels]
+    ce = nn.CrossEntropyLoss(reduction="none")(pyrt.tensor(z), pyrt.tensor(labels))
+    assert_close(ce.data, rows)
+    assert_close(F.cross_entropy(pyrt.tensor(z), labels, reduction="sum").data, rows.sum())
+    t = r.random((7, 5))
+    elements = np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))
+    assert_close(nn.BCEWithLogitsLoss(reduction="none")(pyrt.tensor(z), pyrt.tensor(t)).data,
+                 elements)
+    assert_close(nn.MSELoss(reduction="sum")(pyrt.tensor(z), pyrt.tensor(t)).data,
+                 ((z - t) ** 2).sum())
+
+
+def test_loss_reductions_are_checked():
+    for loss in (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss, nn.MSELoss):
+        assert loss().reduction == "mean" and repr(loss()) == f"{loss.__name__}()"
+        assert repr(loss(reduction="sum")) == f"{loss.__name__}(reduction='sum')"
+        for bad in ("average", "Mean", None, 1):
+            with pytest.raises(ValueError, match="valid value for reduction"):
+                loss(reduction=bad)
+    z = pyrt.randn(3, 4, requires_grad=True)
+    with pytest.raises(ValueError, match="valid value for reduction"):
+        F.cross_entropy(z, [0, 1, 2], reduction="avg")
+    with pytest.raises(ValueError, match="valid value for reduction"):
+        F.mse_loss(z, pyrt.zeros(3, 4), reduction="elementwise_mean")
+    # the checks of the mean apply to every reduction
+    for reduction in ("sum", "none"):
+        with pytest.raises(ValueError, match=r"labels must be in \[0, 4\), got 4"):
+            F.cross_entropy(z, [0, 1, 4], reduction=reduction)
+        with pytest.raises(TypeError, match="labels"):
+            F.cross_entropy(z, pyrt.tensor([0.0, 1.0, 2.0]), reduction=reduction)
+        with pytest.raises(ValueError, match="labels must have shape"):
+            F.cross_entropy(z, [0, 1], reduction=reduction)
+        with pytest.raises(ValueError, match="targets must have the shape"):
+            F.binary_cross_entropy_with_logits(z, pyrt.zeros(3, 5), reduction=reduction)
+        with pytest.raises(TypeError, match="input must be a Tensor"):
+            F.cross_entropy(np.zeros((3, 4), F32), [0, 1, 2], reduction=reduction)
+
+
+def test_nn_functional_reads_as_torch():
+    """pyrt.nn.functional holds pyrt.functional's ops under torch.nn.functional's names, and
+    the losses take torch's keywords."""
+    torch = pytest.importorskip("torch")
+    import pyrt.nn.functional as NF
+
+    for name in NF.__all__:
+        assert getattr(NF, name) is getattr(F, name)
+        assert hasattr(torch.nn.functional, name)
+    r = rng(33)
+    x, w = r.standard_normal((5, 6)).astype(F32), r.standard_normal((4, 6)).astype(F32)
+    labels = r.integers(0, 4, 5)
+    loss = NF.cross_entropy(input=NF.relu(NF.linear(pyrt.tensor(x), pyrt.tensor(w))),
+                            target=pyrt.tensor(labels), reduction="sum")
+    ref = torch.nn.functional.cross_entropy(
+        input=torch.relu(torch.from_numpy(x) @ torch.from_numpy(w).T),
+        target=torch.from_numpy(labels), reduction="sum")
+    assert_close(loss.data, ref.numpy())
+    with pytest.raises(TypeError):  # reduction is a keyword, as it is the 7th in torch
+        NF.cross_entropy(pyrt.tensor(x), labels, "sum")
+
+
+def test_summed_loss_of_an_empty_batch_is_zero():
+    z = pyrt.tensor(np.zeros((0, 3), F32), requires_grad=True)
+    loss = F.cross_entropy(z, np.zeros(0, np.int64), reduction="sum")
+    assert float(loss) == 0.0
+    loss.backward()
+    assert z.grad.shape == (0, 3)
+    assert F.cross_entropy(z, np.zeros(0, np.int64), reduction="none").shape == (0,)
+    assert float(F.binary_cross_entropy_with_logits(z, pyrt.zeros(0, 3),
+                                                    reduction="sum")) == 0.0
 
 
 # ---- initialisation --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses and
 ``pyrt.nn.init``."""
 
-from pyrt.nn import init
+from pyrt.nn import functional, init
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
@@ -20,5 +20,5 @@ from pyrt.nn.parameter import Parameter
 __all__ = [
     "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Flatten", "Linear",
     "MSELoss", "MaxPool2d", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh",
-    "init",
+    "functional", "init",
 ]

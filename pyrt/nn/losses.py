@@ -1,6 +1,8 @@
-"""Loss modules, as in torch.nn: each averages its per-element loss over the batch."""
+"""Loss modules, as in torch.nn: each averages its per-element loss over the batch
+(reduction="mean"), sums it ("sum") or returns it as it is ("none")."""
 
 from pyrt import functional as F
+from pyrt.functional import _check_reduction
 from pyrt.nn.module import Module
 
 __all__ = ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"]
@@ -11,30 +13,31 @@ class _Loss(Module):
 
     def __init__(self, *, reduction="mean"):
         super().__init__()
-        if reduction != "mean":
-            raise ValueError(f"reduction={reduction!r} is not supported: pyrt's losses "
-                             "support only reduction='mean'")
+        _check_reduction(reduction)
         self.reduction = reduction
+
+    def extra_repr(self):
+        return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
 
 
 class CrossEntropyLoss(_Loss):
-    """Mean over the batch of -log softmax(input)[i, target[i]]: input holds logits [N, C],
-    target the class indices [N] (integers)."""
+    """Cross-entropy of softmax(input) against target: input holds logits [N, C], target the
+    class indices [N] (integers); the loss of each row, reduced over the batch."""
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target)
+        return F.cross_entropy(input, target, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
-    """Mean of the binary cross-entropy between sigmoid(input) and target (floats in [0, 1]
-    of input's shape), computed stably from the logits."""
+    """Binary cross-entropy between sigmoid(input) and target (floats in [0, 1] of input's
+    shape), computed stably from the logits; the loss of each element, reduced."""
 
     def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target)
+        return F.binary_cross_entropy_with_logits(input, target, reduction=self.reduction)
 
 
 class MSELoss(_Loss):
-    """Mean of (input - target)^2 over all elements."""
+    """(input - target)^2 of each element, reduced."""
 
     def forward(self, input, target):
-        return F.mse_loss(input, target)
+        return F.mse_loss(input, target, reduction=self.reduction)
