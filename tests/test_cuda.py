@@ -295,6 +295,16 @@ def test_module_to_round_trip_keeps_parameter_identity():
         np.testing.assert_array_equal(p.detach().numpy(), v)
 
 
+def test_module_to_moves_buffers():
+    model = nn.Sequential(nn.Linear(3, 2))
+    model[0].register_buffer("offset", pyrt.tensor([1.0, 2.0]))
+    model.to("cuda")
+    assert model[0].offset.device == "cuda:0"
+    assert np.array_equal(model.state_dict()["0.offset"], [1.0, 2.0])
+    model.cpu()
+    assert model[0].offset.device == "cpu"
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

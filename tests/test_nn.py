@@ -196,6 +196,104 @@ def test_register_parameter_and_add_module_check_arguments():
         m.add_module("x", 3)
 
 
+def _with_buffers(lib):
+    """A module of `lib` (pyrt.nn or torch.nn) with a persistent buffer, a parameter, a child
+    with its own buffer and a non-persistent buffer, built in the same order in both."""
+    def tensor(values):
+        return (pyrt.tensor(values) if lib is nn else
+                pytest.importorskip("torch").tensor(values))
+
+    class Scaled(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", tensor([2.0, 3.0]))
+            self.fc = lib.Linear(2, 2)
+            self.register_buffer("steps", tensor(0))
+            self.register_buffer("mask", tensor([1.0, 0.0]), persistent=False)
+
+        def forward(self, x):
+            return self.fc(x * self.scale) * self.mask
+
+    outer = lib.Sequential(Scaled(), lib.ReLU())
+    outer[0].fc.register_buffer("offset", tensor([0.5, -0.5]))
+    return outer
+
+
+def test_buffers_are_state_but_not_parameters():
+    m = _with_buffers(nn)
+    inner = m[0]
+    assert [n for n, _ in m.named_buffers()] == ["0.scale", "0.steps", "0.mask",
+                                                 "0.fc.offset"]
+    assert [n for n, _ in m.named_parameters()] == ["0.fc.weight", "0.fc.bias"]
+    assert len(list(m.buffers(recurse=False))) == 0 and len(list(inner.buffers())) == 4
+    assert isinstance(inner.scale, pyrt.Tensor) and "scale" in dir(inner)
+    # saved: parameters, then persistent buffers, module by module, as torch orders them
+    keys = list(m.state_dict())
+    assert keys == ["0.scale", "0.steps", "0.fc.weight", "0.fc.bias", "0.fc.offset"]
+    torch = pytest.importorskip("torch")
+    assert keys == list(_with_buffers(torch.nn).state_dict())
+    assert m.state_dict()["0.steps"].dtype == np.int64
+    # assignment replaces a buffer; a non-tensor is refused
+    inner.scale = pyrt.tensor([4.0, 5.0])
+    assert np.array_equal(m.state_dict()["0.scale"], [4.0, 5.0])
+    with pytest.raises(TypeError, match="as buffer 'scale'"):
+        inner.scale = np.ones(2, F32)
+    inner.scale = None
+    assert "0.scale" not in m.state_dict() and inner.scale is None
+    del inner.steps
+    assert not hasattr(inner, "steps") and "0.steps" not in m.state_dict()
+
+
+def test_buffers_load_copy_and_pickle():
+    torch = pytest.importorskip("torch")
+    theirs = _with_buffers(torch.nn)
+    with torch.no_grad():
+        theirs[0].scale.copy_(torch.tensor([7.0, 8.0]))
+        theirs[0].steps.fill_(5)
+    ours = _with_buffers(nn)
+    ours.load_state_dict(theirs.state_dict())
+    assert np.array_equal(ours[0].scale.data, [7.0, 8.0]) and int(ours[0].steps.item()) == 5
+    x = rng(4).standard_normal((3, 2)).astype(F32)
+    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+    state = ours.state_dict()
+    del state["0.fc.offset"]
+    with pytest.raises(RuntimeError, match='Missing key.*"0.fc.offset"'):
+        ours.load_state_dict(state)
+    clone = copy.deepcopy(ours)
+    assert np.array_equal(clone[0].scale.data, [7.0, 8.0])
+    assert clone[0].scale is not ours[0].scale
+    assert list(clone.state_dict()) == list(ours.state_dict())
+    plain = nn.Sequential(nn.Linear(2, 2))
+    plain[0].register_buffer("offset", pyrt.tensor([1.0, 2.0]))
+    plain[0].register_buffer("mask", pyrt.tensor([1.0, 0.0]), persistent=False)
+    clone = pickle.loads(pickle.dumps(plain))
+    assert np.array_equal(clone[0].offset.data, [1.0, 2.0])
+    assert list(clone.state_dict()) == ["0.weight", "0.bias", "0.offset"]
+    assert ours.to("cpu")[0].scale.device == "cpu"
+
+
+def test_register_buffer_checks_arguments():
+    m = nn.Module()
+    with pytest.raises(TypeError, match="buffer 'b'.*pyrt.Tensor or None"):
+        m.register_buffer("b", np.zeros(2, F32))
+    with pytest.raises(TypeError, match="use register_parameter"):
+        m.register_buffer("b", nn.Parameter([1.0]))
+    with pytest.raises(KeyError, match="empty or contain"):
+        m.register_buffer("a.b", None)
+    m.weight = nn.Parameter([1.0])
+    with pytest.raises(KeyError, match="already exists"):
+        m.register_buffer("weight", pyrt.zeros(1))
+    m.register_buffer("b", None)
+    assert m.b is None and list(m.buffers()) == [] and "b" not in m.state_dict()
+    m.b = pyrt.ones(2)  # a buffer registered as None takes a tensor later
+    assert list(m.state_dict()) == ["weight", "b"]
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        class Early(nn.Module):
+            def __init__(self):
+                self.register_buffer("x", None)
+        Early()
+
+
 @pytest.mark.parametrize("module", [
     nn.Linear(3, 2), nn.Conv2d(3, 4, 3), nn.MaxPool2d(2), nn.AvgPool2d(2), nn.Flatten(),
     nn.ReLU(), nn.Sigmoid(), nn.Tanh(), nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss(),

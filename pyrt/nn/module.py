@@ -1,8 +1,11 @@
 """Module: the base class of layers and models, with PyTorch's interface.
 
-A Module keeps its Parameters and sub-Modules in two ordered dicts, filled by attribute
-assignment (``self.weight = Parameter(...)``, ``self.fc = Linear(...)``), so parameters come
-out in registration order and carry dotted names such as ``"fc.weight"`` or ``"0.bias"``.
+A Module keeps its Parameters, buffers and sub-Modules in three ordered dicts, filled by
+attribute assignment (``self.weight = Parameter(...)``, ``self.fc = Linear(...)``) and
+``register_buffer``, so they come out in registration order and carry dotted names such as
+``"fc.weight"`` or ``"0.bias"``. A buffer is a tensor that belongs to the module's state
+without being trained (a running statistic, a fixed mask): it moves with ``to()`` and, unless
+registered with ``persistent=False``, is saved in ``state_dict()``.
 """
 
 from collections import OrderedDict, namedtuple
@@ -50,6 +53,8 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
 
     def forward(self, *args, **kwargs):
@@ -82,6 +87,26 @@ class Module:
         self._forget(name, keep=self._parameters)
         self._parameters[name] = param
 
+    def register_buffer(self, name, tensor, persistent=True):
+        """Add `tensor` (a Tensor, or None for an absent one) as a buffer under `name`: part
+        of the module's state, moved by ``to()`` and, if `persistent`, saved by
+        ``state_dict()``, but not a parameter (no optimizer updates it)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer", self._buffers)
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign {type(tensor).__name__!r} object to buffer "
+                            f"{name!r} (pyrt.Tensor or None required)")
+        if isinstance(tensor, Parameter):
+            raise TypeError(f"cannot register the Parameter {name!r} as a buffer: use "
+                            "register_parameter")
+        self._forget(name, keep=self._buffers)
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
     def add_module(self, name, module):
         """Add `module` (or None) as a child under `name`."""
         if "_modules" not in self.__dict__:
@@ -102,16 +127,19 @@ class Module:
         if not name or "." in name:
             raise KeyError(f'{kind} name can\'t be empty or contain ".", got {name!r}')
         if hasattr(type(self), name) or (name not in own and (
-                name in self.__dict__ or name in self._parameters or name in self._modules)):
+                name in self.__dict__ or name in self._parameters or name in self._modules
+                or name in self._buffers)):
             raise KeyError(f"attribute {name!r} already exists")
 
     def _forget(self, name, keep):
         """Remove `name` from every place but `keep`, where a new value replaces the old one
         in its position."""
         self.__dict__.pop(name, None)
-        for container in (self._parameters, self._modules):
+        for container in (self._parameters, self._buffers, self._modules):
             if container is not keep:
                 container.pop(name, None)
+        if keep is not self._buffers:
+            self._non_persistent_buffers_set.discard(name)
 
     def __setattr__(self, name, value):
         params = self.__dict__.get("_parameters")
@@ -136,6 +164,11 @@ class Module:
                 raise TypeError(f"cannot assign {type(value).__name__!r} as child module "
                                 f"{name!r} (pyrt.nn.Module or None expected)")
             modules[name] = None
+        elif name in self.__dict__.get("_buffers", ()):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__!r} as buffer {name!r} "
+                                "(pyrt.Tensor or None expected)")
+            self._buffers[name] = value
         else:
             if name == "forward":
                 FORWARD_PATCHES[0] += 1
@@ -143,13 +176,16 @@ class Module:
 
     def __dir__(self):
         # parameters and children too, as attribute completion expects
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._modules))
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
 
     def __getattr__(self, name):
         # only called when normal lookup fails: parameters and children live in their dicts
         d = self.__dict__
         if "_parameters" in d and name in d["_parameters"]:
             return d["_parameters"][name]
+        if "_buffers" in d and name in d["_buffers"]:
+            return d["_buffers"][name]
         if "_modules" in d and name in d["_modules"]:
             return d["_modules"][name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -157,6 +193,9 @@ class Module:
     def __delattr__(self, name):
         if name in self._parameters:
             del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
         elif name in self._modules:
             del self._modules[name]
         else:
@@ -219,6 +258,27 @@ class Module:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, buffer) in registration order, depth first, as named_parameters."""
+        if recurse:
+            owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+        else:
+            owners = [(prefix, self)]
+        seen = set()
+        for owner_name, owner in owners:
+            for name, buf in owner._buffers.items():
+                if buf is None:
+                    continue
+                if remove_duplicate:
+                    if id(buf) in seen:
+                        continue
+                    seen.add(id(buf))
+                yield owner_name + ("." if owner_name else "") + name, buf
+
+    def buffers(self, recurse=True):
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
     def apply(self, fn):
         """Call fn(module) on every child (recursively), then on self; returns self."""
         for module in self.children():
@@ -260,6 +320,9 @@ class Module:
                 param.data = _move(param.data, name)
                 if param.grad is not None:
                     param.grad = Tensor(_move(param.grad.data, name))
+        for buf in self.buffers():
+            if buf.device != name:
+                buf.data = _move(buf.data, name)
         return self
 
     def cpu(self):
@@ -270,20 +333,34 @@ class Module:
 
     # ---- saving and loading ------------------------------------------------------------------
 
+    def _state_tensors(self):
+        """(dotted name, tensor) of what state_dict saves: each module's parameters, then its
+        persistent buffers, then its children's, depth first (PyTorch's order); a tensor
+        shared by several modules comes under each name."""
+        for owner_name, owner in self.named_modules(remove_duplicate=False):
+            prefix = owner_name + ("." if owner_name else "")
+            for name, param in owner._parameters.items():
+                if param is not None:
+                    yield prefix + name, param
+            for name, buf in owner._buffers.items():
+                if buf is not None and name not in owner._non_persistent_buffers_set:
+                    yield prefix + name, buf
+
     def state_dict(self):
-        """An OrderedDict from each parameter's dotted name to a copy of its values (a float32
-        NumPy array); a parameter shared by several modules appears under each name."""
-        return OrderedDict((name, _move(param.data, "cpu").copy()) for name, param in
-                           self.named_parameters(remove_duplicate=False))
+        """An OrderedDict from the dotted name of each parameter and persistent buffer to a
+        copy of its values (a NumPy array); one shared by several modules appears under each
+        name."""
+        return OrderedDict((name, _move(tensor.data, "cpu").copy())
+                           for name, tensor in self._state_tensors())
 
     def load_state_dict(self, state_dict, strict=True):
-        """Copy the arrays of `state_dict` (name -> array or Tensor) into the parameters of
-        the same names, in place. With strict=True, missing and unexpected names are errors;
-        a shape mismatch always is. Nothing is copied if there is an error. Returns
-        ``(missing_keys, unexpected_keys)``."""
+        """Copy the arrays of `state_dict` (name -> array or Tensor) into the parameters and
+        persistent buffers of the same names, in place. With strict=True, missing and
+        unexpected names are errors; a shape mismatch always is. Nothing is copied if there is
+        an error. Returns ``(missing_keys, unexpected_keys)``."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        own = OrderedDict(self.named_parameters(remove_duplicate=False))
+        own = OrderedDict(self._state_tensors())
         missing = [name for name in own if name not in state_dict]
         unexpected = [name for name in state_dict if name not in own]
         errors, copies = [], []
@@ -292,7 +369,7 @@ class Module:
                 continue
             value = state_dict[name]
             array = value.data if isinstance(value, Tensor) else np.asarray(value)
-            if array.dtype.kind not in "fiu":
+            if array.dtype.kind not in "fiub":
                 errors.append(f'While copying the parameter named "{name}", expected an array '
                               f"of numbers from checkpoint but received {type(value)}")
             elif array.shape != param.shape:
