@@ -236,23 +236,30 @@ class Module:
         for _, module in self.named_children():
             yield module
 
-    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        """(name, parameter) in registration order, depth first; a parameter shared by several
-        modules comes once (unless remove_duplicate=False)."""
+    def _named_members(self, kind, prefix, recurse, remove_duplicate):
+        """(dotted name, tensor) of the dicts `kind` ("_parameters" or "_buffers") of this
+        module and, with recurse, its descendants, depth first, in registration order,
+        skipping None; a tensor shared by several modules comes once unless remove_duplicate
+        is False."""
         if recurse:
             owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
         else:
             owners = [(prefix, self)]
         seen = set()
         for owner_name, owner in owners:
-            for name, param in owner._parameters.items():
-                if param is None:
+            for name, tensor in getattr(owner, kind).items():
+                if tensor is None:
                     continue
                 if remove_duplicate:
-                    if id(param) in seen:
+                    if id(tensor) in seen:
                         continue
-                    seen.add(id(param))
-                yield owner_name + ("." if owner_name else "") + name, param
+                    seen.add(id(tensor))
+                yield owner_name + ("." if owner_name else "") + name, tensor
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """(name, parameter) in registration order, depth first; a parameter shared by several
+        modules comes once (unless remove_duplicate=False)."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         for _, param in self.named_parameters(recurse=recurse):
@@ -260,20 +267,7 @@ class Module:
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         """(name, buffer) in registration order, depth first, as named_parameters."""
-        if recurse:
-            owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
-        else:
-            owners = [(prefix, self)]
-        seen = set()
-        for owner_name, owner in owners:
-            for name, buf in owner._buffers.items():
-                if buf is None:
-                    continue
-                if remove_duplicate:
-                    if id(buf) in seen:
-                        continue
-                    seen.add(id(buf))
-                yield owner_name + ("." if owner_name else "") + name, buf
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
         for _, buf in self.named_buffers(recurse=recurse):
