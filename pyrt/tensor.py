@@ -62,6 +62,16 @@ def _move(array, device):
     return cuda.to_host(array) if device == "cpu" else cuda.to_device(array)
 
 
+def _array_index(index):
+    """An index of tensors' values: each Tensor in it (a mask, integer positions) replaced by
+    its array."""
+    if isinstance(index, Tensor):
+        return index.data
+    if type(index) is tuple and any(isinstance(i, Tensor) for i in index):
+        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+    return index
+
+
 class Tensor:
     # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
     # properties grad and requires_grad check what a user assigns, as PyTorch does
@@ -461,9 +471,21 @@ class Tensor:
         return F.matmul(other, self)
 
     def __getitem__(self, index):
-        if isinstance(index, Tensor):
-            index = index.data
-        return F.index_rows(self, index)
+        return F.index_rows(self, _array_index(index))
+
+    def __setitem__(self, index, value):
+        """``self[index] = value``, written in place with NumPy's indexing and casting rules
+        (value a number, an array or a tensor on self's device that broadcasts to the indexed
+        shape): refused on tensors in a graph while grad mode is on, as the other in-place
+        ops are."""
+        self._check_in_place(value)
+        if isinstance(value, Tensor):
+            if F._xp(value.data) is not F._xp(self.data):
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found "
+                                   f"at least two devices, {self.device} and {value.device}!")
+            value = value.data
+        self.data[_array_index(index)] = value
+        mark_modified(self.data)
 
     def matmul(self, other):
         return F.matmul(self, other)

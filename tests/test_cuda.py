@@ -305,6 +305,16 @@ def test_module_to_moves_buffers():
     assert model[0].offset.device == "cpu"
 
 
+def test_item_assignment_on_the_device():
+    t = pyrt.zeros(3, 4, device="cuda")
+    t[1] = pyrt.tensor(np.arange(4, dtype=np.float32), device="cuda")
+    t[pyrt.tensor([0, 2], device="cuda"), 0] = 5.0
+    np.testing.assert_array_equal(t.data.get()[:, 0], [5.0, 0.0, 5.0])
+    assert t.data.get()[1, 3] == 3.0
+    with pytest.raises(RuntimeError, match="same device"):
+        t[0] = pyrt.ones(4)
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

@@ -373,6 +373,67 @@ def test_in_place_ops_refuse_what_would_lose_gradients():
     np.testing.assert_array_equal(buffer.data, [4.0, 8.0])
 
 
+INDEXED_WRITES = [
+    (0, 5), (-1, 2.5), ((1, slice(1, 3)), -1.0), ((slice(None), 3), [1.0, 2.0, 3.0]),
+    ("mask", 7.0), ("rows", "tensor"), (("rows", 1), [8.0, 9.0]), ((Ellipsis, 0), 0.5),
+]
+
+
+@pytest.mark.parametrize("index,value", INDEXED_WRITES)
+def test_item_assignment_writes_as_torch(index, value):
+    torch = pytest.importorskip("torch")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours, theirs = pyrt.tensor(a), torch.tensor(a)
+
+    def convert(x, lib):
+        if x == "mask":
+            return lib.tensor([True, False, True])
+        if x == "rows":
+            return lib.tensor([0, 2])
+        if x == "tensor":
+            return lib.tensor(np.full(4, 6.0, np.float32))
+        if isinstance(x, tuple):
+            return tuple(convert(i, lib) for i in x)
+        if isinstance(x, list):
+            return lib.tensor(x)
+        return x
+
+    ours[convert(index, pyrt)] = convert(value, pyrt)
+    theirs[convert(index, torch)] = convert(value, torch)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    # and reading back through the same index
+    np.testing.assert_array_equal(ours[convert(index, pyrt)].numpy(),
+                                  theirs[convert(index, torch)].numpy())
+
+
+def test_item_assignment_is_checked_as_in_place_ops():
+    w = pyrt.tensor([2.0, 4.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w[0] = 1.0
+    with pytest.raises(RuntimeError, match="part of an autograd graph"):
+        (w * 2.0)[1] = 0.0
+    buffer = pyrt.zeros(2)
+    with pytest.raises(RuntimeError, match="operand that requires grad"):
+        buffer[:] = w
+    with pyrt.no_grad():
+        w[0] = 1.0
+    np.testing.assert_array_equal(w.data, [1.0, 4.0])
+    # a constant written after a forward that reads it: backward refuses, as torch's version
+    # counter makes it
+    x = pyrt.tensor([3.0, 5.0])
+    y = (w * x).sum()
+    x[1] = 0.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+    labels = pyrt.tensor([1, 2, 3])
+    labels[0] = 2.7  # NumPy's (and torch's) cast into the tensor's dtype
+    assert labels.dtype == np.int64 and labels.tolist() == [2, 2, 3]
+    with pytest.raises(IndexError):
+        labels[5] = 1
+    with pytest.raises(ValueError):
+        labels[:2] = [1, 2, 3]
+
+
 def test_fill_of_a_leaf_cannot_corrupt_a_saved_value():
     w = pyrt.tensor([2.0, 4.0], requires_grad=True)
     log = w.log()
