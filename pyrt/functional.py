@@ -28,7 +28,7 @@ __all__ = [
     "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
     "index_rows",
     "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
-    "conv2d", "max_pool2d", "avg_pool2d",
+    "conv2d", "max_pool2d", "avg_pool2d", "dropout",
 ]
 
 
@@ -642,6 +642,33 @@ def index_rows(x, index):
     return _make(out, (x,), backward, reads=False)
 
 
+# ---- dropout ---------------------------------------------------------------------------------
+
+
+def dropout(input, p=0.5, training=True):
+    """While training, each element zeroed with probability p and the others scaled by
+    1 / (1 - p), the mask drawn from pyrt's seeded generator (pyrt.manual_seed), so that a
+    run repeats at any thread count; otherwise `input` itself. The gradient goes through the
+    same mask."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    if not training or p == 0:
+        return input
+    Tensor = _Tensor or _tensor()
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input)
+    x = input.data
+    from pyrt.tensor import _move, generator
+
+    # PyTorch's mask: 1 / (1 - p) rounded to float32, kept where a uniform draw is >= p
+    keep = generator().random(x.shape, dtype=np.float32) >= p
+    scale = np.float32(1) / np.float32(1 - p) if p < 1 else np.float32(0)
+    mask = keep.astype(F32) * scale
+    if not isinstance(x, np.ndarray):
+        mask = _move(mask, input.device)
+    return _make(ops.mul(x, mask), (input,), lambda g: (ops.mul(g, mask),), reads=False)
+
+
 # ---- softmax and losses ----------------------------------------------------------------------
 
 
@@ -700,13 +727,15 @@ def _backend_checks(z):
     return as_f32, as_i64
 
 
-def _summed(mean, source, n):
-    """A loss with reduction='sum': its 'mean' times the n elements averaged (0 for none,
-    where the mean is nan), with the gradient scaled to match."""
+def _summed(mean, inputs, n):
+    """A loss with reduction='sum': its 'mean' times the n elements averaged, with the
+    gradient scaled to match; for none (where the mean is nan) 0, with zero gradients for
+    `inputs`, the tensors the loss was computed from."""
     if n == 0:
-        zeros = _xp(source.data).zeros
-        return _make(zeros((), F32), (source,), lambda g: (zeros(source.data.shape, F32),),
-                     reads=False)
+        inputs = tuple(t for t in inputs if isinstance(t, _Tensor))
+        zeros = _xp(inputs[0].data).zeros
+        return _make(zeros((), F32), inputs,
+                     lambda g: tuple(zeros(t.data.shape, F32) for t in inputs), reads=False)
     return mul(mean, float(n))
 
 
@@ -720,7 +749,7 @@ def cross_entropy(input, target, *, reduction="mean"):
         if not isinstance(logits, _Tensor or _tensor()):
             raise _not_a_tensor(logits)
         if reduction == "sum":
-            return _summed(cross_entropy(logits, labels), logits, logits.data.shape[0])
+            return _summed(cross_entropy(logits, labels), (logits,), logits.data.shape[0])
         return _cross_entropy_rows(logits, labels)
     labels = labels.data if isinstance(labels, _Tensor or _tensor()) else np.asarray(labels)
     z = logits.data
@@ -788,7 +817,7 @@ def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
         if not isinstance(logits, Tensor):
             raise _not_a_tensor(logits)
         if reduction == "sum":
-            return _summed(binary_cross_entropy_with_logits(logits, target), logits,
+            return _summed(binary_cross_entropy_with_logits(logits, target), (logits, target),
                            logits.data.size)
         return _bce_elements(logits, target)
     t = target.data

@@ -315,6 +315,19 @@ def test_item_assignment_on_the_device():
         t[0] = pyrt.ones(4)
 
 
+def test_dropout_draws_the_cpu_mask():
+    x = f32(64, 33)
+    outs = []
+    for device in ("cpu", "cuda"):
+        pyrt.manual_seed(9)
+        t = pyrt.tensor(x, requires_grad=True, device=device)
+        y = nn.Dropout(0.3)(t)
+        y.sum().backward()
+        outs.append((y.data, t.grad.data))
+    close(outs[1][0], outs[0][0])
+    close(outs[1][1], outs[0][1])
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

@@ -971,6 +971,131 @@ def test_summed_loss_of_an_empty_batch_is_zero():
                                                     reduction="sum")) == 0.0
 
 
+# ---- dropout, identity, softmax, ModuleList --------------------------------------------------
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_masks_and_scales_while_training(p):
+    x = pyrt.tensor(rng(40).uniform(1, 2, (400, 250)).astype(F32), requires_grad=True)
+    drop = nn.Dropout(p)
+    pyrt.manual_seed(3)
+    y = drop(x)
+    kept = y.data != 0
+    assert abs(1 - kept.mean() - p) < 0.01  # 100000 draws: the rate is within 4 sigma
+    scale = F32(1) / F32(1 - p)  # torch's float32 factor
+    np.testing.assert_array_equal(y.data[kept], x.data[kept] * scale)
+    g = rng(41).standard_normal(y.shape).astype(F32)
+    y.backward(pyrt.tensor(g))
+    np.testing.assert_array_equal(x.grad.data, np.where(kept, g * scale, 0))
+    # the same seed, the same mask, at any thread count
+    for threads in THREADS:
+        with pyrt.num_threads(threads):
+            pyrt.manual_seed(3)
+            assert np.array_equal(drop(x).data, y.data)
+    # evaluation mode, p = 0 and training=False pass the input itself
+    assert drop.eval()(x) is x
+    assert nn.Dropout(0.0)(x) is x and F.dropout(x, 0.7, training=False) is x
+    z = nn.Dropout(1.0)(x)
+    assert not z.data.any()
+
+
+def test_dropout_is_checked_and_prints_as_torch():
+    torch = pytest.importorskip("torch")
+    for p in (-0.1, 1.5, "0.5", True):
+        with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+            nn.Dropout(p)
+        with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+            F.dropout(pyrt.ones(3), p)
+    with pytest.raises(ValueError, match=r"Dropout\(inplace=True\) is not supported"):
+        nn.Dropout(0.5, inplace=True)
+    assert repr(nn.Dropout(0.25)) == repr(torch.nn.Dropout(0.25))
+    assert repr(nn.Identity(3, k=1)) == repr(torch.nn.Identity(3, k=1))
+    with pytest.raises(TypeError, match="input must be a"):
+        nn.Dropout()(np.ones(3, F32))
+
+
+def test_dropout_trains_in_a_sequential_and_evaluates_without():
+    pyrt.manual_seed(5)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 2))
+    x = pyrt.tensor(rng(42).standard_normal((16, 6)).astype(F32))
+    train_out = model(x)
+    model.eval()
+    a, b = model(x), model(x)
+    assert np.array_equal(a.data, b.data) and not np.array_equal(a.data, train_out.data)
+    no_dropout = nn.Sequential(model[0], model[1], nn.Identity(), model[3])
+    assert np.array_equal(no_dropout(x).data, a.data)
+
+
+@pytest.mark.parametrize("cls", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape,dim", [((4, 7), 1), ((4, 7), 0), ((2, 3, 5), -1), ((5,), None),
+                                       ((2, 3, 4, 5), None), ((2, 3, 5), None)])
+def test_softmax_modules_match_torch(cls, shape, dim):
+    torch = pytest.importorskip("torch")
+    z = rng(43).standard_normal(shape).astype(F32) * 4
+    ours, theirs = getattr(nn, cls)(dim=dim), getattr(torch.nn, cls)(dim=dim)
+    assert repr(ours) == repr(theirs)
+    zp, zt = pyrt.tensor(z, requires_grad=True), to_torch(z, requires_grad=True)
+    if dim is None:
+        with pytest.warns(UserWarning, match="Implicit dimension choice"):
+            y = ours(zp)
+        with pytest.warns(UserWarning):
+            yt = theirs(zt)
+    else:
+        y, yt = ours(zp), theirs(zt)
+    assert_close(y.data, yt.detach().numpy())
+    g = rng(44).standard_normal(shape).astype(F32)
+    y.backward(pyrt.tensor(g))
+    yt.backward(torch.from_numpy(g))
+    assert_close(zp.grad.data, zt.grad.numpy())
+
+
+def _module_list(lib):
+    class Tower(lib.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = lib.ModuleList([lib.Linear(4, 4) for _ in range(2)])
+            self.layers.append(lib.Linear(4, 3))
+            self.layers.insert(1, lib.Tanh())
+            self.layers += [lib.ReLU()]
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    return Tower()
+
+
+def test_module_list_registers_its_modules_as_torch():
+    torch = pytest.importorskip("torch")
+    pyrt.manual_seed(6)
+    ours, theirs = _module_list(nn), _module_list(torch.nn)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert repr(ours.layers) == repr(theirs.layers)
+    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    x = rng(45).standard_normal((5, 4)).astype(F32)
+    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+    layers = ours.layers
+    assert len(layers) == 5 and isinstance(layers[1], nn.Tanh) and layers[-1] is layers[4]
+    assert isinstance(layers[1:3], nn.ModuleList) and len(layers[1:3]) == 2
+    assert [type(m) for m in layers[::2]] == [nn.Linear, nn.Linear, nn.ReLU]
+    del layers[1]
+    assert list(layers._modules) == ["0", "1", "2", "3"] and len(list(ours.parameters())) == 6
+    layers[0] = nn.Identity()
+    assert len(list(ours.parameters())) == 4
+    with pytest.raises(IndexError, match="out of range for a ModuleList of length 4"):
+        layers[4]
+    with pytest.raises(TypeError, match="ModuleList indices must be integers"):
+        layers["0"]
+    with pytest.raises(TypeError, match="iterable of modules"):
+        layers.extend(nn.ReLU())
+    with pytest.raises(TypeError, match="is not a Module subclass"):
+        layers.insert(0, 3)
+    with pytest.raises(TypeError, match="is not a Module subclass"):
+        layers.append(np.zeros(2))
+    assert len(nn.ModuleList()) == 0
+
+
 # ---- initialisation --------------------------------------------------------------------------
 
 

@@ -5,12 +5,17 @@ from pyrt.nn import functional, init
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
+    Dropout,
     Flatten,
+    Identity,
     Linear,
+    LogSoftmax,
     MaxPool2d,
+    ModuleList,
     ReLU,
     Sequential,
     Sigmoid,
+    Softmax,
     Tanh,
 )
 from pyrt.nn.losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
@@ -18,7 +23,7 @@ from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
 __all__ = [
-    "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Flatten", "Linear",
-    "MSELoss", "MaxPool2d", "Module", "Parameter", "ReLU", "Sequential", "Sigmoid", "Tanh",
-    "functional", "init",
+    "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
+    "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
+    "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
 ]

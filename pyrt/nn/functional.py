@@ -6,6 +6,7 @@ from pyrt.functional import (
     binary_cross_entropy_with_logits,
     conv2d,
     cross_entropy,
+    dropout,
     linear,
     log_softmax,
     max_pool2d,
@@ -17,6 +18,6 @@ from pyrt.functional import (
 )
 
 __all__ = [
-    "avg_pool2d", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "linear",
-    "log_softmax", "max_pool2d", "mse_loss", "relu", "sigmoid", "softmax", "tanh",
+    "avg_pool2d", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "relu", "sigmoid", "softmax", "tanh",
 ]

@@ -1,10 +1,12 @@
-"""Layers: Linear, Conv2d, pooling, Flatten, activations and Sequential, as in torch.nn.
+"""Layers: Linear, Conv2d, pooling, Flatten, activations, Dropout, Identity and the
+containers Sequential and ModuleList, as in torch.nn.
 
 Weights are initialised as PyTorch does (``reset_parameters``), from pyrt's seeded generator.
 """
 
 import math
 import numbers
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -18,7 +20,7 @@ from pyrt.shapes import dim_index
 from pyrt.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
-           "Sequential"]
+           "Softmax", "LogSoftmax", "Dropout", "Identity", "Sequential", "ModuleList"]
 
 
 def _positive_int(value, name):
@@ -208,6 +210,70 @@ class Tanh(Module):
         return F.tanh(x)
 
 
+def _softmax_dim(dim, ndim):
+    """nn.Softmax's dim; None picks PyTorch's legacy choice (0 for 0-, 1- and 3-D input, else
+    1), with its warning."""
+    if dim is not None:
+        return dim
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class Softmax(Module):
+    _tensor_input = True
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, _softmax_dim(self.dim, x.ndim))
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return F.log_softmax(x, _softmax_dim(self.dim, x.ndim))
+
+
+# ---- other layers ------------------------------------------------------------------------
+
+
+class Dropout(Module):
+    """In training mode, zeroes each element with probability p and scales the others by
+    1 / (1 - p) (F.dropout); in evaluation mode (``eval()``), passes its input through."""
+    _tensor_input = True
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+        if inplace:
+            raise ValueError("Dropout(inplace=True) is not supported: pyrt writes the result "
+                             "to a new tensor")
+        self.p = p
+        self.inplace = False
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Identity(Module):
+    """Returns its input; any constructor arguments are ignored, as in PyTorch."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
 # the activation a Linear can fuse into its bias pass (F.linear's `act`)
 _FUSABLE = {ReLU: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
 _CHAIN = object()  # the act of a Sequential step that is a LinearChain
@@ -216,7 +282,47 @@ _CHAIN = object()  # the act of a Sequential step that is a LinearChain
 # ---- containers --------------------------------------------------------------------------
 
 
-class Sequential(Module):
+class _Indexed(Module):
+    """What Sequential and ModuleList share: their children, named "0", "1", ..., as a list
+    (len, iteration, indexing from either end, assignment, deletion, append)."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def _key(self, index):
+        n = len(self._modules)
+        kind = type(self).__name__
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"{kind} indices must be integers or slices, got "
+                            f"{type(index).__name__}")
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of range for a {kind} of length {n}")
+        return list(self._modules)[index % n]
+
+    def __setitem__(self, index, module):
+        self.add_module(self._key(index), module)
+
+    def __delitem__(self, index):
+        keys = list(self._modules)
+        for key in (keys[index] if isinstance(index, slice) else [self._key(index)]):
+            del self._modules[key]
+        self._renumber(list(self._modules.values()))
+
+    def _renumber(self, modules):
+        """Name `modules` "0", "1", ... in order, as PyTorch keeps them after a change."""
+        self._modules.clear()
+        for i, module in enumerate(modules):
+            self.add_module(str(i), module)
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Sequential(_Indexed):
     """Modules applied one after another, named "0", "1", ... (or by an OrderedDict)."""
 
     def __init__(self, *modules):
@@ -306,39 +412,43 @@ class Sequential(Module):
             if step[0] is not None:
                 yield step
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def _key(self, index):
-        n = len(self._modules)
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-            raise TypeError(f"Sequential indices must be integers or slices, got "
-                            f"{type(index).__name__}")
-        if not -n <= index < n:
-            raise IndexError(f"index {index} is out of range for a Sequential of length {n}")
-        return list(self._modules)[index % n]
-
     def __getitem__(self, index):
         if isinstance(index, slice):
             return Sequential(OrderedDict(list(self._modules.items())[index]))
         return self._modules[self._key(index)]
 
-    def __setitem__(self, index, module):
-        self.add_module(self._key(index), module)
 
-    def __delitem__(self, index):
-        keys = list(self._modules)
-        for key in (keys[index] if isinstance(index, slice) else [self._key(index)]):
-            del self._modules[key]
-        # renumber, as PyTorch does, so that names stay "0", "1", ...
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
+class ModuleList(_Indexed):
+    """A list of modules whose parameters belong to the owner (a plain list would hide them
+    from parameters(), to() and state_dict()); it has no forward of its own."""
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return ModuleList(list(self._modules.values())[index])
+        return self._modules[self._key(index)]
+
+    def extend(self, modules):
+        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
+                            f"got {type(modules).__name__}")
+        for module in list(modules):
+            self.append(module)
         return self
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def insert(self, index, module):
+        """Insert `module` before position `index` (as list.insert)."""
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"ModuleList indices must be integers, got {type(index).__name__}")
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
