@@ -35,6 +35,7 @@ __all__ = [
 _Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
+_ndarray = np.ndarray
 
 
 def _tensor():
@@ -757,7 +758,8 @@ def cross_entropy(input, target, *, reduction="mean"):
         need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
-    if (_plain(z) and z.ndim == 2 and type(labels) is np.ndarray and labels.dtype is I64
+    if (type(z) is _ndarray and z.dtype is F32 and z.ndim == 2 and z.flags.c_contiguous
+            and type(labels) is _ndarray and labels.dtype is I64
             and labels.flags.c_contiguous and labels.shape == z.shape[:1]):
         out = cross_entropy_raw(z, labels, need)
     else:
@@ -826,8 +828,9 @@ def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
         need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None
-    if _plain(z) and _plain(t) and z.shape == t.shape:
-        out = bce_with_logits_raw(z, t, need)
+    if (type(z) is _ndarray and type(t) is _ndarray and z.dtype is F32 and t.dtype is F32
+            and z.shape == t.shape and z.flags.c_contiguous and t.flags.c_contiguous):
+        out = bce_with_logits_raw(z, t, need)  # (_plain inline: this runs every step)
     else:
         out = ops.binary_cross_entropy_with_logits(z, t, return_grad=need)
     if target._requires_grad:

@@ -34,9 +34,10 @@ _plain = F._plain
 _NULL = ffi.NULL
 _NAMES = ("weight", "bias")
 _getitem = dict.__getitem__
-_requires_grad = operator.attrgetter("requires_grad")
+_requires_grad = operator.attrgetter("_requires_grad")
 _getrefcount = getattr(sys, "getrefcount", None)  # CPython's; see _counts
 _is = operator.is_
+_ndarray = np.ndarray
 
 
 class _Tables:
@@ -65,7 +66,12 @@ if _getrefcount is None:  # an interpreter without reference counts: never reuse
 
 def _reusable(entry):
     """Whether the arrays of a reuse entry (_new_grads, _new_outputs) may be overwritten."""
-    return _counts(entry[4]) == entry[5]
+    return tuple(map(_getrefcount, entry[4])) == entry[5]
+
+
+if _getrefcount is None:
+    def _reusable(entry):
+        return False
 
 
 def _new_grads(found, wanted):
@@ -181,7 +187,9 @@ class LinearChain:
         run one by one (an input or parameter the fused kernel does not take as it is; the
         layers then raise the errors a user expects)."""
         xd = x.data
-        if not (_plain(xd) and xd.ndim == 2 and xd.shape[1] == self.dims[0]):
+        # (_plain inline: this runs on every call)
+        if not (type(xd) is _ndarray and xd.dtype is F32 and xd.flags.c_contiguous
+                and xd.ndim == 2 and xd.shape[1] == self.dims[0]):
             return None
         found = self._current()
         if found is None:
@@ -212,15 +220,16 @@ class LinearChain:
             # a reference to `out` for as long as this closure lives: the forward must not
             # reuse the array while a backward may still read it
             outputs = out  # noqa: F841
-            if not _plain(g):
+            if not (type(g) is _ndarray and g.dtype is F32 and g.flags.c_contiguous):
                 g = np.ascontiguousarray(g, F32)
             wanted = tuple(map(_requires_grad, params))
             needs = self._needs.get(wanted)
             if needs is None:
                 needs = self._needs[wanted] = self._needs_table(wanted, biases)
-            if x.requires_grad or not reuse_grads:
-                grads = _empty((grad_size + (xd.size if x.requires_grad else 0),), F32)
-                dx = grads[grad_size:].reshape(xd.shape) if x.requires_grad else None
+            x_grad = x._requires_grad
+            if x_grad or not reuse_grads:
+                grads = _empty((grad_size + (xd.size if x_grad else 0),), F32)
+                dx = grads[grad_size:].reshape(xd.shape) if x_grad else None
                 pgrads = _from_buffer(_FLOATS, grads)
                 pdx = _NULL if dx is None else _from_buffer(_FLOATS, dx)
                 result = [dx] + [grads[lo:hi].reshape(shape) if want else None

@@ -28,6 +28,7 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _empty = empty
+_np_empty = np.empty
 
 
 def _softmax(x, axis, out, log, what):
@@ -97,7 +98,7 @@ def cross_entropy_raw(logits, labels, return_grad):
     float32 logits [N, C] and a C-contiguous int64 labels [N] (label values are still
     checked, by the kernel)."""
     n, c = logits.shape
-    loss = _empty((), F32)
+    loss = _np_empty((), F32)  # (a scalar: NumPy's, without _empty's size test)
     grad = _empty((n, c), F32) if return_grad else None
     rc = lib.pyrt_cross_entropy(_from_buffer(_FLOATS, logits), iptr(labels),
                                 _from_buffer(_FLOATS, loss),
@@ -133,7 +134,7 @@ def check_targets(logits, targets):
 def bce_with_logits_raw(logits, targets, return_grad):
     """binary_cross_entropy_with_logits without the argument checks: for internal callers
     holding C-contiguous float32 logits and targets of one shape."""
-    loss = _empty((), F32)
+    loss = _np_empty((), F32)  # (a scalar: NumPy's, without _empty's size test)
     grad = _empty(logits.shape, F32) if return_grad else None
     rc = lib.pyrt_bce_with_logits(_from_buffer(_FLOATS, logits), _from_buffer(_FLOATS, targets),
                                   _from_buffer(_FLOATS, loss),
