@@ -628,12 +628,20 @@ def transpose(x):
 
 
 def index_rows(x, index):
-    """``x[index]`` for an int, a slice or an integer array along the first axis."""
+    """``x[index]`` with NumPy's indexing: ints, slices, masks and integer arrays. As in
+    PyTorch, basic indexing (ints and slices) gives a view of x, strided or not, so that
+    ``x[:, 1][0] = 5`` writes x; the ops copy a strided array where they need a contiguous
+    one. The index arrays are copied for the backward pass, which a later write to them
+    must not change."""
     xp = _xp(x.data)
     out = x.data[index]
-    if isinstance(out, xp.ndarray) and not out.flags.c_contiguous:
-        out = xp.ascontiguousarray(out)
-    out = xp.asarray(out, dtype=x.data.dtype)
+    if not isinstance(out, xp.ndarray):  # one element of a 1-D x: a 0-d array
+        out = xp.asarray(out, dtype=x.data.dtype)
+    if x._requires_grad:
+        if isinstance(index, xp.ndarray):
+            index = index.copy()
+        elif type(index) is tuple:
+            index = tuple(i.copy() if isinstance(i, xp.ndarray) else i for i in index)
 
     def backward(g):
         dx = xp.zeros(x.shape, np.float32)
@@ -646,19 +654,24 @@ def index_rows(x, index):
 # ---- dropout ---------------------------------------------------------------------------------
 
 
-def dropout(input, p=0.5, training=True):
+def dropout(input, p=0.5, training=True, inplace=False):
     """While training, each element zeroed with probability p and the others scaled by
     1 / (1 - p), the mask drawn from pyrt's seeded generator (pyrt.manual_seed), so that a
     run repeats at any thread count; otherwise `input` itself. The gradient goes through the
     same mask."""
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
-    if not training or p == 0:
-        return input
+    if inplace:
+        raise ValueError("dropout(inplace=True) is not supported: pyrt writes the result to a "
+                         "new tensor")
     Tensor = _Tensor or _tensor()
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input)
+    if not training or p == 0:
+        return input
     x = input.data
+    if x.dtype != F32:
+        raise TypeError(f"dropout: input must be a float32 tensor, got {x.dtype}")
     from pyrt.tensor import _move, generator
 
     # PyTorch's mask: 1 / (1 - p) rounded to float32, kept where a uniform draw is >= p
@@ -853,11 +866,12 @@ def _bce_elements(logits, target):
     t = as_f32(target.data, "targets")
     check_targets(z, t)
     xp = _xp(z)
-    loss = (xp.maximum(z, 0) - z * t + xp.log1p(xp.exp(-xp.abs(z)))).astype(F32, copy=False)
+    # (asarray: a 0-d input gives NumPy scalars otherwise)
+    loss = xp.asarray(xp.maximum(z, 0) - z * t + xp.log1p(xp.exp(-xp.abs(z))), dtype=F32)
 
     def backward(g):
-        dz = (ops.sigmoid(z) - t) * g if logits._requires_grad else None
-        return (dz, -z * g) if target._requires_grad else (dz,)
+        dz = xp.asarray((ops.sigmoid(z) - t) * g, dtype=F32) if logits._requires_grad else None
+        return (dz, xp.asarray(-z * g, dtype=F32)) if target._requires_grad else (dz,)
 
     return _make(loss, (logits, target) if target._requires_grad else (logits,), backward)
 

@@ -479,6 +479,9 @@ class Tensor:
         shape): refused on tensors in a graph while grad mode is on, as the other in-place
         ops are."""
         self._check_in_place(value)
+        if value is None or isinstance(value, (str, bytes)):
+            raise TypeError(f"can't assign a {type(value).__name__} to a tensor: the value "
+                            "must be a number, an array or a tensor")
         if isinstance(value, Tensor):
             if F._xp(value.data) is not F._xp(self.data):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found "

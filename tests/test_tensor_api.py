@@ -430,8 +430,39 @@ def test_item_assignment_is_checked_as_in_place_ops():
     assert labels.dtype == np.int64 and labels.tolist() == [2, 2, 3]
     with pytest.raises(IndexError):
         labels[5] = 1
+    for bad in (None, "3"):
+        with pytest.raises(TypeError, match="can't assign a"):
+            labels[0] = bad
     with pytest.raises(ValueError):
         labels[:2] = [1, 2, 3]
+
+
+def test_basic_indexing_gives_views_that_write_through():
+    torch = pytest.importorskip("torch")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ours, theirs = pyrt.tensor(a), torch.tensor(a)
+    for t in (ours, theirs):
+        t[:, 1][0] = 50.0
+        t[::2][1] = 70.0
+        t[0:2][0, 0] = 5.0
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    # a strided view goes through the ops as any tensor does, with gradients
+    w = pyrt.tensor(a, requires_grad=True)
+    col = w[:, 1:3]
+    assert not col.data.flags.c_contiguous
+    (col * col).sum().backward()
+    want = np.zeros_like(a)
+    want[:, 1:3] = 2 * a[:, 1:3]
+    np.testing.assert_array_equal(w.grad.numpy(), want)
+
+
+def test_an_index_written_after_the_forward_does_not_move_the_gradient():
+    a = pyrt.tensor(np.ones((3, 2), np.float32), requires_grad=True)
+    idx = pyrt.tensor(np.array([0]))
+    y = a[idx]
+    idx[0] = 2
+    y.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy()[:, 0], [1.0, 0.0, 0.0])
 
 
 def test_fill_of_a_leaf_cannot_corrupt_a_saved_value():

@@ -303,6 +303,9 @@ class _Indexed(Module):
         return list(self._modules)[index % n]
 
     def __setitem__(self, index, module):
+        if isinstance(index, slice):
+            raise TypeError(f"{type(self).__name__} item assignment takes an integer index, "
+                            "not a slice")
         self.add_module(self._key(index), module)
 
     def __delitem__(self, index):
@@ -433,7 +436,7 @@ class ModuleList(_Indexed):
         return self._modules[self._key(index)]
 
     def extend(self, modules):
-        if isinstance(modules, (Module, str)) or not hasattr(modules, "__iter__"):
+        if isinstance(modules, str) or not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
                             f"got {type(modules).__name__}")
         for module in list(modules):

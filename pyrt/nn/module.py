@@ -12,7 +12,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from pyrt.autograd import reset_grads
+from pyrt.autograd import mark_modified_all, reset_grads
 from pyrt.nn.parameter import Parameter
 from pyrt.tensor import Tensor, _check_device, _move
 
@@ -56,6 +56,12 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+
+    def __setstate__(self, state):
+        # a module pickled by an older pyrt has no buffers
+        state.setdefault("_buffers", OrderedDict())
+        state.setdefault("_non_persistent_buffers_set", set())
+        self.__dict__.update(state)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -384,6 +390,8 @@ class Module:
                                + "\n\t".join(errors))
         for param, array in copies:
             param.data[...] = _move(array, param.device)
+        # writes in place, as an optimizer step's: a graph made before reads old values
+        mark_modified_all(param.data for param, _ in copies)
         return IncompatibleKeys(missing, unexpected)
 
     # ---- printing ----------------------------------------------------------------------------
