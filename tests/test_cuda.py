@@ -238,7 +238,8 @@ def test_errors_match_cpu():
 @pytest.mark.parametrize("cls,kw", [
     (optim.SGD, {"lr": 0.1}), (optim.SGD, {"lr": 0.1, "momentum": 0.9, "dampening": 0.3}),
     (optim.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-2}),
-    (optim.Adam, {"lr": 1e-2, "weight_decay": 0.1})])
+    (optim.Adam, {"lr": 1e-2, "weight_decay": 0.1}),
+    (optim.AdamW, {"lr": 1e-2, "weight_decay": 0.1})])
 def test_optimizer_many_parameters_matches_cpu(cls, kw):
     # more parameters than one launch takes, sizes off the chunk boundaries, an empty one
     sizes = [5000, 1, 0, 2048, 2049, 7] * 4

@@ -175,6 +175,34 @@ def test_adam_against_torch(lr, beta1, beta2, eps, weight_decay, seed):
         assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
 
 
+@settings(max_examples=12, deadline=None)
+@given(lr=st.floats(1e-4, 0.1), beta1=st.sampled_from([0.0, 0.9]),
+       beta2=st.sampled_from([0.9, 0.999]), weight_decay=st.sampled_from([0.0, 1e-2, 0.5]),
+       seed=st.integers(0, 2**16))
+def test_adamw_against_torch(lr, beta1, beta2, weight_decay, seed):
+    torch = pytest.importorskip("torch")
+    cfg = dict(lr=lr, betas=(beta1, beta2), weight_decay=weight_decay)
+    ours = make_params(seed)
+    theirs = torch_twin(ours)
+    run(optim.AdamW(ours, **cfg), ours, 8, seed)
+    run_torch(torch.optim.AdamW(theirs, **cfg), theirs, 8, seed)
+    for p, tp in zip(ours, theirs):
+        assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
+
+
+def test_adamw_decays_only_parameters_with_gradients():
+    torch = pytest.importorskip("torch")
+    ours = [pyrt.tensor(np.ones(3, np.float32), requires_grad=True) for _ in range(2)]
+    theirs = [torch.ones(3, requires_grad=True) for _ in range(2)]
+    ours[0].grad = pyrt.tensor(np.full(3, 0.5, np.float32))
+    theirs[0].grad = torch.full((3,), 0.5)
+    optim.AdamW(ours, lr=0.1, weight_decay=0.3).step()
+    torch.optim.AdamW(theirs, lr=0.1, weight_decay=0.3).step()
+    for p, tp in zip(ours, theirs):
+        np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=1e-6)
+    assert optim.AdamW(ours).defaults["weight_decay"] == 1e-2
+
+
 # ---- hyper-parameter and argument errors ----------------------------------------------------
 
 SGD_ERRORS = [
@@ -197,14 +225,14 @@ ADAM_ERRORS = [
 
 @pytest.mark.parametrize("kind,cfg,message",
                          [("SGD", c, m) for c, m in SGD_ERRORS]
-                         + [("Adam", c, m) for c, m in ADAM_ERRORS])
+                         + [(kind, c, m) for c, m in ADAM_ERRORS for kind in ("Adam", "AdamW")])
 def test_invalid_hyper_parameters(kind, cfg, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         getattr(optim, kind)(make_params(4), **cfg)
 
 
 @pytest.mark.parametrize("kind,cfg", [("SGD", c) for c, _ in SGD_ERRORS]
-                         + [("Adam", c) for c, _ in ADAM_ERRORS])
+                         + [(kind, c) for c, _ in ADAM_ERRORS for kind in ("Adam", "AdamW")])
 def test_invalid_hyper_parameter_messages_match_torch(kind, cfg):
     torch = pytest.importorskip("torch")
     with pytest.raises(ValueError) as ours:
@@ -334,6 +362,7 @@ OPTIMIZERS = [
     (optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
     (optim.SGD, dict(lr=0.1)),
     (optim.Adam, dict(lr=1e-2, weight_decay=1e-2)),
+    (optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
 ]
 
 

@@ -1,7 +1,7 @@
-"""Optimizers with torch.optim's names: SGD and Adam on fused update kernels."""
+"""Optimizers with torch.optim's names: SGD, Adam and AdamW on fused update kernels."""
 
-from pyrt.optim.adam import Adam
+from pyrt.optim.adam import Adam, AdamW
 from pyrt.optim.optimizer import Optimizer
 from pyrt.optim.sgd import SGD
 
-__all__ = ["Adam", "Optimizer", "SGD"]
+__all__ = ["Adam", "AdamW", "Optimizer", "SGD"]

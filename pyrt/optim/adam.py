@@ -1,8 +1,10 @@
-"""Adam, as torch.optim.Adam (amsgrad=False, L2 weight decay); each parameter is updated by
-one fused kernel pass (pyrt.ops.adam_step)."""
+"""Adam and AdamW, as torch.optim.Adam (amsgrad=False, L2 weight decay) and torch.optim.AdamW
+(decoupled weight decay); each parameter is updated by one fused kernel pass
+(pyrt.ops.adam_step)."""
 
 import numpy as np
 
+from pyrt import ops
 from pyrt._pyrt_cffi import ffi
 from pyrt.ops._checks import F32
 from pyrt.ops.optim import (
@@ -14,7 +16,7 @@ from pyrt.ops.optim import (
 )
 from pyrt.optim.optimizer import Optimizer
 
-__all__ = ["Adam"]
+__all__ = ["Adam", "AdamW"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
@@ -94,3 +96,30 @@ class Adam(Optimizer):
                   _from_buffer(_FLOATS, exp_avg), _from_buffer(_FLOATS, exp_avg_sq))
         self._cache[id(p)] = cached
         return cached
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov and Hutter), as torch.optim.AdamW: each
+    parameter with a gradient is first scaled by 1 - lr * weight_decay, then takes Adam's step
+    without weight decay. ``weight_decay`` defaults to 1e-2."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    def step(self, closure=None):
+        loss = None if closure is None else self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, _, _, _, weight_decay = super()._hyperparameters(group)
+            if weight_decay == 0:
+                continue
+            decay = 1.0 - lr * weight_decay  # rounded to float32 by the kernel, as in torch
+            for p in group["params"]:
+                if p.grad is not None:
+                    ops.mul(p.data, decay, out=p.data)
+        super().step()
+        return loss
+
+    def _hyperparameters(self, group):
+        """Adam's hyper-parameters of the group, weight decay taken out: step() applies it."""
+        lr, beta1, beta2, eps, _ = super()._hyperparameters(group)
+        return lr, beta1, beta2, eps, 0.0
