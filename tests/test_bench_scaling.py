@@ -306,3 +306,17 @@ def test_a_thread_count_the_library_did_not_run_is_noted():
     record = _record(run, {"result": {"seconds": 1.0, "threads": 2}}, cpus=2)
     assert record["notes"] == ["asked for 4 threads, program ran 2"]
     assert _record(run, {"result": {"seconds": 1.0, "threads": 4}}, cpus=2)["notes"] == []
+
+
+def test_timed_passes_interleave_variants_and_pause_per_variant(monkeypatch):
+    from pyrt.bench import timing
+
+    order, pauses = [], []
+    monkeypatch.setattr(timing.time, "sleep", pauses.append)
+    variants = [(key, lambda: None, lambda key=key: order.append(key)) for key in ("a", "b")]
+    samples = timing.timed_passes(variants, 3, lambda key: 0.3 if key == "b" else 0.1,
+                                  untimed=False)
+    assert order == ["a", "b"] * 3 and pauses == [0.1, 0.3] * 3
+    assert {k: len(v) for k, v in samples.items()} == {"a": 3, "b": 3}
+    timing.timed_passes(variants[:1], 2, 0.05, untimed=False)
+    assert pauses[-2:] == [0.05, 0.05]

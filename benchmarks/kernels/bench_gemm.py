@@ -27,10 +27,11 @@ BLAS is not OpenBLAS or already runs that kernel. torch is skipped, with a note,
 not installed.
 
 Each sample times enough calls to take about --sample-ms; variants are interleaved sample by
-sample, so drift on a shared machine spreads over all of them, with a pause of PAUSE_S between
-samples so that a library's spinning threads are gone before the next one runs, and an
-untimed quarter of a sample before each sample. GFLOP/s = 2 m n k / median seconds per call.
-pyrt's results are checked against float64 and for bitwise equality across thread counts.
+sample, so drift on a shared machine spreads over all of them, with a pause between samples
+(PAUSE_S, PEER_PAUSE_S after a peer on several threads) so that a library's spinning threads
+are gone before the next one runs, and an untimed quarter of a sample before each sample.
+GFLOP/s = 2 m n k / median seconds per call. pyrt's results are checked against float64 and
+for bitwise equality across thread counts.
 
     python benchmarks/kernels/bench_gemm.py                  # threads 1 and 2
     python benchmarks/kernels/bench_gemm.py --threads 1,2,4 --repeat 15
@@ -55,9 +56,18 @@ from pyrt.ops.linalg import sgemm_kernel  # noqa: E402
 
 from benchmarks.kernels.blas_child import BlasChild  # noqa: E402
 
-# Between two timed samples: OpenBLAS's threads keep spinning for tens of milliseconds after a
-# call (and libgomp's for a few), which would eat into the next library's time on 2 threads.
+# Between two timed samples: libgomp's threads keep spinning for a few milliseconds after a
+# call, and OpenBLAS's for 2^28 cycles, about 0.1 s here, which would eat into the next
+# library's time on 2 threads (pyrt's 2-thread samples of the fc2 products, which run on the
+# calling thread alone, were 3.6-4.3 us against 2.7-3.0 with a pause of 0.1 s after every
+# sample). After a peer's sample on several threads the pause is longer.
 PAUSE_S = 0.1
+PEER_PAUSE_S = 0.3
+
+
+def pause_after(key):
+    label, threads = key
+    return PEER_PAUSE_S if threads > 1 and label != "pyrt" else PAUSE_S
 
 # (group, name, m, n, k, trans_a, trans_b)
 SHAPES = [
@@ -100,7 +110,7 @@ def measure(shape, args, blas, torch, child, rng, notes, pyrt_results):
                 pyrt_results.setdefault(name, []).append(c.copy())
         if child is not None:
             vs.append(child.variant((AVX2_LABEL, threads), threads))
-        samples.update(harness.timed_passes(vs, args.repeat, PAUSE_S,
+        samples.update(harness.timed_passes(vs, args.repeat, pause_after,
                                             sample_s=args.sample_ms / 1e3))
     return samples
 

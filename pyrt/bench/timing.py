@@ -25,8 +25,9 @@ def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_r
     sample's calls (at least one) untimed, so that the library's threads are awake and its data
     in cache, as in STREAM's back-to-back loops; the sample's calls of run(), timed together,
     divided by their number; on_result(key, value of the last call), if given; then a sleep of
-    pause_s, so that threads a library leaves spinning after a call have gone to sleep before
-    the next variant runs. A sample is one call, or with `sample_s`, as many calls as take
+    pause_s (a number of seconds, or a function of the variant's key that gives it), so that
+    threads a library leaves spinning after a call have gone to sleep before the next variant
+    runs. A sample is one call, or with `sample_s`, as many calls as take
     about sample_s seconds (counted once per variant, after its setup(), before the passes).
     show_passes prints "pass i/n" after each pass.
 
@@ -61,7 +62,7 @@ def timed_passes(variants, repeat, pause_s, *, sample_s=None, untimed=True, on_r
             samples.setdefault(key, []).append(seconds)
             if on_result is not None:
                 on_result(key, value)
-            time.sleep(pause_s)
+            time.sleep(pause_s(key) if callable(pause_s) else pause_s)
         if show_passes:
             print(f"pass {rep + 1}/{repeat}", flush=True)
     return samples
