@@ -435,13 +435,14 @@ def test_load_state_dict_errors():
         optim.SGD([{"params": other[:2]}, {"params": other[2:]}], lr=0.1).load_state_dict(state)
 
 
-def test_a_torch_state_loads_with_its_arrays_converted_and_its_options_checked():
+@pytest.mark.parametrize("kind", ["Adam", "AdamW"])
+def test_a_torch_state_loads_with_its_arrays_converted_and_its_options_checked(kind):
     torch = pytest.importorskip("torch")
     p = make_params(21)
     tp = torch_twin(p)
-    theirs = torch.optim.Adam(tp, lr=0.01)
+    theirs = getattr(torch.optim, kind)(tp, lr=0.01)
     run_torch(theirs, tp, 3, 22)
-    ours = optim.Adam(p, lr=0.5)
+    ours = getattr(optim, kind)(p, lr=0.5)
     ours.load_state_dict(theirs.state_dict())  # torch tensors, a float step, flags off
     assert ours.param_groups[0]["lr"] == 0.01 and "foreach" not in ours.param_groups[0]
     for state in ours.state.values():
@@ -454,7 +455,95 @@ def test_a_torch_state_loads_with_its_arrays_converted_and_its_options_checked()
     for q, tq in zip(p, tp):
         assert_close(q.data, tq.detach().numpy(), what="param")
     assert ours.state_dict()["state"]  # a state made of plain arrays again
+    # AdamW's decoupled weight decay is not Adam's
+    if kind == "AdamW":
+        with pytest.raises(ValueError, match="decoupled_weight_decay=True, which Adam does"):
+            optim.Adam(p).load_state_dict(theirs.state_dict())
     # an option pyrt does not implement, switched on, is refused rather than ignored
     tmax = torch.optim.SGD(tp, lr=0.1, momentum=0.9, maximize=True)
     with pytest.raises(ValueError, match="sets maximize=True, which SGD does not implement"):
         optim.SGD(p, lr=0.1, momentum=0.9).load_state_dict(tmax.state_dict())
+
+
+# ---- learning-rate schedules -----------------------------------------------------------------
+
+SCHEDULES = [
+    ("StepLR", dict(step_size=3, gamma=0.5)),
+    ("MultiStepLR", dict(milestones=[2, 5, 5, 11], gamma=0.3)),
+    ("ExponentialLR", dict(gamma=0.9)),
+    ("CosineAnnealingLR", dict(T_max=7, eta_min=1e-3)),
+    ("CosineAnnealingLR", dict(T_max=1)),
+    ("LambdaLR", dict(lr_lambda=lambda epoch: 0.95 ** epoch / (1 + epoch))),
+]
+
+
+def _two_groups(lib, params):
+    return [{"params": params[:1], "lr": 0.1}, {"params": params[1:], "lr": 0.03}]
+
+
+@pytest.mark.parametrize("name,cfg", SCHEDULES, ids=[f"{n}-{i}" for i, (n, _) in
+                                                     enumerate(SCHEDULES)])
+def test_schedules_set_torchs_learning_rates(name, cfg):
+    """30 steps of every schedule on two parameter groups: the same lrs as PyTorch's, to the
+    last bit, including after a resume from state_dict halfway."""
+    torch = pytest.importorskip("torch")
+    ours = optim.SGD(_two_groups(pyrt, make_params(1)), lr=1.0, momentum=0.9)
+    theirs = torch.optim.SGD(_two_groups(torch, torch_twin(make_params(1))), lr=1.0,
+                             momentum=0.9)
+    mine = getattr(optim.lr_scheduler, name)(ours, **cfg)
+    ref = getattr(torch.optim.lr_scheduler, name)(theirs, **cfg)
+    assert mine.get_last_lr() == ref.get_last_lr()
+    for epoch in range(30):
+        ours.step()
+        theirs.step()
+        mine.step()
+        ref.step()
+        assert mine.get_last_lr() == ref.get_last_lr(), epoch
+        assert [g["lr"] for g in ours.param_groups] == mine.get_last_lr()
+        if epoch == 14:
+            saved = pickle.loads(pickle.dumps((ours.state_dict(), mine.state_dict())))
+    # a fresh optimizer and schedule loaded from step 15 continue as the first did
+    again = optim.SGD(_two_groups(pyrt, make_params(1)), lr=1.0, momentum=0.9)
+    again.load_state_dict(saved[0])
+    resumed = getattr(optim.lr_scheduler, name)(again, **cfg)
+    resumed.load_state_dict(saved[1])
+    twin = optim.SGD(_two_groups(pyrt, make_params(1)), lr=1.0, momentum=0.9)
+    straight = getattr(optim.lr_scheduler, name)(twin, **cfg)
+    for epoch in range(30):
+        straight.step()
+        if epoch >= 15:
+            resumed.step()
+            assert resumed.get_last_lr() == straight.get_last_lr()
+
+
+def test_schedules_check_their_arguments():
+    opt = optim.SGD(make_params(2), lr=0.1)
+    with pytest.raises(ValueError, match="step_size must be an integer >= 1"):
+        optim.lr_scheduler.StepLR(opt, step_size=0)
+    with pytest.raises(TypeError, match="gamma must be a real number"):
+        optim.lr_scheduler.ExponentialLR(opt, gamma="0.9")
+    with pytest.raises(ValueError, match="T_max must be an integer >= 1"):
+        optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2.5)
+    with pytest.raises(ValueError, match="milestones must be an integer >= 0"):
+        optim.lr_scheduler.MultiStepLR(opt, milestones=[3, -1])
+    with pytest.raises(ValueError, match="Expected 1 lr_lambdas, but got 2"):
+        optim.lr_scheduler.LambdaLR(opt, [lambda e: 1.0, lambda e: 0.5])
+    with pytest.raises(TypeError, match="lr_lambda must be callable"):
+        optim.lr_scheduler.LambdaLR(opt, 0.5)
+    with pytest.raises(TypeError, match="is not an Optimizer"):
+        optim.lr_scheduler.StepLR([1.0], step_size=2)
+    with pytest.raises(KeyError, match="initial_lr"):
+        optim.lr_scheduler.StepLR(optim.SGD(make_params(2), lr=0.1), step_size=2, last_epoch=4)
+
+
+def test_a_schedule_changes_the_lr_the_optimizer_steps_with():
+    """The optimizer re-reads a group's lr on every step: the update after a decay is the
+    decayed one."""
+    p = pyrt.tensor(np.zeros(3, np.float32), requires_grad=True)
+    opt = optim.SGD([p], lr=1.0)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    for want in (-1.0, -1.5, -1.75):
+        p.grad = pyrt.tensor(np.ones(3, np.float32))
+        opt.step()
+        sched.step()
+        np.testing.assert_array_equal(p.data, np.full(3, want, np.float32))

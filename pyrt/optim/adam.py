@@ -103,6 +103,9 @@ class AdamW(Adam):
     parameter with a gradient is first scaled by 1 - lr * weight_decay, then takes Adam's step
     without weight decay. ``weight_decay`` defaults to 1e-2."""
 
+    # torch.optim.AdamW saves decoupled_weight_decay=True, which is what this one does
+    _OFF = {**Adam._OFF, "decoupled_weight_decay": (True,)}
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 

@@ -209,7 +209,7 @@ class Optimizer:
         for k, v in saved.items():
             if k == "params":
                 continue
-            if k in group:
+            if k in group or k == "initial_lr":  # (a schedule's starting lr, lr_scheduler)
                 update[k] = copy.deepcopy(v)
             elif not (k in self._OFF and any(v is off or v == off for off in self._OFF[k])):
                 raise ValueError(f"loaded state dict sets {k}={v!r}, which "
