@@ -89,10 +89,11 @@ def test_mnist_learns_and_prints_a_report(data_dir, capsys):
     assert result["test_accuracy"] > 0.9
 
 
-def test_mnist_adam_and_limit_steps(data_dir, capsys):
-    result = run_json(capsys, "train", "mnist", "--data", str(data_dir), "--optimizer", "adam",
+@pytest.mark.parametrize("kind", ["adam", "adamw"])
+def test_mnist_adam_and_limit_steps(data_dir, capsys, kind):
+    result = run_json(capsys, "train", "mnist", "--data", str(data_dir), "--optimizer", kind,
                       "--limit-steps", "3", "--json", "--threads", "1")
-    assert result["optimizer"] == "adam" and result["lr"] == 1e-3
+    assert result["optimizer"] == kind and result["lr"] == 1e-3
     assert result["steps"] == 3 and result["epochs"] == 0.6 and result["threads"] == 1
 
 

@@ -45,7 +45,7 @@ EVAL_BATCH = 1000
 # the settings that define a training run: taken from the checkpoint on --resume
 DEFAULTS = {"model": "mlp", "batch_size": 64, "optimizer": "sgd", "lr": None, "momentum": 0.9,
             "seed": 0}
-DEFAULT_LR = {"sgd": 0.1, "adam": 1e-3}
+DEFAULT_LR = {"sgd": 0.1, "adam": 1e-3, "adamw": 1e-3}
 CHECKPOINT_KEYS = {"model", "optimizer", "epoch", "step", "settings"}
 # a stop at the next step boundary, with a checkpoint: Ctrl-C, kill or timeout, the terminal
 # closing
@@ -68,10 +68,10 @@ def add_parser(subparsers):
     p.add_argument("--batch-size", type=positive_int, default=None, metavar="B",
                    help="default: 64")
     p.add_argument("--lr", type=positive_float, default=None, metavar="LR",
-                   help="learning rate (default: 0.1 for sgd, 0.001 for adam)")
+                   help="learning rate (default: 0.1 for sgd, 0.001 for adam and adamw)")
     p.add_argument("--momentum", type=non_negative_float, default=None, metavar="M",
                    help="SGD momentum (default: 0.9)")
-    p.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
+    p.add_argument("--optimizer", choices=("sgd", "adam", "adamw"), default=None,
                    help="default: sgd")
     p.add_argument("--save", metavar="PATH",
                    help="write a checkpoint (.npz) after each epoch and on Ctrl-C")
@@ -103,6 +103,8 @@ def _settings(args, saved):
 def _optimizer(settings, params):
     if settings["optimizer"] == "adam":
         return optim.Adam(params, lr=settings["lr"])
+    if settings["optimizer"] == "adamw":  # torch's default weight decay, 0.01
+        return optim.AdamW(params, lr=settings["lr"])
     return optim.SGD(params, lr=settings["lr"], momentum=settings["momentum"])
 
 
