@@ -274,6 +274,12 @@ typedef struct pyrt_conv_shape {
     int64_t kh, kw;         /* window */
     int64_t stride_h, stride_w, pad_h, pad_w;
     int64_t oh, ow;         /* output, filled in by pyrt_conv_shape_init */
+    /* pooling only (0 for a convolution): ceil_mode 1 rounds the output size up, as
+     * PyTorch's ceil_mode=True (a last window may then hang past the padded input, but
+     * starts inside the input or its leading padding); exclude_pad 1 makes average pooling
+     * divide by the input pixels of each window only (PyTorch's count_include_pad=False).
+     * Otherwise a window's divisor counts its padding, not what hangs past the padding. */
+    int64_t ceil_mode, exclude_pad;
 } pyrt_conv_shape;
 
 /* Check the geometry and compute oh, ow. Returns PYRT_EINVAL if the window does not fit. */
@@ -293,7 +299,9 @@ int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *
  * (PYRT_EINVAL otherwise: a window of padding alone has no maximum). Max pooling pads
  * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
  * the backward pass; its backward returns PYRT_EINVAL, with dx not fully written, when an
- * index lies outside [0, h*w). Average pooling divides by kh*kw (padding counts as zeros). */
+ * index lies outside [0, h*w). Average pooling divides by the window's size within the
+ * padded input (kh*kw unless ceil_mode lets it hang past; padding counts as zeros), or
+ * with exclude_pad by its input pixels. */
 int pyrt_max_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y,
                             int64_t *indices);
 int pyrt_max_pool2d_backward(const pyrt_conv_shape *s, const float *dy, const int64_t *indices,

@@ -934,19 +934,23 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
     return _make(y, parents, backward)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False):
     need = x._requires_grad and is_grad_enabled()
     if not need:
-        return _make(ops.max_pool2d(x.data, kernel_size, stride, padding), (x,), None)
-    y, idx = ops.max_pool2d(x.data, kernel_size, stride, padding, return_indices=True)
+        return _make(ops.max_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode),
+                     (x,), None)
+    y, idx = ops.max_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                            return_indices=True)
     shape = x.shape
     return _make(y, (x,), lambda g: (
-        ops.max_pool2d_backward(g, idx, shape, kernel_size, stride, padding),))
+        ops.max_pool2d_backward(g, idx, shape, kernel_size, stride, padding,
+                                ceil_mode=ceil_mode),))
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    y = ops.avg_pool2d(x.data, kernel_size, stride, padding)
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    y = ops.avg_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                       count_include_pad=count_include_pad)
     shape = x.shape
     return _make(y, (x,), lambda g: (
-        ops.avg_pool2d_backward(g, shape, kernel_size, stride, padding),))
-
+        ops.avg_pool2d_backward(g, shape, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                                count_include_pad=count_include_pad),))

@@ -180,18 +180,20 @@ def test_conv2d_forward_backward(stride, padding):
 
 
 @pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 1, 1), (3, 2, 1)])
-def test_pools(k, s, p):
+@pytest.mark.parametrize("ceil,include", [(False, True), (True, True), (True, False)])
+def test_pools(k, s, p, ceil, include):
     x = f32(2, 3, 9, 10)
-    y, idx = ops.max_pool2d(x, k, s, p, return_indices=True)
-    yd, idxd = ops.max_pool2d(g(x), k, s, p, return_indices=True)
+    avg = dict(ceil_mode=ceil, count_include_pad=include)
+    y, idx = ops.max_pool2d(x, k, s, p, ceil_mode=ceil, return_indices=True)
+    yd, idxd = ops.max_pool2d(g(x), k, s, p, ceil_mode=ceil, return_indices=True)
     close(yd, y)
     np.testing.assert_array_equal(cupy.asnumpy(idxd), idx)
     gy = f32(*y.shape, seed=1)
-    close(ops.max_pool2d_backward(g(gy), idxd, x.shape, k, s, p),
-          ops.max_pool2d_backward(gy, idx, x.shape, k, s, p))
-    close(ops.avg_pool2d(g(x), k, s, p), ops.avg_pool2d(x, k, s, p))
-    close(ops.avg_pool2d_backward(g(gy), x.shape, k, s, p),
-          ops.avg_pool2d_backward(gy, x.shape, k, s, p))
+    close(ops.max_pool2d_backward(g(gy), idxd, x.shape, k, s, p, ceil_mode=ceil),
+          ops.max_pool2d_backward(gy, idx, x.shape, k, s, p, ceil_mode=ceil))
+    close(ops.avg_pool2d(g(x), k, s, p, **avg), ops.avg_pool2d(x, k, s, p, **avg))
+    close(ops.avg_pool2d_backward(g(gy), x.shape, k, s, p, **avg),
+          ops.avg_pool2d_backward(gy, x.shape, k, s, p, **avg))
 
 
 def test_max_pool_nan_wins_as_on_cpu():

@@ -1141,6 +1141,33 @@ def test_modules_pickled_without_buffers_still_load():
     clone.to("cpu")
 
 
+def test_pool_layers_take_torchs_options():
+    torch = pytest.importorskip("torch")
+    x = rng(46).standard_normal((2, 3, 7, 9)).astype(F32)
+    for ours, theirs in [
+            (nn.MaxPool2d(2, ceil_mode=True), torch.nn.MaxPool2d(2, ceil_mode=True)),
+            (nn.MaxPool2d(3, 2, 1, ceil_mode=True), torch.nn.MaxPool2d(3, 2, 1, ceil_mode=True)),
+            (nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+             torch.nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)),
+            (nn.AvgPool2d(2, ceil_mode=True), torch.nn.AvgPool2d(2, ceil_mode=True))]:
+        assert repr(ours) == repr(theirs)
+        xp, xt = pyrt.tensor(x, requires_grad=True), to_torch(x, requires_grad=True)
+        y, yt = ours(xp), theirs(xt)
+        assert_close(y.data, yt.detach().numpy())
+        g = rng(47).standard_normal(y.shape).astype(F32)
+        y.backward(pyrt.tensor(g))
+        yt.backward(torch.from_numpy(g))
+        assert_close(xp.grad.data, xt.grad.numpy())
+    with pytest.raises(ValueError, match="dilation=2 is not supported"):
+        nn.MaxPool2d(2, dilation=2)
+    with pytest.raises(ValueError, match="return_indices=True is not supported"):
+        nn.MaxPool2d(2, return_indices=True)
+    with pytest.raises(ValueError, match="divisor_override=4 is not supported"):
+        nn.AvgPool2d(2, divisor_override=4)
+    with pytest.raises(TypeError, match="ceil_mode must be a bool"):
+        nn.MaxPool2d(2, ceil_mode=1)
+
+
 # ---- initialisation --------------------------------------------------------------------------
 
 

@@ -193,6 +193,52 @@ def test_avg_pool_matches_torch(shape, kernel, stride, padding):
                                xt.grad.numpy(), rtol=1e-6, atol=1e-6)
 
 
+@settings(max_examples=150, deadline=None)
+@given(case=pool_cases(), ceil_mode=st.booleans(), count_include_pad=st.booleans(),
+       threads=st.sampled_from(THREADS), seed=st.integers(0, 2**16))
+def test_ceil_mode_and_count_include_pad_match_torch(case, ceil_mode, count_include_pad,
+                                                     threads, seed):
+    """PyTorch's output sizes with ceil_mode (a last window hanging past the padded input, as
+    long as it starts inside the input or its leading padding) and its divisors: the padded
+    window within the padded input, or the input pixels alone with count_include_pad=False.
+    Max pooling's values, indices and gradient too, through both of its paths."""
+    torch = pytest.importorskip("torch")
+    shape, kernel, stride, padding = case
+    x = with_ties_and_nans(random(shape, seed), seed, nans=False)
+    xt = torch.tensor(x, requires_grad=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, kernel, stride, padding, ceil_mode=ceil_mode,
+                                            return_indices=True)
+    at = torch.nn.functional.avg_pool2d(xt, kernel, stride, padding, ceil_mode=ceil_mode,
+                                        count_include_pad=count_include_pad)
+    dy, da = random(tuple(yt.shape), seed + 1), random(tuple(at.shape), seed + 2)
+    gmax, = torch.autograd.grad(yt, xt, torch.from_numpy(dy))
+    gavg, = torch.autograd.grad(at, xt, torch.from_numpy(da))
+    with pyrt.num_threads(threads):
+        y, ind = max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode,
+                            return_indices=True)
+        a = avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode,
+                       count_include_pad=count_include_pad)
+        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding, ceil_mode=ceil_mode)
+        dxa = avg_pool2d_backward(da, shape, kernel, stride, padding, ceil_mode=ceil_mode,
+                                  count_include_pad=count_include_pad)
+    np.testing.assert_array_equal(y, yt.detach().numpy())
+    np.testing.assert_array_equal(ind, it.numpy())
+    np.testing.assert_allclose(dx, gmax.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(a, at.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dxa, gavg.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_pool_options_are_checked():
+    x = random((1, 1, 5, 5), 0)
+    for bad in (2, "yes", None):
+        with pytest.raises(TypeError, match="ceil_mode must be a bool"):
+            max_pool2d(x, 2, ceil_mode=bad)
+        with pytest.raises(TypeError, match="count_include_pad must be a bool"):
+            avg_pool2d(x, 2, count_include_pad=bad)
+    with pytest.raises(ValueError, match="grad_output must have shape"):
+        avg_pool2d_backward(random((1, 1, 2, 2), 1), x.shape, 2, ceil_mode=True)
+
+
 # ---- finite differences -------------------------------------------------------------------
 
 

@@ -547,3 +547,78 @@ def test_a_schedule_changes_the_lr_the_optimizer_steps_with():
         opt.step()
         sched.step()
         np.testing.assert_array_equal(p.data, np.full(3, want, np.float32))
+
+
+@pytest.mark.parametrize("name,cfg", SCHEDULES[:5], ids=[n for n, _ in SCHEDULES[:5]])
+def test_a_schedule_resumed_with_last_epoch_goes_on_as_torchs(name, cfg):
+    """Built again with last_epoch on an optimizer that holds initial_lr: the lrs stay, and
+    the next steps are torch's."""
+    torch = pytest.importorskip("torch")
+    ours = optim.SGD(_two_groups(pyrt, make_params(1)), lr=1.0)
+    theirs = torch.optim.SGD(_two_groups(torch, torch_twin(make_params(1))), lr=1.0)
+    for opt, lib in ((ours, optim.lr_scheduler), (theirs, torch.optim.lr_scheduler)):
+        sched = getattr(lib, name)(opt, **cfg)
+        for _ in range(3):
+            opt.step()
+            sched.step()
+    mine = getattr(optim.lr_scheduler, name)(ours, last_epoch=3, **cfg)
+    ref = getattr(torch.optim.lr_scheduler, name)(theirs, last_epoch=3, **cfg)
+    assert mine.get_last_lr() == ref.get_last_lr()
+    for _ in range(10):
+        mine.step()
+        ref.step()
+        assert mine.get_last_lr() == ref.get_last_lr()
+
+
+def test_schedules_refuse_groups_added_after_them():
+    opt = optim.SGD(make_params(2)[:1], lr=0.1)
+    sched = optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+    opt.add_param_group({"params": make_params(3)[1:], "lr": 1.0})
+    with pytest.raises(ValueError, match="2 parameter groups, but the schedule was built for 1"):
+        sched.step()
+
+
+class _Warmup:
+    """An lr factor with state, as a callable object: LambdaLR saves its attributes."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def __call__(self, epoch):
+        return min(1.0, (epoch + 1) / self.steps)
+
+
+def test_lambda_lr_saves_callable_objects_as_torch():
+    torch = pytest.importorskip("torch")
+    opt = optim.SGD(make_params(2), lr=0.1)
+    sched = optim.lr_scheduler.LambdaLR(opt, _Warmup(4))
+    sched.step()
+    state = sched.state_dict()
+    assert state["lr_lambdas"] == [{"steps": 4}]
+    other = optim.lr_scheduler.LambdaLR(optim.SGD(make_params(2), lr=0.1), _Warmup(9))
+    other.load_state_dict(state)
+    assert other.lr_lambdas[0].steps == 4 and other.last_epoch == 1
+    plain = optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5)
+    assert plain.state_dict()["lr_lambdas"] == [None]
+    # torch's state of a LambdaLR loads, and ours into torch's
+    topt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    tsched = torch.optim.lr_scheduler.LambdaLR(topt, _Warmup(6))
+    tsched.step()
+    other.load_state_dict(tsched.state_dict())
+    assert other.lr_lambdas[0].steps == 6
+    other.step()
+    tsched.load_state_dict(sched.state_dict())
+    assert tsched.lr_lambdas[0].steps == 4
+
+
+def test_adamw_checks_every_group_before_it_decays_any():
+    p = make_params(2)
+    opt = optim.AdamW([{"params": p[:1]}, {"params": p[1:]}], lr=0.1, weight_decay=0.5)
+    for q in p:
+        q.grad = pyrt.tensor(np.ones(q.shape, np.float32))
+    before = [q.data.copy() for q in p]
+    opt.param_groups[1]["lr"] = -1.0
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        opt.step()
+    for q, b in zip(p, before):
+        np.testing.assert_array_equal(q.data, b)

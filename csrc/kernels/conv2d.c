@@ -83,6 +83,18 @@ static int product_ok(int64_t a, int64_t b, int64_t c, int64_t d)
            && !__builtin_mul_overflow(p, d, &p) && p <= INT64_MAX / 16;
 }
 
+/* Windows along one axis: those that fit the padded input or, with ceil_mode, also a last
+ * one that hangs past it, as long as it starts inside the input or its leading padding
+ * (PyTorch's rule: a window starting in the trailing padding would hold padding only). */
+static int64_t out_size(int64_t size, int64_t k, int64_t stride, int64_t pad, int64_t ceil_mode)
+{
+    const int64_t span = size + 2 * pad - k;
+    int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+    if (ceil_mode && (out - 1) * stride >= size + pad)
+        out--;
+    return out;
+}
+
 int pyrt_conv_shape_init(pyrt_conv_shape *s)
 {
     if (!s)
@@ -96,8 +108,10 @@ int pyrt_conv_shape_init(pyrt_conv_shape *s)
         return PYRT_EINVAL;
     if (s->h + 2 * s->pad_h < s->kh || s->w + 2 * s->pad_w < s->kw)
         return PYRT_EINVAL; /* the window does not fit in the padded input */
-    s->oh = (s->h + 2 * s->pad_h - s->kh) / s->stride_h + 1;
-    s->ow = (s->w + 2 * s->pad_w - s->kw) / s->stride_w + 1;
+    if ((s->ceil_mode != 0 && s->ceil_mode != 1) || (s->exclude_pad != 0 && s->exclude_pad != 1))
+        return PYRT_EINVAL;
+    s->oh = out_size(s->h, s->kh, s->stride_h, s->pad_h, s->ceil_mode);
+    s->ow = out_size(s->w, s->kw, s->stride_w, s->pad_w, s->ceil_mode);
     if (!product_ok(s->n, s->c, s->h, s->w) || !product_ok(s->n, s->c, s->oh, s->ow))
         return PYRT_EINVAL;
     return PYRT_OK;

@@ -9,7 +9,9 @@
  * The window of output pixel (y, x) covers input rows y*stride_h - pad_h .. + kh and columns
  * likewise; it is clipped to the input once per pixel, so padding is never read: for max
  * pooling the padding is -inf (it never wins), for average pooling it is zero (it adds
- * nothing, but still counts in the kh*kw divisor, as PyTorch's count_include_pad=True).
+ * nothing, but still counts in the divisor, as PyTorch's count_include_pad=True, unless
+ * exclude_pad). With ceil_mode a last window may hang past the padded input; what hangs past
+ * counts in no divisor (avg_divisor).
  *
  * Max pooling follows PyTorch's CPU kernel: the first maximum wins a tie, a NaN wins over
  * everything (the last NaN of the window), and a window of -inf reports its first pixel. The
@@ -216,6 +218,7 @@ static int max_forward_planes(void *arg, int64_t p0, int64_t p1)
     /* the vector path: 2-column windows at stride 2, no column padding, no empty window
      * rows, and 32-bit indices */
     const int cols2 = s->kw == 2 && s->stride_w == 2 && s->pad_w == 0 && s->pad_h < s->kh
+                      && 2 * s->ow <= s->w /* (no window past the row: ceil_mode) */
                       && s->h * s->w <= INT32_MAX;
     for (int64_t p = p0; p < p1; p++) {
         const float *x = j->x + p * s->h * s->w;
@@ -270,11 +273,24 @@ int pyrt_max_pool2d_backward(const pyrt_conv_shape *shape, const float *dy,
 
 /* ---- average pooling ------------------------------------------------------------------ */
 
+/* The divisor of the window over input rows [y0, y1) and columns [x0, x1) at output (oy,
+ * ox): its pixels in the input with exclude_pad, else in the padded input (kh * kw but for a
+ * window that ceil_mode lets hang past the padding). */
+static inline float avg_divisor(const pyrt_conv_shape *s, int64_t oy, int64_t ox, int64_t y0,
+                                int64_t y1, int64_t x0, int64_t x1)
+{
+    if (s->exclude_pad)
+        return (float)((y1 - y0) * (x1 - x0));
+    const int64_t a = oy * s->stride_h - s->pad_h, b = ox * s->stride_w - s->pad_w;
+    const int64_t ae = a + s->kh < s->h + s->pad_h ? a + s->kh : s->h + s->pad_h;
+    const int64_t be = b + s->kw < s->w + s->pad_w ? b + s->kw : s->w + s->pad_w;
+    return (float)((ae - a) * (be - b));
+}
+
 static int avg_forward_planes(void *arg, int64_t p0, int64_t p1)
 {
     const pool_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const float divisor = (float)(s->kh * s->kw);
     for (int64_t p = p0; p < p1; p++) {
         const float *x = j->x + p * s->h * s->w;
         float *y = j->y + p * s->oh * s->ow;
@@ -288,7 +304,7 @@ static int avg_forward_planes(void *arg, int64_t p0, int64_t p1)
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++)
                         sum += x[iy * s->w + ix];
-                y[oy * s->ow + ox] = sum / divisor;
+                y[oy * s->ow + ox] = sum / avg_divisor(s, oy, ox, y0, y1, x0, x1);
             }
         }
     }
@@ -305,7 +321,6 @@ static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
 {
     const pool_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const float divisor = (float)(s->kh * s->kw);
     const int64_t plane = s->h * s->w;
     for (int64_t p = p0; p < p1; p++) {
         const float *dy = j->dy + p * s->oh * s->ow;
@@ -317,7 +332,7 @@ static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
             for (int64_t ox = 0; ox < s->ow; ox++) {
                 int64_t x0, x1;
                 window(ox, s->stride_w, s->pad_w, s->kw, s->w, &x0, &x1);
-                const float g = dy[oy * s->ow + ox] / divisor;
+                const float g = dy[oy * s->ow + ox] / avg_divisor(s, oy, ox, y0, y1, x0, x1);
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++)
                         dx[iy * s->w + ix] += g;

@@ -177,7 +177,6 @@ static void pool_reference(pool_job *j)
 {
     const pyrt_conv_shape *s = &j->s;
     const int64_t plane = s->h * s->w, npix = s->oh * s->ow;
-    const double div = (double)(s->kh * s->kw);
     memset(j->want_dx, 0, sizeof(double) * (size_t)x_size(s));
     memset(j->want_avg_dx, 0, sizeof(double) * (size_t)x_size(s));
     for (int64_t p = 0; p < s->n * s->c; p++)
@@ -186,6 +185,17 @@ static void pool_reference(pool_job *j)
                 const int64_t o = p * npix + oy * s->ow + ox;
                 double best = -INFINITY, sum = 0;
                 int64_t at = -1;
+                /* the divisor: the window's taps within the padded input, or with
+                 * exclude_pad within the input (ceil_mode's last windows hang past both) */
+                double div = 0;
+                for (int64_t i = 0; i < s->kh; i++)
+                    for (int64_t q = 0; q < s->kw; q++) {
+                        const int64_t r = oy * s->stride_h - s->pad_h + i;
+                        const int64_t col = ox * s->stride_w - s->pad_w + q;
+                        const int64_t lo = s->exclude_pad ? 0 : -s->pad_h;
+                        const int64_t left = s->exclude_pad ? 0 : -s->pad_w;
+                        div += r >= lo && r < s->h - lo && col >= left && col < s->w - left;
+                    }
                 for (int64_t i = 0; i < s->kh; i++)
                     for (int64_t q = 0; q < s->kw; q++) {
                         const int64_t r = oy * s->stride_h - s->pad_h + i;
@@ -231,11 +241,13 @@ static void pool_check(void *ctx)
 }
 
 static void run_pool(stress_rng *r, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
-                     int64_t kw, int64_t stride, int64_t pad)
+                     int64_t kw, int64_t stride, int64_t pad, int64_t ceil_mode,
+                     int64_t exclude_pad)
 {
     pool_job j = {0};
     j.s = (pyrt_conv_shape){.n = n, .c = c, .h = h, .w = w, .kh = kh, .kw = kw,
-                            .stride_h = stride, .stride_w = stride, .pad_h = pad, .pad_w = pad};
+                            .stride_h = stride, .stride_w = stride, .pad_h = pad, .pad_w = pad,
+                            .ceil_mode = ceil_mode, .exclude_pad = exclude_pad};
     CHECK_RC(pyrt_conv_shape_init(&j.s), PYRT_OK);
     const int64_t nx = x_size(&j.s), ny = y_size(&j.s, c);
     float *x = kc_floats(nx), *dy = kc_floats(ny);
@@ -291,10 +303,13 @@ int main(void)
     check_errors();
     for (size_t i = 0; i < sizeof CONVS / sizeof CONVS[0]; i++)
         run_conv(&rng, &CONVS[i]);
-    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0);    /* windows tile the input */
-    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1);     /* overlapping, into the padding */
-    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1);     /* stride 1: every value in 9 windows */
-    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1);   /* uneven window */
-    printf("kernels_conv: %zu convolutions, 4 poolings\n", sizeof CONVS / sizeof CONVS[0]);
+    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0);  /* windows tile the input */
+    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0);   /* overlapping, into the padding */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 0);   /* stride 1: every value in 9 windows */
+    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1, 0, 0); /* uneven window */
+    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0);   /* ceil_mode: a last half window */
+    run_pool(&rng, 1, 4, 10, 8, 3, 3, 2, 1, 1, 1);  /* ceil_mode, padding left out */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1);   /* padding left out of the divisor */
+    printf("kernels_conv: %zu convolutions, 7 poolings\n", sizeof CONVS / sizeof CONVS[0]);
     return stress_end("kernels_conv", t0);
 }

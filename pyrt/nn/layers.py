@@ -132,36 +132,66 @@ class Conv2d(Module):
 
 class _Pool2d(Module):
     _tensor_input = True
+    ceil_mode = False  # (class defaults: modules pickled before these options load)
+    count_include_pad = True
 
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False):
         super().__init__()
         _pair(kernel_size, "kernel_size", 1)
         if stride is not None:
             _pair(stride, "stride", 1)
         _pair(padding, "padding", 0)
+        if not isinstance(ceil_mode, bool):
+            raise TypeError(f"ceil_mode must be a bool, got {ceil_mode!r}")
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding = padding
+        self.ceil_mode = ceil_mode
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+def _only(value, default, name):
+    """Refuse a PyTorch pooling option other than its default, which pyrt does not
+    implement."""
+    if value != default:
+        raise ValueError(f"{name}={value!r} is not supported (only {name}={default!r})")
+
+
 class MaxPool2d(_Pool2d):
-    """Maximum over kernel_size windows of x [n, c, h, w]; stride defaults to kernel_size."""
+    """Maximum over kernel_size windows of x [n, c, h, w]; stride defaults to kernel_size. With
+    ceil_mode the output size is rounded up (a last window may hang past the input)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        _only(dilation, 1, "dilation")
+        _only(return_indices, False, "return_indices")
+        super().__init__(kernel_size, stride, padding, ceil_mode)
 
     def extra_repr(self):
-        return super().extra_repr() + ", dilation=1, ceil_mode=False"  # PyTorch's repr
+        return super().extra_repr() + f", dilation=1, ceil_mode={self.ceil_mode}"
 
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding,
+                            ceil_mode=self.ceil_mode)
 
 
 class AvgPool2d(_Pool2d):
-    """Mean over kernel_size windows of x [n, c, h, w], zero padding counted in the mean."""
+    """Mean over kernel_size windows of x [n, c, h, w], zero padding counted in the mean
+    unless count_include_pad=False; ceil_mode as MaxPool2d's."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        _only(divisor_override, None, "divisor_override")
+        if not isinstance(count_include_pad, bool):
+            raise TypeError(f"count_include_pad must be a bool, got {count_include_pad!r}")
+        super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.count_include_pad = count_include_pad
 
     def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
 
 
 class Flatten(Module):

@@ -4,8 +4,10 @@
 defaults to ``kernel_size``, and ``padding`` may be at most half the kernel size, as in
 PyTorch. Max pooling pads with -inf and can return the flat ``h * w`` index of each maximum
 within its plane (``return_indices=True``), which its backward pass takes; average pooling
-pads with zeros that count in the divisor (PyTorch's ``count_include_pad=True``). The kernels
-(csrc/kernels/pool2d.c) run in parallel over the n*c planes.
+pads with zeros that count in the divisor unless ``count_include_pad=False``. With
+``ceil_mode=True`` the output size is rounded up, as in PyTorch: a last window may hang past
+the padded input (what hangs past counts in no divisor). The kernels (csrc/kernels/pool2d.c)
+run in parallel over the n*c planes.
 """
 
 import operator
@@ -35,10 +37,20 @@ from pyrt.ops.conv import (
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
 
 
-def _pool_geometry(x_shape, kernel_size, stride, padding):
+def _ceil_size(size, k, stride, pad):
+    """Output size along one axis with ceil_mode (pyrt_conv_shape_init's out_size)."""
+    out = -(-(size + 2 * pad - k) // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad else out
+
+
+def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
+                   count_include_pad=True):
     """pyrt_conv_shape, oh, ow for pooling an [n, c, h, w] input (shapes from the cache of
     pyrt.ops.conv, under a key of their own)."""
-    key = _cache_key("pool", x_shape, kernel_size, stride, padding)
+    ceil_mode, exclude_pad = _flag(ceil_mode, "ceil_mode"), not _flag(count_include_pad,
+                                                                       "count_include_pad")
+    key = _cache_key("pool", x_shape, kernel_size, stride, padding, int(ceil_mode),
+                     int(exclude_pad))
     hit = _CACHE.get(key) if key is not None else None
     if hit is not None:
         return hit
@@ -52,7 +64,18 @@ def _pool_geometry(x_shape, kernel_size, stride, padding):
     if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
         raise ValueError(f"padding should be at most half of kernel_size, got padding {pad} "
                          f"for kernel_size {kernel}")
-    return _remember(key, _geometry(x_shape, kernel, steps, pad, "kernel_size"))
+    shape, oh, ow = _geometry(x_shape, kernel, steps, pad, "kernel_size")
+    if ceil_mode:
+        oh = shape.oh = _ceil_size(x_shape[2], kernel[0], steps[0], pad[0])
+        ow = shape.ow = _ceil_size(x_shape[3], kernel[1], steps[1], pad[1])
+    shape.ceil_mode, shape.exclude_pad = int(ceil_mode), int(exclude_pad)
+    return _remember(key, (shape, oh, ow))
+
+
+def _flag(value, name):
+    if not isinstance(value, (bool, int)) or value not in (0, 1):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
 
 
 def _input_shape(input_shape):
@@ -68,21 +91,24 @@ def _input_shape(input_shape):
     return shape
 
 
-def backward_geometry(input_shape, kernel_size, stride, padding):
+def backward_geometry(input_shape, kernel_size, stride, padding, ceil_mode=False,
+                      count_include_pad=True):
     """(input_shape checked, pyrt_conv_shape, the shape grad_output must have) for the
     backward pass of a pooling, here and in the CUDA ops."""
     input_shape = _input_shape(input_shape)
-    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding)
+    shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding, ceil_mode,
+                                   count_include_pad)
     return input_shape, shape, (*input_shape[:2], oh, ow)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False, return_indices=False,
+               out=None):
     """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
     int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward. `out`
     (the maxima) must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
     n, c = x.shape[:2]
     y = out_f32(out, (n, c, oh, ow), disjoint=((x, "x"),))
     indices = empty((n, c, oh, ow), I64) if return_indices else None
@@ -93,11 +119,12 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, 
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0, *, out=None):
+                        padding=0, *, ceil_mode=False, out=None):
     """Gradient of max_pool2d with respect to its input: each grad_output entry goes to the
     input pixel its index names. Returns an array of input_shape (`out`, which must not
     overlap grad_output or indices, when given)."""
-    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
+                                                     ceil_mode)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = out_f32(out, input_shape,
@@ -111,12 +138,14 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     return dx
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
-    """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros. `out`
-    must not overlap x."""
+def avg_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False,
+               count_include_pad=True, out=None):
+    """Mean over each kernel_size window of x [n, c, h, w], padding counted as zeros (or left
+    out of the divisor with count_include_pad=False). `out` must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode,
+                                   count_include_pad)
     y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     rc = lib.pyrt_avg_pool2d_forward(shape, fptr(x), fptr(y))
     check_rc(rc, "avg_pool2d")
@@ -124,10 +153,11 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
 
 
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0, *,
-                        out=None):
+                        ceil_mode=False, count_include_pad=True, out=None):
     """Gradient of avg_pool2d with respect to its input, an array of input_shape (`out`, which
     must not overlap grad_output, when given)."""
-    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
+                                                     ceil_mode, count_include_pad)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     dx = out_f32(out, input_shape, disjoint=((grad_output, "grad_output"),))
     rc = lib.pyrt_avg_pool2d_backward(shape, fptr(grad_output), fptr(dx))

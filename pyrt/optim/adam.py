@@ -111,8 +111,9 @@ class AdamW(Adam):
 
     def step(self, closure=None):
         loss = None if closure is None else self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, _, _, _, weight_decay = super()._hyperparameters(group)
+        # every group's settings checked before any parameter is touched
+        settings = [super(AdamW, self)._hyperparameters(group) for group in self.param_groups]
+        for group, (lr, _, _, _, weight_decay) in zip(self.param_groups, settings):
             if weight_decay == 0:
                 continue
             decay = 1.0 - lr * weight_decay  # rounded to float32 by the kernel, as in torch

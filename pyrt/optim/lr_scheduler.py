@@ -13,6 +13,7 @@ changes made to the lr in between.
 
 import math
 import numbers
+import types
 from collections import Counter
 
 from pyrt.optim.optimizer import Optimizer
@@ -36,9 +37,10 @@ def _real(value, name):
 class LRScheduler:
     """The base of the schedules: keeps each group's starting lr (``initial_lr``, also in the
     group, as PyTorch keeps it) and the count of steps (``last_epoch``); a subclass gives
-    get_lr(), the lrs of the step just counted. Construction takes the first step (epoch 0),
-    which leaves the lrs as they are for every schedule here. ``last_epoch`` other than -1
-    resumes a schedule whose groups already hold ``initial_lr``."""
+    get_lr(), the lrs of the step just counted. Construction takes a first step
+    (``_is_initial``), which leaves the lrs as they are: a schedule resumed with
+    ``last_epoch`` other than -1 (its groups already hold ``initial_lr``) goes on from the lrs
+    the optimizer holds."""
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -54,7 +56,9 @@ class LRScheduler:
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._step_count = 0
+        self._is_initial = True
         self.step()
+        self._is_initial = False
 
     def get_lr(self):
         raise NotImplementedError(f"{type(self).__name__} does not implement get_lr()")
@@ -64,9 +68,14 @@ class LRScheduler:
 
     def step(self):
         """Count a step and set every group's lr for it."""
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.base_lrs):
+            raise ValueError(f"the optimizer has {len(groups)} parameter groups, but the "
+                             f"schedule was built for {len(self.base_lrs)}: build the schedule "
+                             "after adding groups")
         self._step_count += 1
         self.last_epoch += 1
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        for group, lr in zip(groups, self.get_lr()):
             group["lr"] = lr
         self._last_lr = self._current()
 
@@ -75,9 +84,8 @@ class LRScheduler:
         return list(self._last_lr)
 
     def state_dict(self):
-        """Everything but the optimizer (and, for LambdaLR, the functions)."""
-        return {key: value for key, value in self.__dict__.items()
-                if key not in ("optimizer", "lr_lambdas")}
+        """Everything but the optimizer."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict):
         self.__dict__.update(state_dict)
@@ -121,7 +129,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
+        if self._is_initial:
             return self._current()
         return [lr * self.gamma for lr in self._current()]
 
@@ -138,11 +146,8 @@ class CosineAnnealingLR(LRScheduler):
 
     def get_lr(self):
         t, T, low = self.last_epoch, self.T_max, self.eta_min
-        if t == 0:
+        if self._is_initial:
             return self._current()
-        if self._step_count == 1:  # resumed at step t: the closed form
-            return [low + (base - low) * (1 + math.cos(t * math.pi / T)) / 2
-                    for base in self.base_lrs]
         if (t - 1 - T) % (2 * T) == 0:  # the bottom of the curve: the ratio below is 0 / 0
             return [lr + (base - low) * (1 - math.cos(math.pi / T)) / 2
                     for base, lr in zip(self.base_lrs, self._current())]
@@ -154,7 +159,9 @@ class LambdaLR(LRScheduler):
     """initial_lr times lr_lambda(step): one function, or one per parameter group."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        groups = optimizer.param_groups if isinstance(optimizer, Optimizer) else []
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        groups = optimizer.param_groups
         lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else (
             [lr_lambda] * len(groups))
         if len(lambdas) != len(groups):
@@ -167,3 +174,20 @@ class LambdaLR(LRScheduler):
 
     def get_lr(self):
         return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
+
+    def state_dict(self):
+        """As PyTorch saves it: the functions themselves are not saved, only the attributes
+        of those that are callable objects (None for plain functions and lambdas)."""
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "lr_lambdas")}
+        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                               for fn in self.lr_lambdas]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        self.__dict__.update(state)
+        for fn, attributes in zip(self.lr_lambdas, saved):
+            if attributes is not None:
+                fn.__dict__.update(attributes)

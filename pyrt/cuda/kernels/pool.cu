@@ -72,15 +72,30 @@ extern "C" __global__ void pyrt_max_pool_backward(const float *__restrict__ gy,
     }
 }
 
-// the mean of each window, padding counted as zeros in the divisor kh * kw
+// the divisor of the window at output (oy, ox): its pixels within the padded input (kh * kw
+// unless ceil_mode lets it hang past), or with exclude_pad within the input (csrc pool2d.c)
+__device__ float pyrt_avg_divisor(long long oy, long long ox, long long h, long long w,
+                                  long long kh, long long kw, long long sh, long long sw,
+                                  long long ph, long long pw, long long exclude_pad) {
+    long long a = oy * sh - ph, b = ox * sw - pw;
+    long long ae = min(a + kh, h + ph), be = min(b + kw, w + pw);
+    if (exclude_pad) {
+        a = max(a, 0LL);
+        b = max(b, 0LL);
+        ae = min(ae, h);
+        be = min(be, w);
+    }
+    return (float)((ae - a) * (be - b));
+}
+
+// the mean of each window, padding counted as zeros in the divisor unless exclude_pad
 extern "C" __global__ void pyrt_avg_pool_forward(const float *__restrict__ x,
                                                  float *__restrict__ y, long long planes,
                                                  long long h, long long w, long long kh,
                                                  long long kw, long long sh, long long sw,
                                                  long long ph, long long pw, long long oh,
-                                                 long long ow) {
+                                                 long long ow, long long exclude_pad) {
     const long long n = planes * oh * ow;
-    const float scale = 1.0f / (float)(kh * kw);
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         const long long ox = i % ow, oy = (i / ow) % oh, p = i / (ow * oh);
@@ -94,7 +109,7 @@ extern "C" __global__ void pyrt_avg_pool_forward(const float *__restrict__ x,
                 if (xx >= 0 && xx < w) acc += plane[yy * w + xx];
             }
         }
-        y[i] = acc * scale;
+        y[i] = acc / pyrt_avg_divisor(oy, ox, h, w, kh, kw, sh, sw, ph, pw, exclude_pad);
     }
 }
 
@@ -103,9 +118,8 @@ extern "C" __global__ void pyrt_avg_pool_backward(const float *__restrict__ gy,
                                                   long long h, long long w, long long kh,
                                                   long long kw, long long sh, long long sw,
                                                   long long ph, long long pw, long long oh,
-                                                  long long ow) {
+                                                  long long ow, long long exclude_pad) {
     const long long n = planes * h * w;
-    const float scale = 1.0f / (float)(kh * kw);
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         const long long xx = i % w, yy = (i / w) % h, p = i / (w * h);
@@ -115,7 +129,9 @@ extern "C" __global__ void pyrt_avg_pool_backward(const float *__restrict__ gy,
         const float *plane = gy + p * oh * ow;
         float acc = 0.0f;
         for (long long a = y0; a < y1; ++a)
-            for (long long b = x0; b < x1; ++b) acc += plane[a * ow + b];
-        dx[i] = acc * scale;
+            for (long long b = x0; b < x1; ++b)
+                acc += plane[a * ow + b] /
+                       pyrt_avg_divisor(a, b, h, w, kh, kw, sh, sw, ph, pw, exclude_pad);
+        dx[i] = acc;
     }
 }

@@ -94,11 +94,12 @@ def _pool_input(x):
     return x
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, out=None):
+def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False, return_indices=False,
+               out=None):
     """Maximum over each window of x [n, c, h, w]; with return_indices, also the int64 flat
     index (within the h*w plane) of each maximum, for max_pool2d_backward."""
     x = _pool_input(x)
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
     y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     idx = cupy.empty(y.shape, I64) if return_indices else y
     kernel("pool", "pyrt_max_pool_forward")(
@@ -107,10 +108,11 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, return_indices=False, 
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0, *, out=None):
+                        padding=0, *, ceil_mode=False, out=None):
     """Gradient of max_pool2d: each grad_output entry goes to the input pixel its index
     names (gathered per input pixel). Returns an array of input_shape."""
-    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
+                                                     ceil_mode)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = out_f32(out, input_shape,
@@ -120,22 +122,27 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     return dx
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, *, out=None):
-    """Mean over each window of x [n, c, h, w], padding counted as zeros."""
+def avg_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False,
+               count_include_pad=True, out=None):
+    """Mean over each window of x [n, c, h, w], padding counted as zeros (or left out of the
+    divisor with count_include_pad=False)."""
     x = _pool_input(x)
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode,
+                                   count_include_pad)
     y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     kernel("pool", "pyrt_avg_pool_forward")(grid_for(y.size), (BLOCK,),
-                                            (x, y) + _pool_dims(shape))
+                                            (x, y) + _pool_dims(shape) + (shape.exclude_pad,))
     return y
 
 
 def avg_pool2d_backward(grad_output, input_shape, kernel_size, stride=None, padding=0, *,
-                        out=None):
+                        ceil_mode=False, count_include_pad=True, out=None):
     """Gradient of avg_pool2d with respect to its input, an array of input_shape."""
-    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding)
+    input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
+                                                     ceil_mode, count_include_pad)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     dx = out_f32(out, input_shape, disjoint=((grad_output, "grad_output"),))
     kernel("pool", "pyrt_avg_pool_backward")(grid_for(dx.size), (BLOCK,),
-                                             (grad_output, dx) + _pool_dims(shape))
+                                             (grad_output, dx) + _pool_dims(shape)
+                                             + (shape.exclude_pad,))
     return dx
