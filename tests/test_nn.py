@@ -886,7 +886,12 @@ def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target
     g = r.standard_normal(loss.shape).astype(F32)
     loss.backward(pyrt.tensor(g))
     tloss.backward(torch.from_numpy(g))
-    assert_close(zp.grad.data, zt.grad.numpy(), rtol=2e-6, what="input grad")
+    # softmax - onehot cancels where a row is nearly certain: float32 rounding of the
+    # probability (about 1) times g, however small the difference
+    scale = max(float(np.max(np.abs(zt.grad.numpy()), initial=0)),
+                float(np.max(np.abs(g), initial=0)))
+    err = float(np.max(np.abs(zp.grad.data - zt.grad.numpy()), initial=0))
+    assert err <= 2e-6 * scale, f"input grad: max error {err:.3g}, scale {scale:.3g}"
     if target_grad:
         assert_close(tp.grad.data, tt.grad.numpy(), rtol=2e-6, what="target grad")
     functional = {"CrossEntropyLoss": F.cross_entropy,
