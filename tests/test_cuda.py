@@ -331,6 +331,21 @@ def test_dropout_draws_the_cpu_mask():
     close(outs[1][1], outs[0][1])
 
 
+def test_clip_grad_norm_on_the_device_matches_cpu():
+    grads = [f32(4, 5, seed=3) * 3, f32(7, seed=4)]
+    totals, clipped = [], []
+    for device in ("cpu", "cuda"):
+        params = [pyrt.tensor(np.zeros_like(g), requires_grad=True, device=device)
+                  for g in grads]
+        for p, gr in zip(params, grads):
+            p.grad = pyrt.tensor(gr, device=device)
+        totals.append(nn.utils.clip_grad_norm_(params, 1.0).data)
+        clipped.append([p.grad.data for p in params])
+    close(totals[1], totals[0])
+    for d, h in zip(*clipped[::-1]):
+        close(d, h)
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

@@ -1173,6 +1173,53 @@ def test_pool_layers_take_torchs_options():
         nn.MaxPool2d(2, ceil_mode=1)
 
 
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf"), 3])
+@pytest.mark.parametrize("max_norm", [0.5, 1e6])
+def test_clip_grad_norm_matches_torch(norm_type, max_norm):
+    torch = pytest.importorskip("torch")
+    r = rng(48)
+    shapes = [(4, 5), (5,), (3, 3)] + ([(0,)] if norm_type != float("inf") else [])
+    grads = [(r.standard_normal(shape) * 3).astype(F32) for shape in shapes]
+    ours = [pyrt.tensor(np.zeros_like(g), requires_grad=True) for g in grads]
+    theirs = [torch.zeros(g.shape, requires_grad=True) for g in grads]
+    for p, t, g in zip(ours, theirs, grads):
+        p.grad, t.grad = pyrt.tensor(g.copy()), torch.from_numpy(g.copy())
+    ours.append(pyrt.tensor(np.ones(2, F32), requires_grad=True))  # no gradient: left out
+    total = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
+    ref = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
+    assert total.shape == () and total.dtype == F32
+    assert_close(total.data, ref.numpy(), rtol=1e-6)
+    for p, t in zip(ours, theirs):
+        assert_close(p.grad.data, t.grad.numpy(), rtol=1e-6)
+    assert ours[-1].grad is None
+
+
+def test_clip_grad_value_and_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    g = (rng(49).standard_normal((6, 7)) * 2).astype(F32)
+    p, t = pyrt.tensor(np.zeros_like(g), requires_grad=True), torch.zeros(6, 7,
+                                                                         requires_grad=True)
+    p.grad, t.grad = pyrt.tensor(g.copy()), torch.from_numpy(g.copy())
+    nn.utils.clip_grad_value_(p, 0.75)  # a single tensor, as torch takes it
+    torch.nn.utils.clip_grad_value_(t, 0.75)
+    np.testing.assert_array_equal(p.grad.data, t.grad.numpy())
+    p = pyrt.tensor(np.zeros(2, F32), requires_grad=True)
+    p.grad = pyrt.tensor(np.array([np.inf, 1.0], F32))
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+    assert p.grad.data[0] == np.inf  # nothing scaled
+    with pytest.raises(TypeError, match="max_norm must be a real number"):
+        nn.utils.clip_grad_norm_([p], "1")
+    with pytest.raises(TypeError, match="parameters must be Tensors"):
+        nn.utils.clip_grad_norm_([np.ones(2)], 1.0)
+    assert float(nn.utils.clip_grad_norm_([], 1.0)) == 0.0
+    # an empty gradient adds nothing, for the inf norm too (torch refuses that one)
+    e = pyrt.tensor(np.zeros(0, F32), requires_grad=True)
+    e.grad = pyrt.tensor(np.zeros(0, F32))
+    p.grad = pyrt.tensor(np.array([-3.0, 1.0], F32))
+    assert float(nn.utils.clip_grad_norm_([e, p], 10.0, float("inf"))) == 3.0
+
+
 # ---- initialisation --------------------------------------------------------------------------
 
 

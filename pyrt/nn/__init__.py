@@ -1,7 +1,7 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses and
 ``pyrt.nn.init``."""
 
-from pyrt.nn import functional, init
+from pyrt.nn import functional, init, utils
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
@@ -26,4 +26,5 @@ __all__ = [
     "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
     "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+    "utils",
 ]
