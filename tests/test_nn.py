@@ -1103,7 +1103,7 @@ def test_module_list_registers_its_modules_as_torch():
     assert len(nn.ModuleList()) == 0
 
 
-def test_review_fixes_of_the_new_modules():
+def test_edge_cases_of_the_new_modules():
     # a 0-d loss of each element is a 0-d tensor with a 0-d gradient
     z = pyrt.tensor(np.float32(0.3), requires_grad=True)
     loss = F.binary_cross_entropy_with_logits(z, pyrt.tensor(np.float32(0.5)), reduction="none")
