@@ -58,7 +58,7 @@ class SGD(Optimizer):
                 if grad is None:
                     continue
                 # (p, its array, that array's pointer, momentum buffer, its pointer, whether
-                # made with momentum, the array's shape and size), while all still hold
+                # made with momentum, the array's shape, size and write key), while all still hold
                 cached = cache.get(id(p))
                 if (cached is None or cached[0] is not p or cached[1] is not p.data
                         or cached[5] != has_momentum
@@ -80,8 +80,7 @@ class SGD(Optimizer):
                          dampening, weight_decay, nesterov, first)
                 if rc:
                     check_rc(rc, "sgd_step")
-                data = cached[1]
-                marks[id(data) if data.base is None else write_key(data)] = count
+                marks[cached[8]] = count
         return loss
 
     def _hyperparameters(self, group):
@@ -97,7 +96,8 @@ class SGD(Optimizer):
 
     def _pointers(self, p, state, momentum):
         """The cache entry of parameter p: (p, its array, the array's pointer, momentum buffer,
-        its pointer, whether made with momentum, shape, size). The pointers are made once and
+        its pointer, whether made with momentum, shape, size, the array's key among the
+        marks of in-place writes (autograd.write_key)). The pointers are made once and
         reused while p.data and the buffer stay the same arrays (the entry keeps them alive).
         The buffer pointer is ffi.NULL without momentum, None when the buffer is still to be
         created (and the entry is then not kept)."""
@@ -115,7 +115,8 @@ class SGD(Optimizer):
                 buf = state[p]["momentum_buffer"] = np.array(buf, dtype=np.float32)
             _in_place(buf, "momentum_buffer", param.shape)
             pbuf = _from_buffer(_FLOATS, buf)
-        cached = (p, param, pp, buf, pbuf, has_momentum, param.shape, param.size)
+        cached = (p, param, pp, buf, pbuf, has_momentum, param.shape, param.size,
+                  write_key(param))
         if pbuf is not None:
             self._cache[id(p)] = cached
         return cached
