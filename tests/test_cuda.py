@@ -346,6 +346,18 @@ def test_clip_grad_norm_on_the_device_matches_cpu():
         close(d, h)
 
 
+def test_grouped_conv2d_matches_cpu():
+    x, grads = f32(2, 6, 9, 9), []
+    for device in ("cpu", "cuda"):
+        pyrt.manual_seed(4)
+        conv = nn.Conv2d(6, 6, 3, padding=1, groups=3).to(device)
+        t = pyrt.tensor(x, requires_grad=True, device=device)
+        conv(t).sum().backward()
+        grads.append((t.grad.data, conv.weight.grad.data, conv.bias.grad.data))
+    for d, h in zip(grads[1], grads[0]):
+        close(d, h, atol=1e-4)
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

@@ -742,6 +742,43 @@ def test_conv2d_against_torch(c, k, ks, stride, padding, bias):
                                torch.nn.Conv2d(c, k, ks, stride, padding, bias=bias), x, 9)
 
 
+@pytest.mark.parametrize("c,k,ks,stride,padding,groups,bias", [
+    (4, 6, 3, 1, 1, 2, True), (6, 6, 3, 2, 1, 6, False), (3, 9, (2, 3), 1, (1, 0), 3, True),
+    (8, 4, 1, 1, 0, 4, True)])
+def test_grouped_conv2d_against_torch(c, k, ks, stride, padding, groups, bias):
+    """Groups, depthwise (groups == channels) included: outputs and all three gradients;
+    PyTorch's default initialisation bound follows the channels per group."""
+    torch = pytest.importorskip("torch")
+    x = rng(50).standard_normal((3, c, 10, 9)).astype(F32)
+    ours = nn.Conv2d(c, k, ks, stride, padding, groups=groups, bias=bias)
+    theirs = torch.nn.Conv2d(c, k, ks, stride, padding, groups=groups, bias=bias)
+    assert repr(ours) == repr(theirs) and ours.weight.shape == tuple(theirs.weight.shape)
+    bound = 1 / math.sqrt(c // groups * math.prod(ours.kernel_size))
+    assert np.abs(ours.weight.data).max() <= bound
+    check_module_against_torch(ours, theirs, x, 10)
+    # the functional form, with an input that needs no gradient
+    y = F.conv2d(pyrt.tensor(x), ours.weight, ours.bias, stride, padding, groups=groups)
+    assert_close(y.data, theirs(to_torch(x)).detach().numpy())
+
+
+def test_conv2d_options_are_checked_as_torch():
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        nn.Conv2d(3, 4, 3, groups=2)
+    with pytest.raises(ValueError, match="out_channels must be divisible by groups"):
+        nn.Conv2d(4, 3, 3, groups=2)
+    with pytest.raises(ValueError, match="groups must be a positive integer"):
+        nn.Conv2d(4, 4, 3, groups=0)
+    with pytest.raises(ValueError, match=r"dilation=2 is not supported"):
+        nn.Conv2d(4, 4, 3, dilation=2)
+    with pytest.raises(ValueError, match="padding_mode='reflect' is not supported"):
+        nn.Conv2d(4, 4, 3, padding_mode="reflect")
+    x, w = pyrt.randn(1, 4, 5, 5), pyrt.randn(6, 3, 3, 3)
+    with pytest.raises(ValueError, match=r"Given groups=2, weight of size \[6, 3, 3, 3\]"):
+        F.conv2d(x, w, groups=2)
+    with pytest.raises(ValueError, match="groups must be a positive integer"):
+        F.conv2d(x, w, groups=-1)
+
+
 def pool_reference(x, k, reduce):
     n, c, h, w = x.shape
     x = x[:, :, :h // k * k, :w // k * k].reshape(n, c, h // k, k, w // k, k)

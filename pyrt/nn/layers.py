@@ -90,19 +90,30 @@ class Linear(Module):
 
 class Conv2d(Module):
     """2-D cross-correlation of x [n, in_channels, h, w] with weight [out_channels,
-    in_channels, kh, kw], plus bias [out_channels]."""
+    in_channels / groups, kh, kw], plus bias [out_channels]; with groups > 1 each group of
+    in_channels / groups channels has out_channels / groups filters of its own."""
     _tensor_input = True
+    groups = 1  # (a class default: modules pickled before groups existed load)
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, *,
-                 bias=True):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros"):
         super().__init__()
         self.in_channels = _positive_int(in_channels, "in_channels")
         self.out_channels = _positive_int(out_channels, "out_channels")
         self.kernel_size = _pair(kernel_size, "kernel_size", 1)
         self.stride = _pair(stride, "stride", 1)
         self.padding = _pair(padding, "padding", 0)
-        self.weight = Parameter(np.empty((out_channels, in_channels) + self.kernel_size,
-                                         np.float32))
+        if _pair(dilation, "dilation", 1) != (1, 1):
+            raise ValueError(f"dilation={dilation!r} is not supported (only dilation=1)")
+        if padding_mode != "zeros":
+            raise ValueError(f"padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        self.groups = _positive_int(groups, "groups")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        self.weight = Parameter(np.empty((out_channels, in_channels // groups)
+                                         + self.kernel_size, np.float32))
         if bias:
             self.bias = Parameter(np.empty((out_channels,), np.float32))
         else:
@@ -115,13 +126,15 @@ class Conv2d(Module):
     def forward(self, x):
         params = self._parameters
         return F.conv2d(x, params["weight"], params["bias"], stride=self.stride,
-                        padding=self.padding)
+                        padding=self.padding, groups=self.groups)
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
         if self.padding != (0, 0):
             s += f", padding={self.padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
