@@ -84,34 +84,33 @@ class Module:
     def register_parameter(self, name, param):
         """Add `param` (a Parameter, or None for an absent one such as ``bias=False``) under
         `name`."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        self._check_name(name, "parameter", self._parameters)
-        if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign {type(param).__name__!r} object to parameter "
-                            f"{name!r} (pyrt.nn.Parameter or None required)")
-        self._forget(name, keep=self._parameters)
-        self._parameters[name] = param
+        self._register("_parameters", "parameter", name, param, Parameter, "pyrt.nn.Parameter")
 
     def register_buffer(self, name, tensor, persistent=True):
         """Add `tensor` (a Tensor, or None for an absent one) as a buffer under `name`: part
         of the module's state, moved by ``to()`` and, if `persistent`, saved by
         ``state_dict()``, but not a parameter (no optimizer updates it)."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        self._check_name(name, "buffer", self._buffers)
-        if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign {type(tensor).__name__!r} object to buffer "
-                            f"{name!r} (pyrt.Tensor or None required)")
         if isinstance(tensor, Parameter):
             raise TypeError(f"cannot register the Parameter {name!r} as a buffer: use "
                             "register_parameter")
-        self._forget(name, keep=self._buffers)
-        self._buffers[name] = tensor
+        self._register("_buffers", "buffer", name, tensor, Tensor, "pyrt.Tensor")
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
+
+    def _register(self, store, kind, name, value, cls, expected):
+        """Put `value` (a `cls` or None) under `name` in the dict `store` of this module, in
+        place of whatever else held the name."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        own = self.__dict__[store]
+        self._check_name(name, kind, own)
+        if value is not None and not isinstance(value, cls):
+            raise TypeError(f"cannot assign {type(value).__name__!r} object to {kind} "
+                            f"{name!r} ({expected} or None required)")
+        self._forget(name, keep=own)
+        own[name] = value
 
     def add_module(self, name, module):
         """Add `module` (or None) as a child under `name`."""
