@@ -654,13 +654,19 @@ def index_rows(x, index):
 # ---- dropout ---------------------------------------------------------------------------------
 
 
+def dropout_probability(p):
+    """`p` if it is a probability, else PyTorch's ValueError (F.dropout's and nn.Dropout's)."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    return p
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """While training, each element zeroed with probability p and the others scaled by
     1 / (1 - p), the mask drawn from pyrt's seeded generator (pyrt.manual_seed), so that a
     run repeats at any thread count; otherwise `input` itself. The gradient goes through the
     same mask."""
-    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+    dropout_probability(p)
     if inplace:
         raise ValueError("dropout(inplace=True) is not supported: pyrt writes the result to a "
                          "new tensor")
@@ -746,7 +752,6 @@ def _summed(mean, inputs, n):
     gradient scaled to match; for none (where the mean is nan) 0, with zero gradients for
     `inputs`, the tensors the loss was computed from."""
     if n == 0:
-        inputs = tuple(t for t in inputs if isinstance(t, _Tensor))
         zeros = _xp(inputs[0].data).zeros
         return _make(zeros((), F32), inputs,
                      lambda g: tuple(zeros(t.data.shape, F32) for t in inputs), reads=False)

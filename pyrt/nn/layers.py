@@ -292,8 +292,7 @@ class Dropout(Module):
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p!r}")
+        F.dropout_probability(p)
         if inplace:
             raise ValueError("Dropout(inplace=True) is not supported: pyrt writes the result "
                              "to a new tensor")

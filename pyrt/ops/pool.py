@@ -37,12 +37,6 @@ from pyrt.ops.conv import (
 __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
 
 
-def _ceil_size(size, k, stride, pad):
-    """Output size along one axis with ceil_mode (pyrt_conv_shape_init's out_size)."""
-    out = -(-(size + 2 * pad - k) // stride) + 1
-    return out - 1 if (out - 1) * stride >= size + pad else out
-
-
 def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
                    count_include_pad=True):
     """pyrt_conv_shape, oh, ow for pooling an [n, c, h, w] input (shapes from the cache of
@@ -65,10 +59,10 @@ def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
         raise ValueError(f"padding should be at most half of kernel_size, got padding {pad} "
                          f"for kernel_size {kernel}")
     shape, oh, ow = _geometry(x_shape, kernel, steps, pad, "kernel_size")
-    if ceil_mode:
-        oh = shape.oh = _ceil_size(x_shape[2], kernel[0], steps[0], pad[0])
-        ow = shape.ow = _ceil_size(x_shape[3], kernel[1], steps[1], pad[1])
     shape.ceil_mode, shape.exclude_pad = int(ceil_mode), int(exclude_pad)
+    if ceil_mode:  # the output sizes rounded up, by the kernels' own rule
+        check_rc(lib.pyrt_conv_shape_init(shape), "pooling")
+        oh, ow = shape.oh, shape.ow
     return _remember(key, (shape, oh, ow))
 
 
