@@ -276,7 +276,7 @@ def run(args):
         bar = tqdm(total=sum(r.processes for r in runs), unit="run", file=sys.stderr,
                    dynamic_ncols=True, disable=not sys.stderr.isatty())
         try:
-            runner.execute(runs, args.repeat, Path(build_dir),
+            runner.execute(runs, Path(build_dir),
                            {"quick": args.quick, "data": settings["data"]}, args.timeout,
                            records, bar)
         except KeyboardInterrupt:

@@ -130,9 +130,12 @@ def markdown(report, workloads):
                f"{len(info['affinity'])} this process may run on; {info['gcc']}; {libraries}; "
                f"load average at start {info['loadavg_start'][0]:.2f}, at end "
                f"{info['loadavg_end'][0]:.2f}.")
-    runs = f"{settings['repeat']} timed run{'s' if settings['repeat'] > 1 else ''}"
+    repeat = settings["repeat"]
+    runs = f"{repeat} timed run{'s' if repeat > 1 else ''}, one per process"
+    rounds = ("" if repeat == 1 else
+              f", taken in {repeat} rounds that each run every variant at every thread count")
     method = (f"Each (workload, variant, thread count) runs in fresh processes; a figure is the "
-              f"median of {runs}"
+              f"median of {runs}{rounds}"
               + (" (--quick sizes: a smoke test, not a measurement)" if settings["quick"] else "")
               + ". `speedup` is pyrt's one-thread time over its time at this thread count, "
               "`efficiency` the speedup over the thread count, `pyrt ÷ X` pyrt's time over X's "

@@ -1,8 +1,12 @@
 """Run the plan of a scaling sweep: every (workload, variant, thread count) in fresh processes.
 
-A C variant is its program, run `repeat` times (one figure each: the program's own median of a
-few passes); a Python variant is one `python -m pyrt.bench.worker` process that times `repeat`
-samples after a warm-up. Every process gets the thread count through PYRT_NUM_THREADS,
+Each process gives one sample: a C variant is its program (its figure is the program's own
+median of a few passes), a Python variant one `python -m pyrt.bench.worker` process that times
+one sample after a warm-up. A workload's `repeat` samples per (variant, thread count) are taken
+in rounds, each round running every variant at every thread count once, so that drift on a
+shared machine over the workload's runs (other jobs, clock changes) spreads over all thread
+counts and peers instead of landing on one of them: a slower spell that fell on the 2-thread
+runs alone would pass for a loss of scaling. Every process gets the thread count through PYRT_NUM_THREADS,
 OMP_NUM_THREADS and TBB_NUM_THREADS (the worker sets torch's, numexpr's and the BLAS's from
 there), so that no two runtimes' pools ever meet in one process.
 
@@ -38,19 +42,22 @@ class Run:
     workload: object  # pyrt.bench.workloads.Workload
     variant: object  # pyrt.bench.workloads.Variant
     threads: int
-    processes: int  # how many processes: `repeat` for a C program, else 1
+    processes: int  # how many processes, one sample each
+    round: int = 0  # the round it belongs to: an epoch's run index (its seed and batch order)
 
 
 def plan(workloads, threads, repeat):
-    """The runs, workload by workload and, within one, thread count by thread count, so that
-    pyrt and its peers at one thread count run close together in time."""
+    """The runs, workload by workload; within one, `repeat` rounds of every thread count, and
+    within a thread count every variant, so that pyrt and its peers at one thread count run
+    close together in time and each thread count's samples are spread over the workload's
+    whole span."""
     runs = []
     for workload in workloads:
-        for t in threads:
-            for variant in workload.variants:
-                if variant.threaded or t == 1:
-                    runs.append(Run(workload, variant, t,
-                                    repeat if variant.program is not None else 1))
+        for r in range(repeat):
+            for t in threads:
+                for variant in workload.variants:
+                    if variant.threaded or t == 1:
+                        runs.append(Run(workload, variant, t, 1, r))
     return runs
 
 
@@ -111,11 +118,11 @@ def kill_group(proc):
     proc.communicate()
 
 
-def _command(run, repeat, build_dir, options):
+def _command(run, build_dir, options):
     if run.variant.program is not None:
         return [build_dir / run.variant.program, *run.variant.args]
     spec = {"workload": run.workload.name, "variant": run.variant.label, "threads": run.threads,
-            "repeat": repeat, **options}
+            "repeat": 1, "first": run.round, **options}
     return [sys.executable, "-m", "pyrt.bench.worker", json.dumps(spec)]
 
 
@@ -141,7 +148,7 @@ def _record(run, outcome, cpus):
     return record
 
 
-def execute(runs, repeat, build_dir, options, timeout, records, bar):
+def execute(runs, build_dir, options, timeout, records, bar):
     """Run `runs` (plan()), appending one record per process to `records` as each finishes, so
     that the caller still has them after a Ctrl-C (KeyboardInterrupt). `options` go into every
     worker's spec (quick, data); `bar` is a tqdm progress bar counting processes."""
@@ -150,7 +157,7 @@ def execute(runs, repeat, build_dir, options, timeout, records, bar):
         for run in runs:
             bar.set_description(f"{run.workload.name} · {run.variant.label} · "
                                 f"{run.threads} thread{'s' if run.threads > 1 else ''}")
-            cmd = _command(run, repeat, build_dir, options)
+            cmd = _command(run, build_dir, options)
             env = thread_env(run.threads)
             for _ in range(run.processes):
                 records.append(_record(run, run_command(cmd, env, timeout, stop), cpus))

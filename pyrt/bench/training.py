@@ -6,7 +6,8 @@ initial weights and batch order.
           step (forward, loss, zero_grad, backward, optimizer.step), `args.repeat` runs of
           `args.xor_steps` steps after a warm-up
     mlp   Fashion-MNIST, 784-128-10, CrossEntropyLoss, SGD lr 0.1 momentum 0.9, batch 64:
-          seconds for one epoch of `args.train_limit` images, `args.runs` epochs (seeds 0..R-1)
+          seconds for one epoch of `args.train_limit` images, `args.runs` epochs (seeds from
+          `args.first`, 0 unless given)
     cnn   conv 8, ReLU, pool, conv 16, ReLU, pool, linear (pyrt's CLI model), same recipe
 
 Timing covers the training loop only: the batches are cut before the clock starts and the test
@@ -142,11 +143,12 @@ def _pyrt_model(task, seed):
 
 
 def _epochs(args, data, new_model, criterion, optimizer, to_tensor, accuracy):
-    """`args.runs` epochs of `args.train_limit` images, run r from new_model(r) with batch
-    order r; the seconds of each (training loop only), its last loss and the test accuracy
-    after it."""
+    """`args.runs` epochs of `args.train_limit` images, run r (from args.first, when given,
+    else 0) from new_model(r) with batch order r; the seconds of each (training loop only), its
+    last loss and the test accuracy after it."""
     times, accuracies, losses = [], [], []
-    for run in range(args.runs):
+    first = getattr(args, "first", 0)
+    for run in range(first, first + args.runs):
         model = new_model(run)
         step = _training_step(model, criterion, optimizer(model.parameters(), lr=0.1,
                                                           momentum=0.9))

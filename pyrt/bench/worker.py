@@ -1,9 +1,10 @@
 """One Python variant of one workload at one thread count, in a process of its own.
 
     python -m pyrt.bench.worker '{"workload": "sum", "variant": "torch.sum", "threads": 2,
-                                  "repeat": 5, "quick": false, "data": null}'
+                                  "repeat": 5, "first": 0, "quick": false, "data": null}'
 
-prints one JSON line: "samples" (seconds per call, one per timed sample), the thread counts the
+times `repeat` samples (the sweep asks for one per process) and prints one JSON line:
+"samples" (seconds per call, one per timed sample), the thread counts the
 libraries report ("threads_seen"), "notes" (results that did not check) and, for an epoch,
 the test accuracy after each one and the data set's name. pyrt's thread count
 comes from PYRT_NUM_THREADS, set by the runner; each peer's is set here through its own knob
@@ -135,7 +136,7 @@ def _epoch(spec, extra):
     else:
         data = training.load_fashion(spec["data"])
         images = len(data.train_images)
-    args = SimpleNamespace(runs=spec["repeat"], train_limit=images)
+    args = SimpleNamespace(runs=spec["repeat"], first=spec.get("first", 0), train_limit=images)
     task = spec["workload"].split("_")[0]
     epoch = training.epoch_torch if spec["variant"] == "torch" else training.epoch_pyrt
     result = epoch(args, task, data)
