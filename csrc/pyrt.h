@@ -265,9 +265,10 @@ int pyrt_linear_chain_backward(int64_t layers, const int64_t *dims, int64_t batc
 
 /* ---- convolution and pooling (NCHW) --------------------------------------------------- */
 
-/* Geometry of a 2-D convolution or pooling window: input [n, c, h, w], kernel kh x kw,
- * stride and zero padding; the output is [n, k, oh, ow] with oh = (h + 2*pad_h - kh)/stride_h
- * + 1 (and the same for ow). */
+/* Geometry of a 2-D convolution or pooling window: input [n, c, h, w], kernel kh x kw whose
+ * taps lie dilation_h rows and dilation_w columns apart, stride and zero padding; the output
+ * is [n, k, oh, ow] with oh = (h + 2*pad_h - dilation_h*(kh - 1) - 1)/stride_h + 1 (and the
+ * same for ow). */
 typedef struct pyrt_conv_shape {
     int64_t n, c, h, w;     /* input */
     int64_t k;              /* output channels (convolution only) */
@@ -280,23 +281,35 @@ typedef struct pyrt_conv_shape {
      * divide by the input pixels of each window only (PyTorch's count_include_pad=False).
      * Otherwise a window's divisor counts its padding, not what hangs past the padding. */
     int64_t ceil_mode, exclude_pad;
+    /* spacing of the window's taps, 1 for adjacent taps (0 means 1, and
+     * pyrt_conv_shape_init writes 1). Convolution and max pooling; average pooling takes 1
+     * only, as PyTorch's. */
+    int64_t dilation_h, dilation_w;
+    /* convolution only: the channels form `groups` groups (0 means 1, written as 1 by
+     * pyrt_conv_shape_init), c and k both divisible by it; each group of c/groups input
+     * channels has k/groups filters of its own, and the weight is [k, c/groups, kh, kw].
+     * groups == c is a depthwise convolution. Pooling takes 0 or 1. */
+    int64_t groups;
 } pyrt_conv_shape;
 
-/* Check the geometry and compute oh, ow. Returns PYRT_EINVAL if the window does not fit. */
+/* Check the geometry, compute oh, ow and write 1 for a dilation or groups of 0. Returns
+ * PYRT_EINVAL if the window does not fit or the channels do not split into the groups. */
 int pyrt_conv_shape_init(pyrt_conv_shape *s);
 
-/* y[n, k, oh, ow] = conv(x[n, c, h, w], weight[k, c, kh, kw]) + bias[k] (bias may be NULL). */
+/* y[n, k, oh, ow] = conv(x[n, c, h, w], weight[k, c/groups, kh, kw]) + bias[k] (bias may be
+ * NULL). */
 int pyrt_conv2d_forward(const pyrt_conv_shape *s, const float *x, const float *weight,
                         const float *bias, float *y);
 
-/* Gradients from dy [n, k, oh, ow]: dx [n, c, h, w] (may be NULL), dweight [k, c, kh, kw]
- * (may be NULL), dbias [k] (may be NULL). dweight and dbias sum over the batch in a fixed
- * order. */
+/* Gradients from dy [n, k, oh, ow]: dx [n, c, h, w] (may be NULL), dweight
+ * [k, c/groups, kh, kw] (may be NULL), dbias [k] (may be NULL). dweight and dbias sum over the
+ * batch in a fixed order. */
 int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *weight,
                          const float *dy, float *dx, float *dweight, float *dbias);
 
 /* Pooling over [n, c, h, w] (s->k is ignored; the output has c channels), h and w at least 1
- * (PYRT_EINVAL otherwise: a window of padding alone has no maximum). Max pooling pads
+ * (PYRT_EINVAL otherwise: a window of padding alone has no maximum), groups 0 or 1, and for
+ * average pooling dilation 0 or 1 (PYRT_EINVAL otherwise). Max pooling pads
  * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
  * the backward pass; its backward returns PYRT_EINVAL, with dx not fully written, when an
  * index lies outside [0, h*w). Average pooling divides by the window's size within the

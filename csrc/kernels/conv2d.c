@@ -1,12 +1,16 @@
 /*
  * conv2d.c - 2-D convolution of NCHW batches, forward and backward (pyrt.h).
  *
- * Method. A stride-1 convolution with few taps per output (c*kh*kw, or k*kh*kw for the input
- * gradient, at most DIRECT_MAX_TAPS) runs the direct kernels of conv_direct.c; everything
- * else unfolds each image with im2col and multiplies with pyrt_sgemm:
+ * Method. A stride-1 convolution of one group without dilation and with few taps per output
+ * (c*kh*kw, or k*kh*kw for the input gradient, at most DIRECT_MAX_TAPS) runs the direct kernels
+ * of conv_direct.c; everything else unfolds each image with im2col and multiplies with
+ * pyrt_sgemm:
  *     forward       y[n]  = weight[k, c*kh*kw] @ cols(x[n]) + bias
  *     input grad    dx[n] = col2im(weight^T @ dy[n])
  *     weight grad   dw    = sum over n of dy[n] @ cols(x[n])^T,  dbias = sum of dy over n, y, x
+ * With groups, the rows of cols(x[n]) fall into groups of (c/groups)*kh*kw, one per group of
+ * channels, and so do the filters and the planes of dy: each product above is one per group,
+ * group g's filters times group g's rows of cols, in group order.
  * The direct input gradient is itself a direct convolution: of dy, padded by kh-1-pad_h and
  * kw-1-pad_w, with the filters transposed (k <-> c) and flipped in both spatial axes.
  *
@@ -83,12 +87,14 @@ static int product_ok(int64_t a, int64_t b, int64_t c, int64_t d)
            && !__builtin_mul_overflow(p, d, &p) && p <= INT64_MAX / 16;
 }
 
-/* Windows along one axis: those that fit the padded input or, with ceil_mode, also a last
- * one that hangs past it, as long as it starts inside the input or its leading padding
- * (PyTorch's rule: a window starting in the trailing padding would hold padding only). */
-static int64_t out_size(int64_t size, int64_t k, int64_t stride, int64_t pad, int64_t ceil_mode)
+/* Windows along one axis, `extent` = dilation * (k - 1) + 1 input positions from first tap to
+ * last: those that fit the padded input or, with ceil_mode, also a last one that hangs past
+ * it, as long as it starts inside the input or its leading padding (PyTorch's rule: a window
+ * starting in the trailing padding would hold padding only). */
+static int64_t out_size(int64_t size, int64_t extent, int64_t stride, int64_t pad,
+                        int64_t ceil_mode)
 {
-    const int64_t span = size + 2 * pad - k;
+    const int64_t span = size + 2 * pad - extent;
     int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
     if (ceil_mode && (out - 1) * stride >= size + pad)
         out--;
@@ -100,18 +106,29 @@ int pyrt_conv_shape_init(pyrt_conv_shape *s)
     if (!s)
         return PYRT_EINVAL;
     const int64_t big = INT32_MAX;
+    if (s->dilation_h == 0)
+        s->dilation_h = 1;
+    if (s->dilation_w == 0)
+        s->dilation_w = 1;
+    if (s->groups == 0)
+        s->groups = 1;
     if (s->n < 0 || s->c < 0 || s->h < 0 || s->w < 0 || s->kh < 1 || s->kw < 1
-        || s->stride_h < 1 || s->stride_w < 1 || s->pad_h < 0 || s->pad_w < 0)
+        || s->stride_h < 1 || s->stride_w < 1 || s->pad_h < 0 || s->pad_w < 0
+        || s->dilation_h < 1 || s->dilation_w < 1 || s->groups < 1)
         return PYRT_EINVAL;
     if (s->n > big || s->c > big || s->h > big || s->w > big || s->kh > big || s->kw > big
-        || s->stride_h > big || s->stride_w > big || s->pad_h > big || s->pad_w > big)
+        || s->stride_h > big || s->stride_w > big || s->pad_h > big || s->pad_w > big
+        || s->dilation_h > big || s->dilation_w > big || s->groups > big)
         return PYRT_EINVAL;
-    if (s->h + 2 * s->pad_h < s->kh || s->w + 2 * s->pad_w < s->kw)
+    /* below 2^62: each factor is below 2^31 */
+    const int64_t extent_h = s->dilation_h * (s->kh - 1) + 1;
+    const int64_t extent_w = s->dilation_w * (s->kw - 1) + 1;
+    if (s->h + 2 * s->pad_h < extent_h || s->w + 2 * s->pad_w < extent_w)
         return PYRT_EINVAL; /* the window does not fit in the padded input */
     if ((s->ceil_mode != 0 && s->ceil_mode != 1) || (s->exclude_pad != 0 && s->exclude_pad != 1))
         return PYRT_EINVAL;
-    s->oh = out_size(s->h, s->kh, s->stride_h, s->pad_h, s->ceil_mode);
-    s->ow = out_size(s->w, s->kw, s->stride_w, s->pad_w, s->ceil_mode);
+    s->oh = out_size(s->h, extent_h, s->stride_h, s->pad_h, s->ceil_mode);
+    s->ow = out_size(s->w, extent_w, s->stride_w, s->pad_w, s->ceil_mode);
     if (!product_ok(s->n, s->c, s->h, s->w) || !product_ok(s->n, s->c, s->oh, s->ow))
         return PYRT_EINVAL;
     return PYRT_OK;
@@ -127,18 +144,26 @@ static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
     if (rc)
         return rc;
     if (s->k < 0 || s->k > INT32_MAX || !product_ok(s->n, s->k, s->oh, s->ow)
-        || !product_ok(s->k, s->c, s->kh, s->kw))
+        || !product_ok(s->k, s->c, s->kh, s->kw) || s->c % s->groups || s->k % s->groups)
         return PYRT_EINVAL;
     return PYRT_OK;
 }
 
-/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters when it
- * has at most DIRECT_MAX_TAPS taps per output and enough filters to share the kw shifted
- * copies of the input (at least cin / 8); otherwise im2col + GEMM is faster. */
+/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters, all in
+ * one group and with adjacent taps, when it has at most DIRECT_MAX_TAPS taps per output and
+ * enough filters to share the kw shifted copies of the input (at least cin / 8); otherwise
+ * im2col + GEMM is faster. */
 static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout)
 {
-    return s->stride_h == 1 && s->stride_w == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS
-           && 8 * cout >= cin;
+    return s->stride_h == 1 && s->stride_w == 1 && s->dilation_h == 1 && s->dilation_w == 1
+           && s->groups == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS && 8 * cout >= cin;
+}
+
+/* Taps per output of one filter, the length of a row of the weight: (c/groups) * kh * kw. The
+ * unfolded image cols has groups times as many rows. */
+static int64_t filter_taps(const pyrt_conv_shape *s)
+{
+    return s->c / s->groups * s->kh * s->kw;
 }
 
 /* What the loop bodies share. */
@@ -243,8 +268,8 @@ static int forward_gemm(void *arg, int64_t n0, int64_t n1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
-    float *cols = alloc_floats(taps * npix);
+    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
+    float *cols = alloc_floats(s->groups * taps * npix);
     if (!cols)
         return PYRT_ENOMEM;
     int rc = 0;
@@ -255,8 +280,11 @@ static int forward_gemm(void *arg, int64_t n0, int64_t n1)
             for (int64_t o = 0; o < s->k; o++)
                 for (int64_t p = 0; p < npix; p++)
                     y[o * npix + p] = j->bias[o];
-        rc = pyrt_sgemm(0, 0, s->k, npix, taps, 1.0f, j->weight, taps, cols, npix,
-                        j->bias ? 1.0f : 0.0f, y, npix);
+        /* group g: its kg filters times its taps rows of cols, into its kg planes of y */
+        for (int64_t g = 0; g < s->groups && !rc; g++)
+            rc = pyrt_sgemm(0, 0, kg, npix, taps, 1.0f, j->weight + g * kg * taps, taps,
+                            cols + g * taps * npix, npix, j->bias ? 1.0f : 0.0f,
+                            y + g * kg * npix, npix);
     }
     free_floats(cols);
     return rc;
@@ -270,7 +298,7 @@ int pyrt_conv2d_forward(const pyrt_conv_shape *shape, const float *x, const floa
     if (rc)
         return rc;
     const pyrt_conv_shape *s = &j.s;
-    const int64_t npix = s->oh * s->ow, taps = s->c * s->kh * s->kw;
+    const int64_t npix = s->oh * s->ow, taps = filter_taps(s);
     if (s->n == 0 || s->k == 0)
         return PYRT_OK;
     if (!y || (!x && s->c * s->h * s->w > 0) || (!weight && taps > 0))
@@ -329,14 +357,16 @@ static int input_grad_gemm(void *arg, int64_t n0, int64_t n1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
-    float *cols = alloc_floats(taps * npix);
+    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
+    float *cols = alloc_floats(s->groups * taps * npix);
     if (!cols)
         return PYRT_ENOMEM;
     int rc = 0;
     for (int64_t n = n0; n < n1 && !rc; n++) {
-        rc = pyrt_sgemm(1, 0, taps, npix, s->k, 1.0f, j->weight, taps,
-                        j->dy + n * s->k * npix, npix, 0.0f, cols, npix);
+        const float *dy = j->dy + n * s->k * npix;
+        for (int64_t g = 0; g < s->groups && !rc; g++)
+            rc = pyrt_sgemm(1, 0, taps, npix, kg, 1.0f, j->weight + g * kg * taps, taps,
+                            dy + g * kg * npix, npix, 0.0f, cols + g * taps * npix, npix);
         if (!rc)
             conv_col2im(s, cols, j->dx + n * s->c * s->h * s->w);
     }
@@ -356,7 +386,8 @@ static int input_grad(conv_job *j)
     }
     const int64_t taps_t = s->k * s->kh * s->kw; /* taps of the transposed convolution */
     if (!use_direct(s, s->k, s->c)) {
-        int64_t grain = clamp(CHUNK_FLOPS / (2 * taps_t * s->c * s->oh * s->ow), 1, s->n);
+        const int64_t flops = 2 * taps_t / s->groups * s->c * s->oh * s->ow;
+        int64_t grain = clamp(CHUNK_FLOPS / flops, 1, s->n);
         return pyrt_parallel_for(s->n, grain, input_grad_gemm, j);
     }
     int64_t grain = plan_bands(j, s->h, 2 * s->c * taps_t * s->w, cache_band(s, s->k, s->w));
@@ -382,7 +413,7 @@ static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64
                                int64_t *zeros_for, float *lanes)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    const int64_t taps = filter_taps(s), npix = s->oh * s->ow;
     const int64_t u0 = blk * j->units_per_block;
     const int64_t count = j->units - u0 < j->units_per_block ? j->units - u0
                                                               : j->units_per_block;
@@ -418,16 +449,20 @@ static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64
 static int param_block_gemm(const conv_job *j, int64_t blk, float *part, float *cols)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
     const int64_t u0 = blk * j->units_per_block, u1 = u0 + j->units_per_block;
     for (int64_t n = u0; n < u1 && n < j->units; n++) {
         const float *dy = j->dy + n * s->k * npix;
         if (j->dweight && taps > 0) {
             conv_im2col(s, j->x + n * s->c * s->h * s->w, cols);
-            int rc = pyrt_sgemm(0, 1, s->k, taps, npix, 1.0f, dy, npix, cols, npix, 1.0f, part,
-                                taps);
-            if (rc)
-                return rc;
+            /* group g's filters from its planes of dy and its rows of cols */
+            for (int64_t g = 0; g < s->groups; g++) {
+                int rc = pyrt_sgemm(0, 1, kg, taps, npix, 1.0f, dy + g * kg * npix, npix,
+                                    cols + g * taps * npix, npix, 1.0f, part + g * kg * taps,
+                                    taps);
+                if (rc)
+                    return rc;
+            }
         }
         if (j->dbias)
             conv_plane_sums(dy, s->k, npix, npix, part + s->k * taps);
@@ -441,7 +476,7 @@ static int param_tasks(void *arg, int64_t t0, int64_t t1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, stride = s->k * taps + s->k;
+    const int64_t taps = filter_taps(s), stride = s->k * taps + s->k;
     const int64_t copy_size = j->g.kw * j->g.cin * j->g.in_plane;
     int64_t zeros_for[CONV_MAX_BANDS];
     float *a, *lanes = NULL;
@@ -451,7 +486,7 @@ static int param_tasks(void *arg, int64_t t0, int64_t t1)
         a = alloc_floats(j->dweight ? j->units_per_block * copy_size : 0);
         lanes = alloc_floats(j->group_size * taps * CONV_DIRECT_LANES_MAX);
     } else {
-        a = alloc_floats(j->dweight ? taps * s->oh * s->ow : 0);
+        a = alloc_floats(j->dweight ? s->groups * taps * s->oh * s->ow : 0);
     }
     int rc = a && (!j->direct || lanes) ? 0 : PYRT_ENOMEM;
     for (int64_t t = t0; t < t1 && !rc; t++) {
@@ -502,7 +537,7 @@ static int sum_partials(void *arg, int64_t e0, int64_t e1)
 static int param_grads(conv_job *j)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, filters = s->k * taps, stride = filters + s->k;
+    const int64_t taps = filter_taps(s), filters = s->k * taps, stride = filters + s->k;
     if (s->k == 0)
         return PYRT_OK;
     if (s->n == 0) { /* an empty sum */

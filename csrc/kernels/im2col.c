@@ -3,8 +3,8 @@
  * convolution, and fold such a matrix back (conv_internal.h).
  *
  * Row (c, i, j) of cols holds, for every output pixel (y, x), the input pixel the filter tap
- * (i, j) of channel c lies on: x[c, y*stride_h - pad_h + i, x*stride_w - pad_w + j], or 0 in
- * the padding. Along a row of output pixels the input column moves by stride_w, so each
+ * (i, j) of channel c lies on: x[c, y*stride_h - pad_h + i*dilation_h, x*stride_w - pad_w +
+ * j*dilation_w], or 0 in the padding. Along a row of output pixels the input column moves by stride_w, so each
  * stretch of cols is a zero run, a (strided) copy of one input row and another zero run; the
  * bounds of the copy are computed once per stretch rather than tested per pixel.
  *
@@ -19,7 +19,8 @@
 /* Elements a chunk of either loop should move: a few microseconds of memory traffic. */
 #define CHUNK_ELEMS 8192
 
-/* The output columns x with 0 <= x*stride - pad + j < w: [*lo, *hi). */
+/* The output columns x with 0 <= x*stride - pad + j < w: [*lo, *hi). (j is the tap's column
+ * offset within the window, its index times the dilation.) */
 static void valid_span(int64_t ow, int64_t w, int64_t stride, int64_t pad, int64_t j,
                        int64_t *lo, int64_t *hi)
 {
@@ -47,7 +48,9 @@ static int im2col_rows(void *arg, int64_t r0, int64_t r1)
     const pyrt_conv_shape *s = u->s;
     const int64_t ow = s->ow, npix = s->oh * s->ow;
     for (int64_t r = r0; r < r1; r++) {
-        const int64_t c = r / (s->kh * s->kw), i = r / s->kw % s->kh, j = r % s->kw;
+        /* the tap's offsets in the window */
+        const int64_t c = r / (s->kh * s->kw), i = r / s->kw % s->kh * s->dilation_h;
+        const int64_t j = r % s->kw * s->dilation_w;
         const float *plane = u->x + c * s->h * s->w;
         float *out = u->cols + r * npix;
         int64_t lo, hi;
@@ -95,9 +98,10 @@ static int col2im_channels(void *arg, int64_t c0, int64_t c1)
     for (int64_t c = c0; c < c1; c++) {
         float *plane = f->dx + c * s->h * s->w;
         memset(plane, 0, (size_t)(s->h * s->w) * sizeof(float));
-        for (int64_t i = 0; i < s->kh; i++)
-            for (int64_t j = 0; j < s->kw; j++) {
-                const float *in = f->cols + ((c * s->kh + i) * s->kw + j) * npix;
+        for (int64_t ti = 0; ti < s->kh; ti++)
+            for (int64_t tj = 0; tj < s->kw; tj++) {
+                const float *in = f->cols + ((c * s->kh + ti) * s->kw + tj) * npix;
+                const int64_t i = ti * s->dilation_h, j = tj * s->dilation_w;
                 int64_t lo, hi;
                 valid_span(ow, s->w, s->stride_w, s->pad_w, j, &lo, &hi);
                 for (int64_t y = 0; y < s->oh; y++, in += ow) {

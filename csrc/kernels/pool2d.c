@@ -7,7 +7,9 @@
  * contributions in output order, whatever the thread count.
  *
  * The window of output pixel (y, x) covers input rows y*stride_h - pad_h .. + kh and columns
- * likewise; it is clipped to the input once per pixel, so padding is never read: for max
+ * likewise (for max pooling with dilation, every dilation_h-th row from there, kh of them,
+ * and the columns likewise); it is clipped to the input once per pixel, so padding is never
+ * read: for max
  * pooling the padding is -inf (it never wins), for average pooling it is zero (it adds
  * nothing, but still counts in the divisor, as PyTorch's count_include_pad=True, unless
  * exclude_pad). With ceil_mode a last window may hang past the padded input; what hangs past
@@ -42,19 +44,37 @@ static inline void window(int64_t o, int64_t stride, int64_t pad, int64_t k, int
     *hi = b > size ? size : b;
 }
 
-/* Check the geometry into j->s; *empty is set when there is nothing to compute. */
-static int pool_shape(const pyrt_conv_shape *in, pool_job *j, int *empty)
+/* The taps of the window at output position o along one axis (k taps, `dilation` apart) that
+ * lie in the input [0, size): *count of them, from input position *first on. */
+static inline void dilated_window(int64_t o, int64_t stride, int64_t pad, int64_t k,
+                                  int64_t dilation, int64_t size, int64_t *first,
+                                  int64_t *count)
+{
+    const int64_t a = o * stride - pad;
+    const int64_t t0 = a < 0 ? (dilation - 1 - a) / dilation : 0;
+    int64_t t1 = size > a ? (size - a + dilation - 1) / dilation : 0;
+    if (t1 > k)
+        t1 = k;
+    *first = a + t0 * dilation;
+    *count = t1 > t0 ? t1 - t0 : 0;
+}
+
+/* Check the geometry into j->s; *empty is set when there is nothing to compute. Pooling has
+ * no groups, and average pooling no dilation (`dilated` 0). */
+static int pool_shape(const pyrt_conv_shape *in, pool_job *j, int dilated, int *empty)
 {
     if (!in)
         return PYRT_EINVAL;
     j->s = *in;
     int rc = pyrt_conv_shape_init(&j->s);
     *empty = j->s.n * j->s.c == 0;
+    if (rc || j->s.groups != 1 || (!dilated && (j->s.dilation_h != 1 || j->s.dilation_w != 1)))
+        return PYRT_EINVAL;
     /* planes without rows or columns: padding alone could "fit" a window there, but a window
      * of padding has no maximum and no average */
-    if (!rc && (j->s.h == 0 || j->s.w == 0))
+    if (j->s.h == 0 || j->s.w == 0)
         return PYRT_EINVAL;
-    return rc;
+    return PYRT_OK;
 }
 
 static int64_t plane_grain(int64_t ops_per_plane)
@@ -66,13 +86,14 @@ static int64_t plane_grain(int64_t ops_per_plane)
  * (clearing it first), or both. */
 enum plane_cost { COST_WINDOWS, COST_SCATTER, COST_WINDOWS_SCATTER };
 
-/* Every entry point: check the geometry, then the buffers (args_ok for those the caller
- * checked; `plane` is the input-side buffer, x or dx, needed when planes have pixels), then
- * run `body` over the n * c planes in parallel. Nothing to do for an empty batch. */
-static int run_planes(const pyrt_conv_shape *shape, pool_job *j, int args_ok, const void *plane,
-                      enum plane_cost cost, pyrt_range_fn body)
+/* Every entry point: check the geometry (`dilated`: whether the pooling takes a dilation),
+ * then the buffers (args_ok for those the caller checked; `plane` is the input-side buffer, x
+ * or dx, needed when planes have pixels), then run `body` over the n * c planes in parallel.
+ * Nothing to do for an empty batch. */
+static int run_planes(const pyrt_conv_shape *shape, pool_job *j, int dilated, int args_ok,
+                      const void *plane, enum plane_cost cost, pyrt_range_fn body)
 {
-    int empty, rc = pool_shape(shape, j, &empty);
+    int empty, rc = pool_shape(shape, j, dilated, &empty);
     if (rc || empty)
         return rc;
     const pyrt_conv_shape *s = &j->s;
@@ -104,17 +125,18 @@ static inline void take_max(float v, int64_t idx, float *best, int64_t *at)
 /* Max pooling of one plane, any geometry. */
 static void max_plane(const pyrt_conv_shape *s, const float *x, float *y, int64_t *ind)
 {
+    const int64_t dh = s->dilation_h, dw = s->dilation_w;
     for (int64_t oy = 0; oy < s->oh; oy++) {
-        int64_t y0, y1;
-        window(oy, s->stride_h, s->pad_h, s->kh, s->h, &y0, &y1);
+        int64_t y0, ny;
+        dilated_window(oy, s->stride_h, s->pad_h, s->kh, dh, s->h, &y0, &ny);
         for (int64_t ox = 0; ox < s->ow; ox++) {
-            int64_t x0, x1;
-            window(ox, s->stride_w, s->pad_w, s->kw, s->w, &x0, &x1);
+            int64_t x0, nx;
+            dilated_window(ox, s->stride_w, s->pad_w, s->kw, dw, s->w, &x0, &nx);
             float best = -INFINITY;
             /* an empty window (padding wider than PyTorch allows) reports no pixel */
-            int64_t at = y0 < y1 && x0 < x1 ? y0 * s->w + x0 : -1;
-            for (int64_t iy = y0; iy < y1; iy++)
-                for (int64_t ix = x0; ix < x1; ix++)
+            int64_t at = ny > 0 && nx > 0 ? y0 * s->w + x0 : -1;
+            for (int64_t ty = 0, iy = y0; ty < ny; ty++, iy += dh)
+                for (int64_t tx = 0, ix = x0; tx < nx; tx++, ix += dw)
                     take_max(x[iy * s->w + ix], iy * s->w + ix, &best, &at);
             y[oy * s->ow + ox] = best;
             if (ind)
@@ -218,6 +240,7 @@ static int max_forward_planes(void *arg, int64_t p0, int64_t p1)
     /* the vector path: 2-column windows at stride 2, no column padding, no empty window
      * rows, and 32-bit indices */
     const int cols2 = s->kw == 2 && s->stride_w == 2 && s->pad_w == 0 && s->pad_h < s->kh
+                      && s->dilation_h == 1 && s->dilation_w == 1
                       && 2 * s->ow <= s->w /* (no window past the row: ceil_mode) */
                       && s->h * s->w <= INT32_MAX;
     for (int64_t p = p0; p < p1; p++) {
@@ -235,7 +258,7 @@ int pyrt_max_pool2d_forward(const pyrt_conv_shape *shape, const float *x, float 
                             int64_t *indices)
 {
     pool_job j = {.x = x, .y = y, .indices = indices};
-    return run_planes(shape, &j, y != NULL, x, COST_WINDOWS, max_forward_planes);
+    return run_planes(shape, &j, 1, y != NULL, x, COST_WINDOWS, max_forward_planes);
 }
 
 static int max_backward_planes(void *arg, int64_t p0, int64_t p1)
@@ -268,7 +291,7 @@ int pyrt_max_pool2d_backward(const pyrt_conv_shape *shape, const float *dy,
                              const int64_t *indices, float *dx)
 {
     pool_job j = {.dy = dy, .saved = indices, .dx = dx};
-    return run_planes(shape, &j, dy && indices, dx, COST_SCATTER, max_backward_planes);
+    return run_planes(shape, &j, 1, dy && indices, dx, COST_SCATTER, max_backward_planes);
 }
 
 /* ---- average pooling ------------------------------------------------------------------ */
@@ -314,7 +337,7 @@ static int avg_forward_planes(void *arg, int64_t p0, int64_t p1)
 int pyrt_avg_pool2d_forward(const pyrt_conv_shape *shape, const float *x, float *y)
 {
     pool_job j = {.x = x, .y = y};
-    return run_planes(shape, &j, y != NULL, x, COST_WINDOWS, avg_forward_planes);
+    return run_planes(shape, &j, 0, y != NULL, x, COST_WINDOWS, avg_forward_planes);
 }
 
 static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
@@ -345,5 +368,6 @@ static int avg_backward_planes(void *arg, int64_t p0, int64_t p1)
 int pyrt_avg_pool2d_backward(const pyrt_conv_shape *shape, const float *dy, float *dx)
 {
     pool_job j = {.dy = dy, .dx = dx};
-    return run_planes(shape, &j, dy != NULL, dx, COST_WINDOWS_SCATTER, avg_backward_planes);
+    return run_planes(shape, &j, 0, dy != NULL, dx, COST_WINDOWS_SCATTER,
+                      avg_backward_planes);
 }

@@ -3,9 +3,10 @@
  *
  * Convolutions take both of conv2d.c's methods: the direct kernels (stride 1, few taps per
  * output, enough filters; the input gradient on its own rule, with k and c swapped) and
- * im2col + GEMM (strides, many taps, few filters), with and without padding and bias, on
- * batches of one image (cut into bands of rows) and of several. Pooling covers windows that
- * tile the input, overlap it and stick out into the padding. Every input, weight and output
+ * im2col + GEMM (strides, many taps, few filters, dilation, groups), with and without padding
+ * and bias, on batches of one image (cut into bands of rows) and of several. Pooling covers
+ * windows that tile the input, overlap it, stick out into the padding and, for max pooling,
+ * spread out by a dilation. Every input, weight and output
  * is its own malloc block of its exact size.
  */
 #include <stddef.h>
@@ -17,6 +18,7 @@ typedef struct {
     const char *what;
     int64_t n, c, h, w, k, kh, kw, stride_h, stride_w, pad_h, pad_w;
     int bias;
+    int64_t dilation_h, dilation_w, groups; /* 0: the default, 1 */
 } conv_case;
 
 static const conv_case CONVS[] = {
@@ -28,6 +30,11 @@ static const conv_case CONVS[] = {
     {"im2col many taps", 1, 70, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1},
     {"im2col few filters", 4, 16, 8, 8, 1, 3, 3, 1, 1, 1, 1, 0},
     {"im2col stride 3 pad 2", 3, 2, 13, 11, 7, 4, 5, 3, 2, 2, 2, 1},
+    {"dilation 2", 2, 3, 11, 12, 5, 3, 3, 1, 1, 2, 2, 1, 2, 2, 0},
+    {"dilation 3x2, stride 2", 2, 2, 14, 13, 4, 3, 2, 2, 1, 1, 0, 1, 3, 2, 0},
+    {"groups 2", 2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2},
+    {"depthwise", 3, 5, 7, 9, 5, 3, 3, 1, 2, 1, 1, 1, 0, 0, 5},
+    {"depthwise x2, dilation 2", 2, 3, 10, 9, 6, 3, 3, 1, 1, 2, 2, 0, 2, 2, 3},
 };
 
 typedef struct {
@@ -53,10 +60,11 @@ static int64_t y_size(const pyrt_conv_shape *s, int64_t channels)
 static void conv_reference(conv_job *j)
 {
     const pyrt_conv_shape *s = &j->s;
+    const int64_t cg = s->c / s->groups, kg = s->k / s->groups; /* per group */
     memset(j->want_dx, 0, sizeof(double) * (size_t)x_size(s));
     memset(j->bound_dx, 0, sizeof(double) * (size_t)x_size(s));
-    memset(j->want_dw, 0, sizeof(double) * (size_t)(s->k * s->c * s->kh * s->kw));
-    memset(j->bound_dw, 0, sizeof(double) * (size_t)(s->k * s->c * s->kh * s->kw));
+    memset(j->want_dw, 0, sizeof(double) * (size_t)(s->k * cg * s->kh * s->kw));
+    memset(j->bound_dw, 0, sizeof(double) * (size_t)(s->k * cg * s->kh * s->kw));
     memset(j->want_db, 0, sizeof(double) * (size_t)s->k);
     memset(j->bound_db, 0, sizeof(double) * (size_t)s->k);
     for (int64_t n = 0; n < s->n; n++)
@@ -68,15 +76,17 @@ static void conv_reference(conv_job *j)
                     double acc = j->bias ? j->bias[o] : 0, abs_acc = fabs(acc);
                     j->want_db[o] += g;
                     j->bound_db[o] += fabs(g);
-                    for (int64_t c = 0; c < s->c; c++)
+                    /* filter o sees the channels of its group */
+                    for (int64_t c = o / kg * cg; c < (o / kg + 1) * cg; c++)
                         for (int64_t i = 0; i < s->kh; i++)
                             for (int64_t q = 0; q < s->kw; q++) {
-                                const int64_t r = oy * s->stride_h - s->pad_h + i;
-                                const int64_t col = ox * s->stride_w - s->pad_w + q;
+                                const int64_t r = oy * s->stride_h - s->pad_h + i * s->dilation_h;
+                                const int64_t col = ox * s->stride_w - s->pad_w
+                                                    + q * s->dilation_w;
                                 if (r < 0 || r >= s->h || col < 0 || col >= s->w)
                                     continue;
                                 const int64_t xi = ((n * s->c + c) * s->h + r) * s->w + col;
-                                const int64_t wi = ((o * s->c + c) * s->kh + i) * s->kw + q;
+                                const int64_t wi = ((o * cg + c % cg) * s->kh + i) * s->kw + q;
                                 const double xv = j->x[xi], wv = j->weight[wi];
                                 acc += xv * wv;
                                 abs_acc += fabs(xv * wv);
@@ -103,12 +113,13 @@ static void conv_check(void *ctx)
 {
     conv_job *j = ctx;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = s->c * s->kh * s->kw, pixels = s->n * s->oh * s->ow;
+    const int64_t taps = s->c / s->groups * s->kh * s->kw, pixels = s->n * s->oh * s->ow;
     char what[160];
     snprintf(what, sizeof what, "conv2d %s: y", j->what);
     kc_close(what, j->y, j->want_y, j->bound_y, y_size(s, s->k), taps + 1, 0);
     snprintf(what, sizeof what, "conv2d %s: dx", j->what);
-    kc_close(what, j->dx, j->want_dx, j->bound_dx, x_size(s), s->k * s->kh * s->kw, 0);
+    kc_close(what, j->dx, j->want_dx, j->bound_dx, x_size(s),
+             s->k / s->groups * s->kh * s->kw, 0);
     snprintf(what, sizeof what, "conv2d %s: dweight", j->what);
     kc_close(what, j->dweight, j->want_dw, j->bound_dw, s->k * taps, pixels, 0);
     if (j->bias) {
@@ -122,10 +133,13 @@ static void run_conv(stress_rng *r, const conv_case *cc)
     conv_job j = {.what = cc->what};
     j.s = (pyrt_conv_shape){.n = cc->n, .c = cc->c, .h = cc->h, .w = cc->w, .k = cc->k,
                             .kh = cc->kh, .kw = cc->kw, .stride_h = cc->stride_h,
-                            .stride_w = cc->stride_w, .pad_h = cc->pad_h, .pad_w = cc->pad_w};
+                            .stride_w = cc->stride_w, .pad_h = cc->pad_h, .pad_w = cc->pad_w,
+                            .dilation_h = cc->dilation_h, .dilation_w = cc->dilation_w,
+                            .groups = cc->groups};
     CHECK_RC(pyrt_conv_shape_init(&j.s), PYRT_OK);
     const pyrt_conv_shape *s = &j.s;
-    const int64_t nx = x_size(s), ny = y_size(s, s->k), nw = s->k * s->c * s->kh * s->kw;
+    const int64_t nx = x_size(s), ny = y_size(s, s->k);
+    const int64_t nw = s->k * (s->c / s->groups) * s->kh * s->kw;
     float *x = kc_floats(nx), *weight = kc_floats(nw), *bias = kc_floats(s->k);
     float *dy = kc_floats(ny);
     kc_fill(r, x, nx, -1.0f, 1.0f);
@@ -198,8 +212,9 @@ static void pool_reference(pool_job *j)
                     }
                 for (int64_t i = 0; i < s->kh; i++)
                     for (int64_t q = 0; q < s->kw; q++) {
-                        const int64_t r = oy * s->stride_h - s->pad_h + i;
-                        const int64_t col = ox * s->stride_w - s->pad_w + q;
+                        /* (average pooling is checked without dilation only) */
+                        const int64_t r = oy * s->stride_h - s->pad_h + i * s->dilation_h;
+                        const int64_t col = ox * s->stride_w - s->pad_w + q * s->dilation_w;
                         if (r < 0 || r >= s->h || col < 0 || col >= s->w)
                             continue;
                         const double v = j->x[p * plane + r * s->w + col];
@@ -217,13 +232,20 @@ static void pool_reference(pool_job *j)
             }
 }
 
+/* Average pooling takes no dilation: with one it refuses the geometry. */
+static int pool_avg(const pool_job *j)
+{
+    return j->s.dilation_h == 1 && j->s.dilation_w == 1;
+}
+
 static void pool_run(void *ctx)
 {
     pool_job *j = ctx;
     CHECK_RC(pyrt_max_pool2d_forward(&j->s, j->x, j->y, j->indices), PYRT_OK);
     CHECK_RC(pyrt_max_pool2d_backward(&j->s, j->dy, j->indices, j->dx), PYRT_OK);
-    CHECK_RC(pyrt_avg_pool2d_forward(&j->s, j->x, j->avg_y), PYRT_OK);
-    CHECK_RC(pyrt_avg_pool2d_backward(&j->s, j->dy, j->avg_dx), PYRT_OK);
+    const int want = pool_avg(j) ? PYRT_OK : PYRT_EINVAL;
+    CHECK_RC(pyrt_avg_pool2d_forward(&j->s, j->x, j->avg_y), want);
+    CHECK_RC(pyrt_avg_pool2d_backward(&j->s, j->dy, j->avg_dx), want);
 }
 
 static void pool_check(void *ctx)
@@ -236,18 +258,21 @@ static void pool_check(void *ctx)
         CHECK(j->indices[o] == j->want_idx[o], "max_pool2d index %lld is %lld, expected %lld",
               (long long)o, (long long)j->indices[o], (long long)j->want_idx[o]);
     kc_close("max_pool2d dx", j->dx, j->want_dx, NULL, nx, taps, 1e-6);
-    kc_close("avg_pool2d y", j->avg_y, j->want_avg_y, NULL, ny, taps + 1, 1e-6);
-    kc_close("avg_pool2d dx", j->avg_dx, j->want_avg_dx, NULL, nx, taps + 1, 1e-6);
+    if (pool_avg(j)) {
+        kc_close("avg_pool2d y", j->avg_y, j->want_avg_y, NULL, ny, taps + 1, 1e-6);
+        kc_close("avg_pool2d dx", j->avg_dx, j->want_avg_dx, NULL, nx, taps + 1, 1e-6);
+    }
 }
 
 static void run_pool(stress_rng *r, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
                      int64_t kw, int64_t stride, int64_t pad, int64_t ceil_mode,
-                     int64_t exclude_pad)
+                     int64_t exclude_pad, int64_t dilation)
 {
     pool_job j = {0};
     j.s = (pyrt_conv_shape){.n = n, .c = c, .h = h, .w = w, .kh = kh, .kw = kw,
                             .stride_h = stride, .stride_w = stride, .pad_h = pad, .pad_w = pad,
-                            .ceil_mode = ceil_mode, .exclude_pad = exclude_pad};
+                            .ceil_mode = ceil_mode, .exclude_pad = exclude_pad,
+                            .dilation_h = dilation, .dilation_w = dilation};
     CHECK_RC(pyrt_conv_shape_init(&j.s), PYRT_OK);
     const int64_t nx = x_size(&j.s), ny = y_size(&j.s, c);
     float *x = kc_floats(nx), *dy = kc_floats(ny);
@@ -293,6 +318,20 @@ static void check_errors(void)
     int64_t idx[4];
     CHECK_RC(pyrt_max_pool2d_forward(&p, y, y, idx), PYRT_EINVAL);
     CHECK_RC(pyrt_avg_pool2d_forward(&p, y, y), PYRT_EINVAL);
+    /* pooling has no groups */
+    p.h = 4;
+    p.groups = 2;
+    CHECK_RC(pyrt_max_pool2d_forward(&p, y, y, idx), PYRT_EINVAL);
+    /* channels that do not split into the groups, and a dilated window too wide */
+    pyrt_conv_shape g = {.n = 1, .c = 3, .h = 4, .w = 4, .k = 2, .kh = 3, .kw = 3,
+                         .stride_h = 1, .stride_w = 1, .groups = 2};
+    float x[48], wt[18];
+    CHECK_RC(pyrt_conv2d_forward(&g, x, wt, NULL, x), PYRT_EINVAL);
+    g.groups = 1;
+    g.dilation_h = 2;
+    CHECK_RC(pyrt_conv_shape_init(&g), PYRT_EINVAL);
+    g.dilation_h = -1;
+    CHECK_RC(pyrt_conv_shape_init(&g), PYRT_EINVAL);
 }
 
 int main(void)
@@ -303,13 +342,15 @@ int main(void)
     check_errors();
     for (size_t i = 0; i < sizeof CONVS / sizeof CONVS[0]; i++)
         run_conv(&rng, &CONVS[i]);
-    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0);  /* windows tile the input */
-    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0);   /* overlapping, into the padding */
-    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 0);   /* stride 1: every value in 9 windows */
-    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1, 0, 0); /* uneven window */
-    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0);   /* ceil_mode: a last half window */
-    run_pool(&rng, 1, 4, 10, 8, 3, 3, 2, 1, 1, 1);  /* ceil_mode, padding left out */
-    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1);   /* padding left out of the divisor */
-    printf("kernels_conv: %zu convolutions, 7 poolings\n", sizeof CONVS / sizeof CONVS[0]);
+    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0, 1);  /* windows tile the input */
+    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0, 1);   /* overlapping, into the padding */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 0, 1);   /* stride 1: every value in 9 windows */
+    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1, 0, 0, 1); /* uneven window */
+    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0, 1);   /* ceil_mode: a last half window */
+    run_pool(&rng, 1, 4, 10, 8, 3, 3, 2, 1, 1, 1, 1);  /* ceil_mode, padding left out */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1, 1);   /* padding left out of the divisor */
+    run_pool(&rng, 2, 3, 11, 10, 3, 3, 1, 1, 0, 0, 2); /* max, dilation 2, into the padding */
+    run_pool(&rng, 1, 2, 12, 9, 2, 2, 2, 0, 1, 0, 3);  /* max, dilation 3, ceil_mode */
+    printf("kernels_conv: %zu convolutions, 9 poolings\n", sizeof CONVS / sizeof CONVS[0]);
     return stress_end("kernels_conv", t0);
 }
