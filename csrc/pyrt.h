@@ -311,8 +311,9 @@ int pyrt_conv2d_backward(const pyrt_conv_shape *s, const float *x, const float *
  * (PYRT_EINVAL otherwise: a window of padding alone has no maximum), groups 0 or 1, and for
  * average pooling dilation 0 or 1 (PYRT_EINVAL otherwise). Max pooling pads
  * with -inf and stores in `indices` (may be NULL) the flat h*w index of each maximum, for
- * the backward pass; its backward returns PYRT_EINVAL, with dx not fully written, when an
- * index lies outside [0, h*w). Average pooling divides by the window's size within the
+ * the backward pass, or -1 for a window of padding alone (a dilation can leave one); its
+ * backward returns PYRT_EINVAL, with dx not fully written, when an index other than -1 lies
+ * outside [0, h*w). Average pooling divides by the window's size within the
  * padded input (kh*kw unless ceil_mode lets it hang past; padding counts as zeros), or
  * with exclude_pad by its input pixels. */
 int pyrt_max_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y,

@@ -16,7 +16,6 @@ from pyrt import ops
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import _NEVER, _writes
-from pyrt.autograd import is_grad_enabled
 from pyrt.ops._checks import F32, I64, as_f32
 from pyrt.ops.elementwise import bias_act_raw, bias_grad_raw, unary_backward_raw, unary_raw
 from pyrt.ops.linalg import matmul_ptr, matmul_raw
@@ -28,7 +27,7 @@ __all__ = [
     "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
     "index_rows",
     "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
-    "conv2d", "max_pool2d", "avg_pool2d", "dropout",
+    "conv2d", "max_pool2d", "avg_pool2d", "pad", "dropout",
 ]
 
 
@@ -921,83 +920,6 @@ def mse_loss(input, target, *, reduction="mean"):
     return _make(loss, (input,), lambda g: (dinput(g),))
 
 
-# ---- convolution and pooling -----------------------------------------------------------------
+# ---- convolution, pooling and padding: pyrt/spatial.py, on the helpers above -----------------
 
-
-def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """Cross-correlation of x [n, c, h, w] with weight [k, c / groups, kh, kw] (plus bias
-    [k]); with groups > 1 the channels are split into that many groups, each convolved with
-    its own k / groups filters (groups == c: a depthwise convolution)."""
-    if dilation not in (1, (1, 1)):
-        raise ValueError(f"dilation={dilation!r} is not supported (only dilation=1)")
-    if groups != 1:
-        return _grouped_conv2d(x, weight, bias, stride, padding, groups)
-    y = ops.conv2d(x.data, weight.data, None if bias is None else bias.data, stride=stride,
-                   padding=padding)
-
-    def backward(g):
-        dx, dw, db = ops.conv2d_backward(
-            x.data, weight.data, g, stride=stride, padding=padding,
-            needs_input_grad=x._requires_grad, needs_weight_grad=weight._requires_grad,
-            needs_bias_grad=bias is not None and bias._requires_grad)
-        return (dx, dw) if bias is None else (dx, dw, db)
-
-    parents = (x, weight) if bias is None else (x, weight, bias)
-    return _make(y, parents, backward)
-
-
-def _grouped_conv2d(x, weight, bias, stride, padding, groups):
-    """conv2d with groups: each group's channels through the convolution kernels in turn, the
-    results side by side along the channel axis, and the same for the gradients."""
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise ValueError(f"groups must be a positive integer, got {groups!r}")
-    xd, wd = x.data, weight.data
-    if xd.ndim != 4 or wd.ndim != 4:
-        raise ValueError(f"conv2d: x and weight must be 4-D, got shapes {xd.shape} and "
-                         f"{wd.shape}")
-    k, c = wd.shape[0], xd.shape[1]
-    if k % groups or c != wd.shape[1] * groups:
-        raise ValueError(f"Given groups={groups}, weight of size {list(wd.shape)}, expected "
-                         f"input{list(xd.shape)} to have {wd.shape[1] * groups} channels and "
-                         f"{k} output channels divisible by {groups}, but got {c} channels")
-    xp, ci, co = _xp(xd), c // groups, k // groups
-    bd = None if bias is None else bias.data
-    parts = [(xp.ascontiguousarray(xd[:, i * ci:(i + 1) * ci]), wd[i * co:(i + 1) * co],
-              None if bd is None else bd[i * co:(i + 1) * co]) for i in range(groups)]
-    y = xp.concatenate([ops.conv2d(xi, wi, bi, stride=stride, padding=padding)
-                        for xi, wi, bi in parts], axis=1)
-
-    def backward(g):
-        grads = [ops.conv2d_backward(
-            xi, wi, xp.ascontiguousarray(g[:, i * co:(i + 1) * co]), stride=stride,
-            padding=padding, needs_input_grad=x._requires_grad,
-            needs_weight_grad=weight._requires_grad,
-            needs_bias_grad=bias is not None and bias._requires_grad)
-            for i, (xi, wi, _) in enumerate(parts)]
-        dx, dw, db = (None if part[0] is None else xp.concatenate(part, axis=axis)
-                      for part, axis in zip(zip(*grads), (1, 0, 0)))
-        return (dx, dw) if bias is None else (dx, dw, db)
-
-    return _make(y, (x, weight) if bias is None else (x, weight, bias), backward)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False):
-    need = x._requires_grad and is_grad_enabled()
-    if not need:
-        return _make(ops.max_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode),
-                     (x,), None)
-    y, idx = ops.max_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
-                            return_indices=True)
-    shape = x.shape
-    return _make(y, (x,), lambda g: (
-        ops.max_pool2d_backward(g, idx, shape, kernel_size, stride, padding,
-                                ceil_mode=ceil_mode),))
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    y = ops.avg_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
-                       count_include_pad=count_include_pad)
-    shape = x.shape
-    return _make(y, (x,), lambda g: (
-        ops.avg_pool2d_backward(g, shape, kernel_size, stride, padding, ceil_mode=ceil_mode,
-                                count_include_pad=count_include_pad),))
+from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402

@@ -167,14 +167,17 @@ def test_matmul(ta, tb):
           ops.matmul(a, b, trans_a=ta, trans_b=tb), atol=1e-4)
 
 
-@pytest.mark.parametrize("stride,padding", [(1, 0), (1, 1), (2, 1), ((2, 1), (0, 1))])
-def test_conv2d_forward_backward(stride, padding):
-    x, w, b = f32(3, 4, 9, 8), f32(5, 4, 3, 3, seed=1), f32(5, seed=2)
-    y = ops.conv2d(x, w, b, stride=stride, padding=padding)
-    close(ops.conv2d(g(x), g(w), g(b), stride=stride, padding=padding), y, atol=1e-4)
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 0, 1, 1), (1, 1, 1, 1), (2, 1, 1, 1), ((2, 1), (0, 1), 1, 1), (1, 2, 2, 1),
+    ((2, 1), 1, (1, 3), 1), (1, 1, 1, 2), (1, 1, 2, 4)])
+def test_conv2d_forward_backward(stride, padding, dilation, groups):
+    opts = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    x, w, b = f32(3, 4, 9, 8), f32(8, 4 // groups, 3, 3, seed=1), f32(8, seed=2)
+    y = ops.conv2d(x, w, b, **opts)
+    close(ops.conv2d(g(x), g(w), g(b), **opts), y, atol=1e-4)
     gy = f32(*y.shape, seed=3)
-    dev = ops.conv2d_backward(g(x), g(w), g(gy), stride=stride, padding=padding)
-    ref = ops.conv2d_backward(x, w, gy, stride=stride, padding=padding)
+    dev = ops.conv2d_backward(g(x), g(w), g(gy), **opts)
+    ref = ops.conv2d_backward(x, w, gy, **opts)
     for d, r in zip(dev, ref):
         close(d, r, atol=1e-3)
 
@@ -194,6 +197,19 @@ def test_pools(k, s, p, ceil, include):
     close(ops.avg_pool2d(g(x), k, s, p, **avg), ops.avg_pool2d(x, k, s, p, **avg))
     close(ops.avg_pool2d_backward(g(gy), x.shape, k, s, p, **avg),
           ops.avg_pool2d_backward(gy, x.shape, k, s, p, **avg))
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [(3, 1, 1, 2, False), (2, 2, 0, 3, True),
+                                          ((3, 2), (2, 1), 1, (2, 3), False)])
+def test_dilated_max_pool(k, s, p, d, ceil):
+    x = f32(2, 3, 11, 10)
+    y, idx = ops.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    yd, idxd = ops.max_pool2d(g(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    close(yd, y)
+    np.testing.assert_array_equal(cupy.asnumpy(idxd), idx)
+    gy = f32(*y.shape, seed=1)
+    close(ops.max_pool2d_backward(g(gy), idxd, x.shape, k, s, p, d, ceil_mode=ceil),
+          ops.max_pool2d_backward(gy, idx, x.shape, k, s, p, d, ceil_mode=ceil))
 
 
 def test_max_pool_nan_wins_as_on_cpu():
@@ -346,16 +362,25 @@ def test_clip_grad_norm_on_the_device_matches_cpu():
         close(d, h)
 
 
-def test_grouped_conv2d_matches_cpu():
+@pytest.mark.parametrize("options", [
+    {"padding": 1, "groups": 3}, {"padding": "same", "dilation": 2},
+    {"padding": "same", "kernel_size": 4, "padding_mode": "reflect"},
+    {"padding": (1, 2), "padding_mode": "circular", "groups": 6},
+    {"padding": 2, "padding_mode": "replicate", "dilation": (2, 1)}])
+def test_conv2d_options_match_cpu(options):
+    """Groups, dilations, string paddings and padding modes (F.pad on the device)."""
+    options = dict(options)
+    kernel = options.pop("kernel_size", 3)
     x, grads = f32(2, 6, 9, 9), []
     for device in ("cpu", "cuda"):
         pyrt.manual_seed(4)
-        conv = nn.Conv2d(6, 6, 3, padding=1, groups=3).to(device)
+        conv = nn.Conv2d(6, 6, kernel, **options).to(device)
         t = pyrt.tensor(x, requires_grad=True, device=device)
-        conv(t).sum().backward()
-        grads.append((t.grad.data, conv.weight.grad.data, conv.bias.grad.data))
+        y = conv(t)
+        (y * y).sum().backward()
+        grads.append((y.data, t.grad.data, conv.weight.grad.data, conv.bias.grad.data))
     for d, h in zip(grads[1], grads[0]):
-        close(d, h, atol=1e-4)
+        close(d, h, atol=1e-3)
 
 
 def test_tensor_device_api():

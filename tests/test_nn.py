@@ -7,6 +7,7 @@ import copy
 import math
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -761,6 +762,28 @@ def test_grouped_conv2d_against_torch(c, k, ks, stride, padding, groups, bias):
     assert_close(y.data, theirs(to_torch(x)).detach().numpy())
 
 
+@pytest.mark.parametrize("options", [
+    {"dilation": 2, "padding": 2}, {"dilation": (1, 3), "stride": (2, 1)},
+    {"padding": "same"}, {"padding": "same", "kernel_size": (4, 2), "dilation": (1, 3)},
+    {"padding": "valid", "stride": 2}, {"padding": "same", "groups": 2, "dilation": 2},
+    {"padding": 1, "padding_mode": "reflect"}, {"padding": (2, 1), "padding_mode": "replicate"},
+    {"padding": "same", "padding_mode": "circular", "kernel_size": 4, "groups": 4},
+    {"padding": (1, 2), "padding_mode": "circular", "dilation": (2, 1), "bias": False}])
+def test_conv2d_dilation_paddings_and_padding_modes_against_torch(options):
+    """Outputs, repr and all three gradients match torch.nn.Conv2d for dilations, the string
+    paddings (odd totals included) and the padding modes, alone and with groups."""
+    torch = pytest.importorskip("torch")
+    options = dict(options)
+    kernel = options.pop("kernel_size", 3)
+    x = rng(51).standard_normal((2, 4, 11, 10)).astype(F32)
+    ours = nn.Conv2d(4, 8, kernel, **options)
+    with warnings.catch_warnings():  # torch's note on even kernels with padding="same"
+        warnings.simplefilter("ignore", UserWarning)
+        theirs = torch.nn.Conv2d(4, 8, kernel, **options)
+        assert repr(ours) == repr(theirs)
+        check_module_against_torch(ours, theirs, x, 52)
+
+
 def test_conv2d_options_are_checked_as_torch():
     with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
         nn.Conv2d(3, 4, 3, groups=2)
@@ -768,10 +791,15 @@ def test_conv2d_options_are_checked_as_torch():
         nn.Conv2d(4, 3, 3, groups=2)
     with pytest.raises(ValueError, match="groups must be a positive integer"):
         nn.Conv2d(4, 4, 3, groups=0)
-    with pytest.raises(ValueError, match=r"dilation=2 is not supported"):
-        nn.Conv2d(4, 4, 3, dilation=2)
-    with pytest.raises(ValueError, match="padding_mode='reflect' is not supported"):
-        nn.Conv2d(4, 4, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="dilation must be integers >= 1"):
+        nn.Conv2d(4, 4, 3, dilation=0)
+    with pytest.raises(ValueError, match="padding_mode must be one of 'zeros', 'reflect', "
+                                         "'replicate' or 'circular', but got padding_mode='wrap'"):
+        nn.Conv2d(4, 4, 3, padding_mode="wrap")
+    with pytest.raises(ValueError, match="Invalid padding string 'full'"):
+        nn.Conv2d(4, 4, 3, padding="full")
+    with pytest.raises(ValueError, match="padding='same' is not supported for strided"):
+        nn.Conv2d(4, 4, 3, stride=2, padding="same")
     x, w = pyrt.randn(1, 4, 5, 5), pyrt.randn(6, 3, 3, 3)
     with pytest.raises(ValueError, match=r"Given groups=2, weight of size \[6, 3, 3, 3\]"):
         F.conv2d(x, w, groups=2)
@@ -799,6 +827,70 @@ def test_pooling_against_torch(args):
     x = rng(11).standard_normal((2, 3, 9, 8)).astype(F32)
     check_module_against_torch(nn.MaxPool2d(*args), torch.nn.MaxPool2d(*args), x, 12)
     check_module_against_torch(nn.AvgPool2d(*args), torch.nn.AvgPool2d(*args), x, 13)
+
+
+@pytest.mark.parametrize("args,options", [
+    ((3,), {"dilation": 2}), ((3, 1, 1, 2), {}), ((2, 2, 0, 3), {"ceil_mode": True}),
+    (((3, 2), (2, 1), (1, 1), (2, 3)), {}), ((3, 2, 1, (1, 2)), {"ceil_mode": True})])
+def test_dilated_max_pooling_and_its_indices_against_torch(args, options):
+    torch = pytest.importorskip("torch")
+    x = rng(53).standard_normal((2, 3, 11, 10)).astype(F32)
+    ours, theirs = nn.MaxPool2d(*args, **options), torch.nn.MaxPool2d(*args, **options)
+    assert repr(ours) == repr(theirs)
+    check_module_against_torch(ours, theirs, x, 54)
+    ours, theirs = (nn.MaxPool2d(*args, return_indices=True, **options),
+                    torch.nn.MaxPool2d(*args, return_indices=True, **options))
+    (y, idx), (yt, it) = ours(pyrt.tensor(x)), theirs(to_torch(x))
+    assert idx.dtype == np.int64 and np.array_equal(idx.data, it.numpy())
+    assert_close(y.data, yt.numpy())
+    # the indices are the tensor's own: writing them moves no gradient
+    xp = pyrt.tensor(x, requires_grad=True)
+    y, idx = F.max_pool2d(xp, *args, return_indices=True, **options)
+    idx.data[...] = 0
+    y.sum().backward()
+    xt = to_torch(x, requires_grad=True)
+    torch.nn.functional.max_pool2d(xt, *args, **options).sum().backward()
+    assert_close(xp.grad.data, xt.grad.numpy())
+
+
+@pytest.mark.parametrize("pad,mode", [
+    ((1, 2), "constant"), ((1, -2, 3, 0), "constant"), ((1, 1, 2, 0, 1, 1), "constant"),
+    ((1, 2, 0, 3), "reflect"), ((9, 9, 10, 10), "reflect"), ((2, 0, 3, 1), "replicate"),
+    ((2, 2, 1, 1), "circular"), ((10, 10, 11, 11), "circular")])
+def test_pad_against_torch(pad, mode):
+    """F.pad's values and gradients, cropping included, as torch.nn.functional.pad's."""
+    torch = pytest.importorskip("torch")
+    x = rng(55).standard_normal((2, 3, 11, 10)).astype(F32)
+    xp, xt = pyrt.tensor(x, requires_grad=True), to_torch(x, requires_grad=True)
+    y, yt = F.pad(xp, pad, mode=mode), torch.nn.functional.pad(xt, pad, mode=mode)
+    assert_close(y.data, yt.detach().numpy())
+    g = rng(56).standard_normal(y.shape).astype(F32)
+    y.backward(pyrt.tensor(g))
+    yt.backward(torch.from_numpy(g))
+    assert_close(xp.grad.data, xt.grad.numpy())
+    value = F.pad(pyrt.tensor(x), pad, value=-2.5).data if mode == "constant" else None
+    if value is not None:
+        assert_close(value, torch.nn.functional.pad(to_torch(x), pad, value=-2.5).numpy())
+
+
+def test_pad_errors_name_the_problem():
+    x = pyrt.randn(2, 3, 4)
+    for pad, mode, error, message in [
+            ((1,), "constant", ValueError, "Padding length must be divisible by 2"),
+            ((1,) * 8, "constant", ValueError, "Padding length too large"),
+            ((1, 1), "wrap", ValueError, "mode must be one of"),
+            ((4, 0), "reflect", ValueError, "Padding size should be less than"),
+            ((5, 0), "circular", ValueError, "wrapping around more than once"),
+            ((-1, 0), "replicate", ValueError, "only supported in constant mode"),
+            ((-3, -2), "constant", ValueError, "leaves it -1 long"),
+            ((1.5, 1), "constant", TypeError, "pad must be a sequence of ints"),
+            ("ab", "constant", TypeError, "pad must be a sequence of ints")]:
+        with pytest.raises(error, match=message):
+            F.pad(x, pad, mode=mode)
+    with pytest.raises(ValueError, match="doesn't take in value"):
+        F.pad(x, (1, 1), mode="reflect", value=1.0)
+    with pytest.raises(ValueError, match="has nothing to copy"):
+        F.pad(pyrt.randn(2, 0), (1, 1), mode="replicate")
 
 
 def test_pooling_checks_arguments():
@@ -1200,10 +1292,10 @@ def test_pool_layers_take_torchs_options():
         y.backward(pyrt.tensor(g))
         yt.backward(torch.from_numpy(g))
         assert_close(xp.grad.data, xt.grad.numpy())
-    with pytest.raises(ValueError, match="dilation=2 is not supported"):
-        nn.MaxPool2d(2, dilation=2)
-    with pytest.raises(ValueError, match="return_indices=True is not supported"):
-        nn.MaxPool2d(2, return_indices=True)
+    with pytest.raises(ValueError, match="dilation must be integers >= 1"):
+        nn.MaxPool2d(2, dilation=0)
+    with pytest.raises(TypeError, match="return_indices must be a bool"):
+        nn.MaxPool2d(2, return_indices=1)
     with pytest.raises(ValueError, match="divisor_override=4 is not supported"):
         nn.AvgPool2d(2, divisor_override=4)
     with pytest.raises(TypeError, match="ceil_mode must be a bool"):

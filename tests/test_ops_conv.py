@@ -1,6 +1,7 @@
-"""conv2d and its gradients against a float64 NumPy reference and PyTorch, over many shapes and
-thread counts (both the direct kernels and im2col + GEMM), checked by finite differences, with
-bitwise-deterministic weight and bias gradients and clear argument errors."""
+"""conv2d and its gradients against a float64 NumPy reference and PyTorch, over many shapes,
+dilations, groups and thread counts (both the direct kernels and im2col + GEMM), checked by
+finite differences, with bitwise-deterministic weight and bias gradients and clear argument
+errors."""
 
 import numpy as np
 import pytest
@@ -24,34 +25,45 @@ def pair(v):
 # ---- float64 reference --------------------------------------------------------------------
 
 
-def ref_windows(x, kernel, stride, padding):
-    """[n, c, oh, ow, kh, kw] view of the zero-padded input under every output pixel."""
-    (kh, kw), (sh, sw), (ph, pw) = kernel, pair(stride), pair(padding)
+def ref_windows(x, kernel, stride, padding, dilation=1):
+    """[n, c, oh, ow, kh, kw] view of the zero-padded input under every output pixel's taps."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, pair(stride), pair(padding), pair(dilation)
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))
-    return win[:, :, ::sh, ::sw]
+    span = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    win = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(2, 3))
+    return win[:, :, ::sh, ::sw, ::dh, ::dw]
 
 
-def ref_conv(x, w, b, stride, padding):
-    win = ref_windows(x, w.shape[2:], stride, padding)
-    y = np.einsum("nchwij,kcij->nkhw", win, w.astype(np.float64))
+def ref_conv(x, w, b, stride, padding, dilation=1, groups=1):
+    win = ref_windows(x, w.shape[2:], stride, padding, dilation)
+    n, c, oh, ow, kh, kw = win.shape
+    # group g's filters see channels [g * c/groups, (g + 1) * c/groups)
+    win = win.reshape(n, groups, c // groups, oh, ow, kh, kw)
+    wg = w.astype(np.float64).reshape(groups, w.shape[0] // groups, *w.shape[1:])
+    y = np.einsum("ngchwij,gkcij->ngkhw", win, wg).reshape(n, -1, oh, ow)
     return y if b is None else y + b.astype(np.float64)[None, :, None, None]
 
 
-def ref_grads(x, w, dy, stride, padding):
+def ref_grads(x, w, dy, stride, padding, dilation=1, groups=1):
     """(dx, dw, db) in float64: the transpose of ref_conv."""
-    (kh, kw), (sh, sw), (ph, pw) = w.shape[2:], pair(stride), pair(padding)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw_) = (w.shape[2:], pair(stride), pair(padding),
+                                               pair(dilation))
     n, c, h, wd = x.shape
+    k, cg = w.shape[:2]
     oh, ow = dy.shape[2:]
-    dy64, w64 = dy.astype(np.float64), w.astype(np.float64)
-    dxp = np.zeros((n, c, h + 2 * ph, wd + 2 * pw))
+    dy64 = dy.astype(np.float64).reshape(n, groups, k // groups, oh, ow)
+    w64 = w.astype(np.float64).reshape(groups, k // groups, cg, kh, kw)
+    dxp = np.zeros((n, groups, cg, h + 2 * ph, wd + 2 * pw))
     for i in range(kh):
         for j in range(kw):
-            dxp[:, :, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw] += np.einsum(
-                "nkhw,kc->nchw", dy64, w64[:, :, i, j])
-    dx = dxp[:, :, ph:ph + h, pw:pw + wd]
-    dw = np.einsum("nchwij,nkhw->kcij", ref_windows(x, (kh, kw), stride, padding), dy64)
-    return dx, dw, dy64.sum(axis=(0, 2, 3))
+            r, q = i * dh, j * dw_
+            dxp[..., r:r + sh * (oh - 1) + 1:sh, q:q + sw * (ow - 1) + 1:sw] += np.einsum(
+                "ngkhw,gkc->ngchw", dy64, w64[..., i, j])
+    dx = dxp.reshape(n, c, h + 2 * ph, wd + 2 * pw)[:, :, ph:ph + h, pw:pw + wd]
+    win = ref_windows(x, (kh, kw), stride, padding, dilation)
+    win = win.reshape(n, groups, cg, *win.shape[2:])
+    dw = np.einsum("ngchwij,ngkhw->gkcij", win, dy64).reshape(w.shape)
+    return dx, dw, dy64.sum(axis=(0, 3, 4)).reshape(k)
 
 
 def assert_close(got, ref, terms):
@@ -66,36 +78,46 @@ def assert_close(got, ref, terms):
 
 @st.composite
 def conv_cases(draw):
-    n, c, k = draw(st.integers(1, 4)), draw(st.integers(1, 5)), draw(st.integers(1, 6))
+    """Shapes, strides and paddings; a third of the cases with a dilation, a third with
+    groups (channels and filters drawn per group)."""
+    groups = draw(st.sampled_from([1, 1, 1, 1, 2, 3]))
+    n, c, k = (draw(st.integers(1, 4)), groups * draw(st.integers(1, 4)),
+               groups * draw(st.integers(1, 4)))
     h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
     kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
-    assume(h + 2 * padding[0] >= kh and w + 2 * padding[1] >= kw)
-    return (n, c, h, w), (k, c, kh, kw), stride, padding
+    dilation = draw(st.sampled_from([(1, 1), (1, 1), (2, 2), (1, 3), (3, 2)]))
+    assume(h + 2 * padding[0] >= dilation[0] * (kh - 1) + 1
+           and w + 2 * padding[1] >= dilation[1] * (kw - 1) + 1)
+    return (n, c, h, w), (k, c // groups, kh, kw), stride, padding, dilation, groups
 
 
-@settings(max_examples=200, deadline=None)
+def options(stride, padding, dilation, groups):
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
+@settings(max_examples=300, deadline=None)
 @given(case=conv_cases(), threads=st.sampled_from(THREADS), bias=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_conv2d_matches_reference(case, threads, bias, seed):
-    xs, ws, stride, padding = case
+    xs, ws, *opts = case
     x, w = random(xs, seed), random(ws, seed + 1)
     b = random(ws[:1], seed + 2) if bias else None
     with pyrt.num_threads(threads):
-        y = conv2d(x, w, b, stride=stride, padding=padding)
-    assert_close(y, ref_conv(x, w, b, stride, padding), terms=np.prod(ws[1:]))
+        y = conv2d(x, w, b, **options(*opts))
+    assert_close(y, ref_conv(x, w, b, *opts), terms=np.prod(ws[1:]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(case=conv_cases(), threads=st.sampled_from(THREADS), seed=st.integers(0, 2**16))
 def test_conv2d_backward_matches_reference(case, threads, seed):
-    xs, ws, stride, padding = case
+    xs, ws, *opts = case
     x, w = random(xs, seed), random(ws, seed + 1)
-    dy = random(ref_conv(x, w, None, stride, padding).shape, seed + 2)
+    dy = random(ref_conv(x, w, None, *opts).shape, seed + 2)
     with pyrt.num_threads(threads):
-        dx, dw, db = conv2d_backward(x, w, dy, stride=stride, padding=padding)
-    rdx, rdw, rdb = ref_grads(x, w, dy, stride, padding)
+        dx, dw, db = conv2d_backward(x, w, dy, **options(*opts))
+    rdx, rdw, rdb = ref_grads(x, w, dy, *opts)
     assert_close(dx, rdx, terms=ws[0] * ws[2] * ws[3])
     assert_close(dw, rdw, terms=dy.size // ws[0])
     assert_close(db, rdb, terms=dy.size // ws[0])
@@ -117,6 +139,34 @@ PATH_CASES = [
     ((2, 3, 1, 1), (2, 3, 3, 3), 1, 1),
 ]
 
+# Dilated and grouped convolutions (always im2col + GEMM): (x, weight, stride, padding,
+# dilation, groups), depthwise and its channel multiplier included.
+SPREAD_CASES = [
+    ((2, 3, 15, 13), (5, 3, 3, 3), 1, 2, 2, 1),
+    ((2, 4, 16, 11), (6, 4, 3, 2), (2, 1), (1, 0), (3, 2), 1),
+    ((3, 6, 10, 9), (4, 3, 3, 3), 1, 1, 1, 2),
+    ((2, 8, 12, 12), (8, 1, 3, 3), 1, 1, 1, 8),
+    ((2, 4, 11, 9), (8, 1, 5, 3), 2, 2, (2, 1), 4),
+    ((1, 32, 14, 14), (32, 1, 3, 3), 1, 1, 1, 32),
+]
+
+
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", SPREAD_CASES)
+@pytest.mark.parametrize("threads", THREADS)
+def test_dilation_and_groups_match_reference(xs, ws, stride, padding, dilation, groups,
+                                             threads):
+    x, w, b = random(xs, 41), random(ws, 42), random(ws[:1], 43)
+    opts = (stride, padding, dilation, groups)
+    with pyrt.num_threads(threads):
+        y = conv2d(x, w, b, **options(*opts))
+        dy = random(y.shape, 44)
+        dx, dw, db = conv2d_backward(x, w, dy, **options(*opts))
+    assert_close(y, ref_conv(x, w, b, *opts), terms=np.prod(ws[1:]))
+    rdx, rdw, rdb = ref_grads(x, w, dy, *opts)
+    assert_close(dx, rdx, terms=ws[0] * ws[2] * ws[3])
+    assert_close(dw, rdw, terms=dy.size // ws[0])
+    assert_close(db, rdb, terms=dy.size // ws[0])
+
 
 @pytest.mark.parametrize("xs,ws,stride,padding", PATH_CASES)
 @pytest.mark.parametrize("threads", THREADS)
@@ -136,16 +186,19 @@ def test_paths_match_reference(xs, ws, stride, padding, threads):
 # ---- PyTorch ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("xs,ws,stride,padding", PATH_CASES[:5] + PATH_CASES[7:])
-def test_matches_torch_autograd(xs, ws, stride, padding):
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups",
+                         [case + (1, 1) for case in PATH_CASES[:5] + PATH_CASES[7:]]
+                         + SPREAD_CASES)
+def test_matches_torch_autograd(xs, ws, stride, padding, dilation, groups):
     torch = pytest.importorskip("torch")
     x, w, b = random(xs, 5), random(ws, 6), random(ws[:1], 7)
+    opts = options(stride, padding, dilation, groups)
     xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-    yt = torch.nn.functional.conv2d(xt, wt, bt, stride=stride, padding=padding)
+    yt = torch.nn.functional.conv2d(xt, wt, bt, **opts)
     dy = random(tuple(yt.shape), 8)
     yt.backward(torch.from_numpy(dy))
-    y = conv2d(x, w, b, stride=stride, padding=padding)
-    dx, dw, db = conv2d_backward(x, w, dy, stride=stride, padding=padding)
+    y = conv2d(x, w, b, **opts)
+    dx, dw, db = conv2d_backward(x, w, dy, **opts)
     for got, want in [(y, yt), (dx, xt.grad), (dw, wt.grad), (db, bt.grad)]:
         want = want.detach().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * (1 + np.abs(want).max()))
@@ -154,22 +207,25 @@ def test_matches_torch_autograd(xs, ws, stride, padding):
 # ---- finite differences -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("xs,ws,stride,padding", [
-    ((2, 2, 5, 4), (3, 2, 3, 2), 1, 1),
-    ((1, 3, 6, 5), (2, 3, 2, 3), 2, (0, 1)),
-    ((2, 1, 4, 4), (2, 1, 3, 3), 1, 2),
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", [
+    ((2, 2, 5, 4), (3, 2, 3, 2), 1, 1, 1, 1),
+    ((1, 3, 6, 5), (2, 3, 2, 3), 2, (0, 1), 1, 1),
+    ((2, 1, 4, 4), (2, 1, 3, 3), 1, 2, 1, 1),
+    ((1, 2, 7, 6), (2, 2, 2, 2), 1, 1, (2, 3), 1),
+    ((2, 4, 5, 5), (6, 2, 3, 3), 1, 1, 1, 2),
 ])
-def test_gradients_match_finite_differences(xs, ws, stride, padding):
+def test_gradients_match_finite_differences(xs, ws, stride, padding, dilation, groups):
     """The loss sum(conv2d(x, w, b) * g), accumulated in float64, is linear in each of x, w
     and b, so a central difference is exact up to the float32 rounding of the outputs."""
     x, w, b = random(xs, 9), random(ws, 10), random(ws[:1], 11)
-    g = random(conv2d(x, w, b, stride=stride, padding=padding).shape, 12).astype(np.float64)
+    opts = options(stride, padding, dilation, groups)
+    g = random(conv2d(x, w, b, **opts).shape, 12).astype(np.float64)
 
     def loss(x_, w_, b_):
-        return float((conv2d(x_, w_, b_, stride=stride, padding=padding) * g).sum())
+        return float((conv2d(x_, w_, b_, **opts) * g).sum())
 
     args = [x, w, b]
-    grads = conv2d_backward(x, w, g.astype(np.float32), stride=stride, padding=padding)
+    grads = conv2d_backward(x, w, g.astype(np.float32), **opts)
     eps = 0.5
     for pos, grad in enumerate(grads):
         for idx in np.ndindex(args[pos].shape):
@@ -184,21 +240,23 @@ def test_gradients_match_finite_differences(xs, ws, stride, padding):
 # ---- determinism --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("xs,ws,stride,padding", [
-    ((64, 1, 28, 28), (8, 1, 3, 3), 1, 1),
-    ((64, 8, 14, 14), (16, 8, 3, 3), 1, 1),
-    ((9, 70, 6, 7), (5, 70, 3, 3), 1, 1),
-    ((7, 5, 13, 11), (7, 5, 4, 2), (2, 3), (1, 0)),
-    ((1, 16, 40, 200), (4, 16, 3, 3), 1, 1),
+@pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups", [
+    ((64, 1, 28, 28), (8, 1, 3, 3), 1, 1, 1, 1),
+    ((64, 8, 14, 14), (16, 8, 3, 3), 1, 1, 1, 1),
+    ((9, 70, 6, 7), (5, 70, 3, 3), 1, 1, 1, 1),
+    ((7, 5, 13, 11), (7, 5, 4, 2), (2, 3), (1, 0), 1, 1),
+    ((1, 16, 40, 200), (4, 16, 3, 3), 1, 1, 1, 1),
+    ((33, 8, 14, 14), (16, 2, 3, 3), 1, 2, 2, 4),
 ])
-def test_results_bitwise_identical_across_threads(xs, ws, stride, padding):
+def test_results_bitwise_identical_across_threads(xs, ws, stride, padding, dilation, groups):
     x, w, b = random(xs, 13), random(ws, 14), random(ws[:1], 15)
+    opts = options(stride, padding, dilation, groups)
     results = []
     for threads in [1, 2, 3, 4]:
         with pyrt.num_threads(threads):
-            y = conv2d(x, w, b, stride=stride, padding=padding)
+            y = conv2d(x, w, b, **opts)
             dy = random(y.shape, 16)
-            results.append((y, *conv2d_backward(x, w, dy, stride=stride, padding=padding)))
+            results.append((y, *conv2d_backward(x, w, dy, **opts)))
     for other in results[1:]:
         for a, b_ in zip(results[0], other):
             assert np.array_equal(a, b_)
@@ -291,6 +349,28 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"grad_output must have shape \(1, 3, 3, 3\), got "
                                          r"\(1, 3, 4, 4\)"):
         conv2d_backward(x, w, random((1, 3, 4, 4), 32))
+
+
+def test_dilation_and_groups_errors_name_the_argument():
+    x, w = random((1, 4, 6, 6), 45), random((6, 2, 3, 3), 46)
+    with pytest.raises(ValueError, match="dilation must be positive"):
+        conv2d(x, w, groups=2, dilation=0)
+    with pytest.raises(TypeError, match="dilation"):
+        conv2d(x, w, groups=2, dilation=1.5)
+    with pytest.raises(ValueError, match=r"spread by dilation \(4, 4\) to 9x9,? is larger than "
+                                         r"the padded input 6x6"):
+        conv2d(x, w, groups=2, dilation=4)
+    with pytest.raises(ValueError, match="groups must be a positive integer"):
+        conv2d(x, w, groups=0)
+    with pytest.raises(TypeError, match="groups must be a positive integer"):
+        conv2d(x, w, groups=True)
+    with pytest.raises(ValueError, match=r"Given groups=4, expected weight to be divisible by 4"):
+        conv2d(x, w, groups=4)
+    with pytest.raises(ValueError, match=r"Given groups=3, weight of size \[6, 2, 3, 3\], "
+                                         r"expected input\[1, 4, 6, 6\] to have 6 channels"):
+        conv2d(x, w, groups=3)
+    with pytest.raises(ValueError, match=r"expected input\[1, 4, 6, 6\] to have 2 channels"):
+        conv2d_backward(x, w, random((1, 6, 4, 4), 47))
 
 
 def test_out_may_not_overlap_an_input():

@@ -1,5 +1,6 @@
-"""max_pool2d and avg_pool2d and their gradients against NumPy references and PyTorch (values,
-indices, NaN and tie rules), over many shapes and thread counts, with argument errors."""
+"""max_pool2d (dilated too) and avg_pool2d and their gradients against NumPy references and
+PyTorch (values, indices, NaN and tie rules), over many shapes and thread counts, with argument
+errors."""
 
 import numpy as np
 import pytest
@@ -23,34 +24,37 @@ def pair(v):
 # ---- references ---------------------------------------------------------------------------
 
 
-def windows(shape, kernel, stride, padding):
+def windows(shape, kernel, stride, padding, dilation=1):
     """For every output pixel, the flat indices (within the h*w plane) of the input pixels
-    its window covers, in row-major order; padding is left out."""
+    its window's taps cover, in row-major order; padding is left out."""
     _, _, h, w = shape
     stride = kernel if stride is None else stride
     (kh, kw), (sh, sw), (ph, pw) = pair(kernel), pair(stride), pair(padding)
-    oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    dh, dw = pair(dilation)
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     out = {}
     for oy in range(oh):
         for ox in range(ow):
-            out[oy, ox] = [iy * w + ix
-                           for iy in range(oy * sh - ph, oy * sh - ph + kh) if 0 <= iy < h
-                           for ix in range(ox * sw - pw, ox * sw - pw + kw) if 0 <= ix < w]
+            rows = [oy * sh - ph + i * dh for i in range(kh)]
+            cols = [ox * sw - pw + j * dw for j in range(kw)]
+            out[oy, ox] = [iy * w + ix for iy in rows if 0 <= iy < h
+                           for ix in cols if 0 <= ix < w]
     return oh, ow, out
 
 
-def ref_max_pool(x, kernel, stride, padding):
+def ref_max_pool(x, kernel, stride, padding, dilation=1):
     """Values and indices by PyTorch's rule: the first maximum wins, a NaN beats everything
     (the last NaN of the window); padding is -inf and never wins."""
     n, c = x.shape[:2]
-    oh, ow, win = windows(x.shape, kernel, stride, padding)
+    oh, ow, win = windows(x.shape, kernel, stride, padding, dilation)
     y = np.empty((n, c, oh, ow), np.float32)
     ind = np.empty((n, c, oh, ow), np.int64)
     planes = x.reshape(n, c, -1)
     for (oy, ox), idx in win.items():
         for a in range(n):
             for b in range(c):
-                best, at = -np.inf, idx[0]
+                best, at = -np.inf, idx[0] if idx else -1  # -1: no pixel under the taps
                 for i in idx:
                     v = planes[a, b, i]
                     if v > best or np.isnan(v):
@@ -85,7 +89,7 @@ def ref_max_backward(dy, ind, shape):
     n, c, h, w = shape
     dx = np.zeros((n * c, h * w))
     for p, (g, i) in enumerate(zip(dy.reshape(n * c, -1), ind.reshape(n * c, -1))):
-        np.add.at(dx[p], i, g.astype(np.float64))
+        np.add.at(dx[p], i[i >= 0], g[i >= 0].astype(np.float64))
     return dx.reshape(shape)
 
 
@@ -93,14 +97,19 @@ def ref_max_backward(dy, ind, shape):
 
 
 @st.composite
-def pool_cases(draw):
+def pool_cases(draw, dilated=False):
+    """Shapes and windows; with `dilated`, (its cases and) a dilation, (1, 1) a third of the
+    time."""
     n, c = draw(st.integers(1, 4)), draw(st.integers(1, 5))
     h, w = draw(st.integers(1, 12)), draw(st.integers(1, 12))
     kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
     stride = draw(st.none() | st.tuples(st.integers(1, 3), st.integers(1, 3)))
     padding = (draw(st.integers(0, kernel[0] // 2)), draw(st.integers(0, kernel[1] // 2)))
-    assume(h + 2 * padding[0] >= kernel[0] and w + 2 * padding[1] >= kernel[1])
-    return (n, c, h, w), kernel, stride, padding
+    dilation = draw(st.sampled_from([(1, 1), (2, 2), (1, 3), (3, 2)])) if dilated else (1, 1)
+    assume(h + 2 * padding[0] >= dilation[0] * (kernel[0] - 1) + 1
+           and w + 2 * padding[1] >= dilation[1] * (kernel[1] - 1) + 1)
+    case = (n, c, h, w), kernel, stride, padding
+    return case + (dilation,) if dilated else case
 
 
 def with_ties_and_nans(x, seed, nans):
@@ -114,18 +123,18 @@ def with_ties_and_nans(x, seed, nans):
     return x
 
 
-@settings(max_examples=200, deadline=None)
-@given(case=pool_cases(), threads=st.sampled_from(THREADS), nans=st.booleans(),
+@settings(max_examples=300, deadline=None)
+@given(case=pool_cases(dilated=True), threads=st.sampled_from(THREADS), nans=st.booleans(),
        seed=st.integers(0, 2**16))
 def test_max_pool_matches_reference(case, threads, nans, seed):
-    shape, kernel, stride, padding = case
+    shape, kernel, stride, padding, dilation = case
     x = with_ties_and_nans(random(shape, seed), seed, nans)
     with pyrt.num_threads(threads):
-        y, ind = max_pool2d(x, kernel, stride, padding, return_indices=True)
-        y_only = max_pool2d(x, kernel, stride, padding)
+        y, ind = max_pool2d(x, kernel, stride, padding, dilation, return_indices=True)
+        y_only = max_pool2d(x, kernel, stride, padding, dilation)
         dy = random(y.shape, seed + 1)
-        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding)
-    ry, rind = ref_max_pool(x, kernel, stride, padding)
+        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding, dilation)
+    ry, rind = ref_max_pool(x, kernel, stride, padding, dilation)
     np.testing.assert_array_equal(y, ry)
     np.testing.assert_array_equal(y_only, ry)
     np.testing.assert_array_equal(ind, rind)
@@ -194,31 +203,36 @@ def test_avg_pool_matches_torch(shape, kernel, stride, padding):
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=pool_cases(), ceil_mode=st.booleans(), count_include_pad=st.booleans(),
+@given(case=pool_cases(dilated=True), ceil_mode=st.booleans(), count_include_pad=st.booleans(),
        threads=st.sampled_from(THREADS), seed=st.integers(0, 2**16))
 def test_ceil_mode_and_count_include_pad_match_torch(case, ceil_mode, count_include_pad,
                                                      threads, seed):
     """PyTorch's output sizes with ceil_mode (a last window hanging past the padded input, as
     long as it starts inside the input or its leading padding) and its divisors: the padded
     window within the padded input, or the input pixels alone with count_include_pad=False.
-    Max pooling's values, indices and gradient too, through both of its paths."""
+    Max pooling's values, indices and gradient too, through both of its paths, dilated or
+    not (average pooling takes no dilation)."""
     torch = pytest.importorskip("torch")
-    shape, kernel, stride, padding = case
+    shape, kernel, stride, padding, dilation = case
+    # no window of padding alone (a dilation allows them): torch's max pooling backward aborts
+    # the process on the index it gives one (test_a_dilated_window_of_padding_alone has pyrt's)
+    assume(all(windows(shape, kernel, stride, padding, dilation)[2].values()))
     x = with_ties_and_nans(random(shape, seed), seed, nans=False)
     xt = torch.tensor(x, requires_grad=True)
-    yt, it = torch.nn.functional.max_pool2d(xt, kernel, stride, padding, ceil_mode=ceil_mode,
-                                            return_indices=True)
+    yt, it = torch.nn.functional.max_pool2d(xt, kernel, stride, padding, dilation,
+                                            ceil_mode=ceil_mode, return_indices=True)
     at = torch.nn.functional.avg_pool2d(xt, kernel, stride, padding, ceil_mode=ceil_mode,
                                         count_include_pad=count_include_pad)
     dy, da = random(tuple(yt.shape), seed + 1), random(tuple(at.shape), seed + 2)
     gmax, = torch.autograd.grad(yt, xt, torch.from_numpy(dy))
     gavg, = torch.autograd.grad(at, xt, torch.from_numpy(da))
     with pyrt.num_threads(threads):
-        y, ind = max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode,
+        y, ind = max_pool2d(x, kernel, stride, padding, dilation, ceil_mode=ceil_mode,
                             return_indices=True)
         a = avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode,
                        count_include_pad=count_include_pad)
-        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding, ceil_mode=ceil_mode)
+        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding, dilation,
+                                 ceil_mode=ceil_mode)
         dxa = avg_pool2d_backward(da, shape, kernel, stride, padding, ceil_mode=ceil_mode,
                                   count_include_pad=count_include_pad)
     np.testing.assert_array_equal(y, yt.detach().numpy())
@@ -299,7 +313,7 @@ def test_empty_batch_and_noncontiguous_input():
     np.testing.assert_array_equal(avg_pool2d(xt, 2), avg_pool2d(x, 2))
 
 
-@pytest.mark.parametrize("bad", [-1, 8, 99, -2**63, 2**63 - 1])
+@pytest.mark.parametrize("bad", [-2, 8, 99, -2**63, 2**63 - 1])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_backward_refuses_indices_outside_the_plane(bad, threads):
     # indices not from max_pool2d would drop gradient (or, followed, write out of bounds)
@@ -311,6 +325,16 @@ def test_backward_refuses_indices_outside_the_plane(bad, threads):
         max_pool2d_backward(dy, ind, (3, 2, 2, 4), 2)
     ind[2, 1, 0, 1] = 7  # the last pixel of the plane is fine
     assert max_pool2d_backward(dy, ind, (3, 2, 2, 4), 2).sum() == dy.sum()
+    ind[2, 1, 0, 1] = -1  # a window of padding alone: its gradient goes nowhere
+    assert max_pool2d_backward(dy, ind, (3, 2, 2, 4), 2).sum() == dy.sum() - 1
+
+
+def test_a_dilated_window_of_padding_alone():
+    # kernel 2 dilated by 2 with padding 1 over one row: the window's taps are rows -1 and 1
+    x = random((1, 2, 1, 3), 16)
+    y, ind = max_pool2d(x, (2, 1), 1, (1, 0), 2, return_indices=True)
+    assert y.shape == (1, 2, 1, 3) and np.all(y == -np.inf) and np.all(ind == -1)
+    assert not max_pool2d_backward(np.ones_like(y), ind, x.shape, (2, 1), 1, (1, 0), 2).any()
 
 
 @pytest.mark.parametrize("pool", ["max", "avg"])

@@ -133,7 +133,8 @@ static void max_plane(const pyrt_conv_shape *s, const float *x, float *y, int64_
             int64_t x0, nx;
             dilated_window(ox, s->stride_w, s->pad_w, s->kw, dw, s->w, &x0, &nx);
             float best = -INFINITY;
-            /* an empty window (padding wider than PyTorch allows) reports no pixel */
+            /* a window of padding alone (with a dilation, or padding wider than PyTorch
+             * allows) holds -inf and reports no pixel: -1 */
             int64_t at = ny > 0 && nx > 0 ? y0 * s->w + x0 : -1;
             for (int64_t ty = 0, iy = y0; ty < ny; ty++, iy += dh)
                 for (int64_t tx = 0, ix = x0; tx < nx; tx++, ix += dw)
@@ -272,13 +273,14 @@ static int max_backward_planes(void *arg, int64_t p0, int64_t p1)
         float *dx = j->dx + p * plane;
         memset(dx, 0, (size_t)plane * sizeof(float));
         /* an index from elsewhere (not max_pool2d's) is refused, never followed: the bounds
-         * test costs nothing beside the scattered add */
+         * test costs nothing beside the scattered add. -1 is a window of padding alone (which
+         * a dilation allows): it has no pixel to pass its gradient to. */
         int64_t bad = 0;
         for (int64_t o = 0; o < npix; o++) {
             const int64_t i = ind[o];
             if ((uint64_t)i < (uint64_t)plane)
                 dx[i] += dy[o];
-            else
+            else if (i != -1)
                 bad = 1;
         }
         if (bad)

@@ -228,7 +228,8 @@ static void pool_reference(pool_job *j)
                 j->want_y[o] = best;
                 j->want_idx[o] = at;
                 j->want_avg_y[o] = sum / div;
-                j->want_dx[p * plane + at] += j->dy[o];
+                if (at >= 0) /* else a window of padding alone: no pixel */
+                    j->want_dx[p * plane + at] += j->dy[o];
             }
 }
 
@@ -351,6 +352,7 @@ int main(void)
     run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1, 1);   /* padding left out of the divisor */
     run_pool(&rng, 2, 3, 11, 10, 3, 3, 1, 1, 0, 0, 2); /* max, dilation 2, into the padding */
     run_pool(&rng, 1, 2, 12, 9, 2, 2, 2, 0, 1, 0, 3);  /* max, dilation 3, ceil_mode */
-    printf("kernels_conv: %zu convolutions, 9 poolings\n", sizeof CONVS / sizeof CONVS[0]);
+    run_pool(&rng, 2, 2, 1, 5, 2, 2, 1, 1, 0, 0, 2);   /* max, windows of padding alone */
+    printf("kernels_conv: %zu convolutions, 10 poolings\n", sizeof CONVS / sizeof CONVS[0]);
     return stress_end("kernels_conv", t0);
 }

@@ -11,6 +11,7 @@ from pyrt.functional import (
     log_softmax,
     max_pool2d,
     mse_loss,
+    pad,
     relu,
     sigmoid,
     softmax,
@@ -19,5 +20,6 @@ from pyrt.functional import (
 
 __all__ = [
     "avg_pool2d", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout",
-    "linear", "log_softmax", "max_pool2d", "mse_loss", "relu", "sigmoid", "softmax", "tanh",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "pad", "relu", "sigmoid", "softmax",
+    "tanh",
 ]

@@ -17,6 +17,7 @@ from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import FORWARD_PATCHES, Module
 from pyrt.nn.parameter import Parameter
 from pyrt.shapes import dim_index
+from pyrt.spatial import PAD_MODES, conv_padding, same_padding
 from pyrt.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
@@ -91,9 +92,15 @@ class Linear(Module):
 class Conv2d(Module):
     """2-D cross-correlation of x [n, in_channels, h, w] with weight [out_channels,
     in_channels / groups, kh, kw], plus bias [out_channels]; with groups > 1 each group of
-    in_channels / groups channels has out_channels / groups filters of its own."""
+    in_channels / groups channels has out_channels / groups filters of its own. `dilation`
+    spaces the kernel's taps; `padding` is an int, a pair, "valid" or "same", and
+    `padding_mode` what the padding holds: "zeros", or the input "reflect"ed, "replicate"d or
+    wrapped around ("circular"), as F.pad makes it."""
     _tensor_input = True
-    groups = 1  # (a class default: modules pickled before groups existed load)
+    # (class defaults: modules pickled before these options existed load)
+    groups = 1
+    dilation = (1, 1)
+    padding_mode = "zeros"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros"):
@@ -102,11 +109,16 @@ class Conv2d(Module):
         self.out_channels = _positive_int(out_channels, "out_channels")
         self.kernel_size = _pair(kernel_size, "kernel_size", 1)
         self.stride = _pair(stride, "stride", 1)
-        self.padding = _pair(padding, "padding", 0)
-        if _pair(dilation, "dilation", 1) != (1, 1):
-            raise ValueError(f"dilation={dilation!r} is not supported (only dilation=1)")
-        if padding_mode != "zeros":
-            raise ValueError(f"padding_mode={padding_mode!r} is not supported (only 'zeros')")
+        self.dilation = _pair(dilation, "dilation", 1)
+        if isinstance(padding, str):
+            conv_padding(padding, self.kernel_size, self.stride, self.dilation)  # checks it
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding", 0)
+        if padding_mode not in ("zeros",) + PAD_MODES[1:]:
+            raise ValueError(f"padding_mode must be one of 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', but got padding_mode={padding_mode!r}")
+        self.padding_mode = padding_mode
         self.groups = _positive_int(groups, "groups")
         if in_channels % groups:
             raise ValueError("in_channels must be divisible by groups")
@@ -123,20 +135,37 @@ class Conv2d(Module):
     def reset_parameters(self):
         _init_weight_and_bias(self.weight, self.bias)
 
+    def _mode_padding(self):
+        """F.pad's amounts for padding_mode: (left, right, top, bottom)."""
+        if self.padding == "same":
+            (top, left), (bottom, right) = same_padding(self.kernel_size, self.dilation)
+        elif self.padding == "valid":
+            top = left = bottom = right = 0
+        else:
+            (top, left), (bottom, right) = self.padding, self.padding
+        return (left, right, top, bottom)
+
     def forward(self, x):
         params = self._parameters
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            x, padding = F.pad(x, self._mode_padding(), mode=self.padding_mode), 0
         return F.conv2d(x, params["weight"], params["bias"], stride=self.stride,
-                        padding=self.padding, groups=self.groups)
+                        padding=padding, dilation=self.dilation, groups=self.groups)
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
         if self.padding != (0, 0):
             s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -173,21 +202,28 @@ def _only(value, default, name):
 
 
 class MaxPool2d(_Pool2d):
-    """Maximum over kernel_size windows of x [n, c, h, w]; stride defaults to kernel_size. With
-    ceil_mode the output size is rounded up (a last window may hang past the input)."""
+    """Maximum over kernel_size windows of x [n, c, h, w], their taps `dilation` apart; stride
+    defaults to kernel_size. With ceil_mode the output size is rounded up (a last window may
+    hang past the input); with return_indices the layer returns (maxima, indices), the flat
+    index of each maximum within its h * w plane."""
+    dilation = 1  # (class defaults: modules pickled before these options load)
+    return_indices = False
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
-        _only(dilation, 1, "dilation")
-        _only(return_indices, False, "return_indices")
+        _pair(dilation, "dilation", 1)
+        if not isinstance(return_indices, bool):
+            raise TypeError(f"return_indices must be a bool, got {return_indices!r}")
         super().__init__(kernel_size, stride, padding, ceil_mode)
+        self.dilation = dilation
+        self.return_indices = return_indices
 
     def extra_repr(self):
-        return super().extra_repr() + f", dilation=1, ceil_mode={self.ceil_mode}"
+        return super().extra_repr() + f", dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
     def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding,
-                            ceil_mode=self.ceil_mode)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class AvgPool2d(_Pool2d):

@@ -1,11 +1,14 @@
 """2-D convolution of NCHW float32 batches and its gradients (PyTorch's conv2d).
 
-``x`` is ``[n, c, h, w]``, ``weight`` is ``[k, c, kh, kw]``, the result ``[n, k, oh, ow]`` with
-``oh = (h + 2 * padding_h - kh) // stride_h + 1`` (and likewise ``ow``). ``stride`` and
-``padding`` are an int or a pair ``(h, w)``. The kernels (csrc/kernels/conv2d.c) compute
-stride-1 layers with few input channels directly and the others as im2col + GEMM, in
-parallel over the batch; the weight and bias gradients sum the batch in a fixed order, so they
-are bitwise identical at any thread count.
+``x`` is ``[n, c, h, w]``, ``weight`` is ``[k, c / groups, kh, kw]``, the result
+``[n, k, oh, ow]`` with ``oh = (h + 2 * padding_h - dilation_h * (kh - 1) - 1) // stride_h + 1``
+(and likewise ``ow``). ``stride``, ``padding`` and ``dilation`` (the spacing of the kernel's
+taps) are an int or a pair ``(h, w)``; with ``groups`` > 1 the input channels and the filters
+split into that many groups, each group's filters seeing only its own channels (``groups ==
+c``: a depthwise convolution). The kernels (csrc/kernels/conv2d.c) compute stride-1 layers
+with few input channels directly and the others as im2col + GEMM, in parallel over the batch;
+the weight and bias gradients sum the batch in a fixed order, so they are bitwise identical at
+any thread count.
 """
 
 import operator
@@ -54,7 +57,7 @@ def _check_sizes(shape, name):
         raise ValueError(f"{name} has shape {shape}: each size must be at most {MAX_SIZE}")
 
 
-def _geometry(x_shape, window, stride, padding, window_name, k=0):
+def _geometry(x_shape, window, stride, padding, window_name, k=0, dilation=(1, 1), groups=1):
     """The pyrt_conv_shape of a window sliding over an [n, c, h, w] input, with the output
     height and width. ValueError naming `window_name` if the window does not fit."""
     _check_sizes(x_shape, "x")
@@ -62,31 +65,39 @@ def _geometry(x_shape, window, stride, padding, window_name, k=0):
     kh, kw = window
     sh, sw = stride
     ph, pw = padding
+    dh, dw = dilation
     if kh < 1 or kw < 1:
         raise ValueError(f"{window_name} must be at least 1x1, got {kh}x{kw}")
-    if h + 2 * ph < kh or w + 2 * pw < kw:
+    # the input rows and columns from a window's first tap to its last
+    eh, ew = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if h + 2 * ph < eh or w + 2 * pw < ew:
+        spread = "" if (dh, dw) == (1, 1) else f", spread by dilation ({dh}, {dw}) to {eh}x{ew},"
         raise ValueError(
-            f"{window_name} {kh}x{kw} is larger than the padded input "
+            f"{window_name} {kh}x{kw}{spread} is larger than the padded input "
             f"{h + 2 * ph}x{w + 2 * pw} (input {h}x{w}, padding ({ph}, {pw}))"
         )
-    oh = (h + 2 * ph - kh) // sh + 1
-    ow = (w + 2 * pw - kw) // sw + 1
-    shape = ffi.new("pyrt_conv_shape *", [n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow])
+    oh = (h + 2 * ph - eh) // sh + 1
+    ow = (w + 2 * pw - ew) // sw + 1
+    shape = ffi.new("pyrt_conv_shape *",
+                    [n, c, h, w, k, kh, kw, sh, sw, ph, pw, oh, ow, 0, 0, dh, dw, groups])
     return shape, oh, ow
 
 
 # Checked geometries of recent calls, under their arguments: a training loop repeats the same
 # few shapes, and checking and building one costs more than the rest of a small call. Only
-# plain ints (and None) key it, since a bool or a float would compare equal to an int. The C
+# plain ints, pairs of them (as layers keep their settings) and None key it, since a bool or a
+# float would compare equal to an int. The C
 # kernels only read the structs, so threads may share them.
 _CACHE = {}
 _CACHE_SIZE = 256
 
 
 def _cache_key(*args):
-    """The cache key for these arguments (shapes and ints), or None for an uncacheable one."""
+    """The cache key for these arguments (two shapes, then ints, pairs of ints and None), or
+    None for an uncacheable one."""
     for v in args[2:]:
-        if v is not None and type(v) is not int:
+        if v is not None and type(v) is not int and not (
+                type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int):
             return None
     return args
 
@@ -99,38 +110,59 @@ def _remember(key, value):
     return value
 
 
-def conv_geometry(x_shape, weight_shape, stride, padding):
+def check_groups(groups):
+    """`groups` if it is a positive int (a bool is not), else TypeError/ValueError."""
+    try:
+        if isinstance(groups, bool):
+            raise TypeError
+        groups = operator.index(groups)
+    except TypeError:
+        raise TypeError(f"groups must be a positive integer, got {groups!r}") from None
+    if not 1 <= groups <= MAX_SIZE:
+        raise ValueError(f"groups must be a positive integer of at most {MAX_SIZE}, got "
+                         f"{groups!r}")
+    return groups
+
+
+def conv_geometry(x_shape, weight_shape, stride, padding, dilation=1, groups=1):
     """The checked pyrt_conv_shape, oh, ow of a convolution (the CUDA ops' too), from the
     cache when these arguments were seen."""
-    key = _cache_key(x_shape, weight_shape, stride, padding)
+    key = _cache_key(x_shape, weight_shape, stride, padding, dilation, groups)
     hit = _CACHE.get(key) if key is not None else None
     if hit is not None:
         return hit
     _check_4d(x_shape, "x", "[n, c, h, w]")
-    _check_4d(weight_shape, "weight", "[out_channels, in_channels, kh, kw]")
+    _check_4d(weight_shape, "weight", "[out_channels, in_channels / groups, kh, kw]")
     _check_sizes(weight_shape, "weight")
-    if weight_shape[1] != x_shape[1]:
+    groups = check_groups(groups)
+    if weight_shape[0] % groups:
+        raise ValueError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                         f"at dimension 0, but got weight of size {list(weight_shape)} instead")
+    if weight_shape[1] * groups != x_shape[1]:
+        per_group = " per group" if groups > 1 else ""
         raise ValueError(
-            f"weight has {weight_shape[1]} input channels (shape {weight_shape}) but x has "
-            f"{x_shape[1]} (shape {x_shape})"
-        )
+            f"Given groups={groups}, weight of size {list(weight_shape)}, expected "
+            f"input{list(x_shape)} to have {weight_shape[1] * groups} channels, but got "
+            f"{x_shape[1]} channels instead (weight has {weight_shape[1]} input "
+            f"channels{per_group})")
     geometry = _geometry(x_shape, weight_shape[2:], _pair(stride, "stride", 1),
-                         _pair(padding, "padding", 0), "weight's kernel", k=weight_shape[0])
+                         _pair(padding, "padding", 0), "weight's kernel", k=weight_shape[0],
+                         dilation=_pair(dilation, "dilation", 1), groups=groups)
     return _remember(key, geometry)
 
 
-def _conv_args(x, weight, stride, padding):
+def _conv_args(x, weight, stride, padding, dilation, groups):
     """Checked x, weight and geometry shared by the forward and backward passes."""
     x = as_f32(x, "x")
     weight = as_f32(weight, "weight")
-    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding))
+    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding, dilation, groups))
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
-    """Cross-correlation of x [n, c, h, w] with weight [k, c, kh, kw], plus bias [k]:
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """Cross-correlation of x [n, c, h, w] with weight [k, c / groups, kh, kw], plus bias [k]:
     the [n, k, oh, ow] result of torch.nn.functional.conv2d. `out` must not overlap x,
     weight or bias."""
-    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
     k = weight.shape[0]
     if bias is not None:
         bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
@@ -143,12 +175,12 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
     return res
 
 
-def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_grad=True,
-                    needs_weight_grad=True, needs_bias_grad=True):
+def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, groups=1,
+                    needs_input_grad=True, needs_weight_grad=True, needs_bias_grad=True):
     """Gradients of conv2d with respect to x, weight and bias, given grad_output
     [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested.
     grad_weight and grad_bias sum over the batch in a fixed order."""
-    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
     n, k = x.shape[0], weight.shape[0]
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
     gx = empty(x.shape) if needs_input_grad else None

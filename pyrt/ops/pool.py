@@ -2,8 +2,10 @@
 
 ``kernel_size``, ``stride`` and ``padding`` are an int or a pair ``(h, w)``; ``stride``
 defaults to ``kernel_size``, and ``padding`` may be at most half the kernel size, as in
-PyTorch. Max pooling pads with -inf and can return the flat ``h * w`` index of each maximum
-within its plane (``return_indices=True``), which its backward pass takes; average pooling
+PyTorch. Max pooling pads with -inf, takes a ``dilation`` (the spacing of the window's taps,
+an int or a pair) and can return the flat ``h * w`` index of each maximum within its plane
+(``return_indices=True``; -1 for a window whose taps all fall in the padding, which a dilation
+allows), which its backward pass takes; average pooling
 pads with zeros that count in the divisor unless ``count_include_pad=False``. With
 ``ceil_mode=True`` the output size is rounded up, as in PyTorch: a last window may hang past
 the padded input (what hangs past counts in no divisor). The kernels (csrc/kernels/pool2d.c)
@@ -38,13 +40,13 @@ __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backwa
 
 
 def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
-                   count_include_pad=True):
+                   count_include_pad=True, dilation=1):
     """pyrt_conv_shape, oh, ow for pooling an [n, c, h, w] input (shapes from the cache of
     pyrt.ops.conv, under a key of their own)."""
     ceil_mode, exclude_pad = _flag(ceil_mode, "ceil_mode"), not _flag(count_include_pad,
                                                                        "count_include_pad")
     key = _cache_key("pool", x_shape, kernel_size, stride, padding, int(ceil_mode),
-                     int(exclude_pad))
+                     int(exclude_pad), dilation)
     hit = _CACHE.get(key) if key is not None else None
     if hit is not None:
         return hit
@@ -58,7 +60,8 @@ def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
     if pad[0] > kernel[0] // 2 or pad[1] > kernel[1] // 2:
         raise ValueError(f"padding should be at most half of kernel_size, got padding {pad} "
                          f"for kernel_size {kernel}")
-    shape, oh, ow = _geometry(x_shape, kernel, steps, pad, "kernel_size")
+    shape, oh, ow = _geometry(x_shape, kernel, steps, pad, "kernel_size",
+                              dilation=_pair(dilation, "dilation", 1))
     shape.ceil_mode, shape.exclude_pad = int(ceil_mode), int(exclude_pad)
     if ceil_mode:  # the output sizes rounded up, by the kernels' own rule
         check_rc(lib.pyrt_conv_shape_init(shape), "pooling")
@@ -86,23 +89,24 @@ def _input_shape(input_shape):
 
 
 def backward_geometry(input_shape, kernel_size, stride, padding, ceil_mode=False,
-                      count_include_pad=True):
+                      count_include_pad=True, dilation=1):
     """(input_shape checked, pyrt_conv_shape, the shape grad_output must have) for the
     backward pass of a pooling, here and in the CUDA ops."""
     input_shape = _input_shape(input_shape)
     shape, oh, ow = _pool_geometry(input_shape, kernel_size, stride, padding, ceil_mode,
-                                   count_include_pad)
+                                   count_include_pad, dilation)
     return input_shape, shape, (*input_shape[:2], oh, ow)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False, return_indices=False,
-               out=None):
-    """Maximum over each kernel_size window of x [n, c, h, w]; with return_indices, also the
-    int64 flat index (within the h*w plane) of each maximum, for max_pool2d_backward. `out`
-    (the maxima) must not overlap x."""
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, *, ceil_mode=False,
+               return_indices=False, out=None):
+    """Maximum over each kernel_size window of x [n, c, h, w] (its taps `dilation` apart);
+    with return_indices, also the int64 flat index (within the h*w plane) of each maximum, for
+    max_pool2d_backward. `out` (the maxima) must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode,
+                                   dilation=dilation)
     n, c = x.shape[:2]
     y = out_f32(out, (n, c, oh, ow), disjoint=((x, "x"),))
     indices = empty((n, c, oh, ow), I64) if return_indices else None
@@ -113,12 +117,12 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False, retur
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0, *, ceil_mode=False, out=None):
+                        padding=0, dilation=1, *, ceil_mode=False, out=None):
     """Gradient of max_pool2d with respect to its input: each grad_output entry goes to the
     input pixel its index names. Returns an array of input_shape (`out`, which must not
     overlap grad_output or indices, when given)."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
-                                                     ceil_mode)
+                                                     ceil_mode, dilation=dilation)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = out_f32(out, input_shape,
@@ -127,7 +131,8 @@ def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=N
     if rc == lib.PYRT_EINVAL:  # the shapes are checked: an index is not in its plane
         h, w = input_shape[2:]
         raise ValueError(f"indices must be flat indices within each {h}x{w} input plane, "
-                         f"from 0 to {h * w - 1}, as max_pool2d returns them")
+                         f"from 0 to {h * w - 1} (or -1 for a window of padding alone), as "
+                         "max_pool2d returns them")
     check_rc(rc, "max_pool2d_backward")
     return dx
 

@@ -4,7 +4,8 @@ pyrt/ops/conv.py and pyrt/ops/pool.py (whose geometry checks they share).
 conv2d is im2col + one strided-batched GEMM (kernels/conv.cu explains the layout); its
 backward pass reuses the same column layout: the weight gradient is a batched GEMM summed
 over the batch, the bias gradient the plane-sum kernel, the input gradient a GEMM followed
-by the gather-form col2im.
+by the gather-form col2im. With groups, the rows of the columns and the filters split into
+groups, and each GEMM is batched over the groups too (group g's filters times its rows).
 """
 
 import cupy
@@ -21,15 +22,17 @@ __all__ = ["avg_pool2d", "avg_pool2d_backward", "conv2d", "conv2d_backward", "ma
 
 
 def _dims(shape):
-    """The launch arguments of a pyrt_conv_shape: n, c, h, w, kh, kw, strides, pads, oh, ow."""
+    """The launch arguments of a pyrt_conv_shape: n, c, h, w, kh, kw, strides, pads, oh, ow,
+    dilations."""
     return (shape.n, shape.c, shape.h, shape.w, shape.kh, shape.kw, shape.stride_h,
-            shape.stride_w, shape.pad_h, shape.pad_w, shape.oh, shape.ow)
+            shape.stride_w, shape.pad_h, shape.pad_w, shape.oh, shape.ow,
+            shape.dilation_h, shape.dilation_w)
 
 
-def _conv_args(x, weight, stride, padding):
+def _conv_args(x, weight, stride, padding, dilation, groups):
     x = as_f32(x, "x")
     weight = as_f32(weight, "weight")
-    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding))
+    return (x, weight, *conv_geometry(x.shape, weight.shape, stride, padding, dilation, groups))
 
 
 def _im2col(x, shape):
@@ -40,42 +43,49 @@ def _im2col(x, shape):
     return cols
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, out=None):
-    """Cross-correlation of x [n, c, h, w] with weight [k, c, kh, kw], plus bias [k]: the
-    [n, k, oh, ow] result of torch.nn.functional.conv2d."""
-    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
-    n, k = x.shape[0], weight.shape[0]
+def _grouped(weight, groups):
+    """weight [k, c/groups, kh, kw] as [groups, k/groups, (c/groups)*kh*kw]."""
+    return weight.reshape(groups, weight.shape[0] // groups, -1)
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """Cross-correlation of x [n, c, h, w] with weight [k, c / groups, kh, kw], plus bias [k]:
+    the [n, k, oh, ow] result of torch.nn.functional.conv2d."""
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
+    n, k, g = x.shape[0], weight.shape[0], shape.groups
     if bias is not None:
         bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
     res = out_f32(out, (n, k, oh, ow), disjoint=((x, "x"), (weight, "weight"), (bias, "bias")))
     if res.size == 0:
         return res
     cols = _im2col(x, shape)
-    # weight [k, rows] @ cols [n, rows, oh*ow] -> [n, k, oh*ow]: NCHW without a transpose
-    cupy.matmul(weight.reshape(k, -1), cols, out=res.reshape(n, k, oh * ow))
+    # weight [g, k/g, rows/g] @ cols [n, g, rows/g, oh*ow] -> [n, g, k/g, oh*ow], which is
+    # [n, k, oh*ow]: NCHW without a transpose
+    cupy.matmul(_grouped(weight, g), cols.reshape(n, g, -1, oh * ow),
+                out=res.reshape(n, g, k // g, oh * ow))
     if bias is not None:
         bias_planes_(res, bias)
     return res
 
 
-def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_grad=True,
-                    needs_weight_grad=True, needs_bias_grad=True):
+def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, groups=1,
+                    needs_input_grad=True, needs_weight_grad=True, needs_bias_grad=True):
     """Gradients of conv2d with respect to x, weight and bias, given grad_output
     [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested."""
-    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding)
-    n, k = x.shape[0], weight.shape[0]
+    x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
+    n, k, groups = x.shape[0], weight.shape[0], shape.groups
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
-    g = grad_output.reshape(n, k, oh * ow)
-    w2 = weight.reshape(k, -1)
+    g = grad_output.reshape(n, groups, k // groups, oh * ow)
     gx = gw = gb = None
     if needs_weight_grad:
-        # dW = sum over images of g[i] @ cols[i]^T
-        cols = _im2col(x, shape)
-        gw = cupy.matmul(g, cols.transpose(0, 2, 1)).sum(axis=0).reshape(weight.shape)
+        # dW[group] = sum over images of g[i, group] @ cols[i, group]^T
+        cols = _im2col(x, shape).reshape(n, groups, -1, oh * ow)
+        gw = cupy.matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
     if needs_bias_grad:
         gb = bias_grad_planes(grad_output)
     if needs_input_grad:
-        dcols = cupy.matmul(w2.T, g)  # [n, rows, oh*ow]
+        # [groups, rows/groups, k/groups] @ [n, groups, k/groups, oh*ow]: [n, rows, oh*ow]
+        dcols = cupy.matmul(_grouped(weight, groups).transpose(0, 2, 1), g)
         gx = cupy.empty(x.shape, F32)
         kernel("conv", "pyrt_col2im")(grid_for(gx.size), (BLOCK,), (dcols, gx) + _dims(shape))
     return gx, gw, gb
@@ -84,8 +94,13 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, needs_input_
 # ---- pooling -------------------------------------------------------------------------------
 
 def _pool_dims(shape):
-    """pyrt_conv_shape as the pool kernels take it: planes (n * c) first, then h, w, ..."""
-    return (shape.n * shape.c,) + _dims(shape)[2:]
+    """pyrt_conv_shape as the pool kernels take it: planes (n * c) first, then h, w, ... oh,
+    ow (the average pooling kernels take no dilation)."""
+    return (shape.n * shape.c,) + _dims(shape)[2:-2]
+
+
+def _dilations(shape):
+    return (shape.dilation_h, shape.dilation_w)
 
 
 def _pool_input(x):
@@ -94,31 +109,35 @@ def _pool_input(x):
     return x
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0, *, ceil_mode=False, return_indices=False,
-               out=None):
-    """Maximum over each window of x [n, c, h, w]; with return_indices, also the int64 flat
-    index (within the h*w plane) of each maximum, for max_pool2d_backward."""
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, *, ceil_mode=False,
+               return_indices=False, out=None):
+    """Maximum over each window of x [n, c, h, w] (its taps `dilation` apart); with
+    return_indices, also the int64 flat index (within the h*w plane) of each maximum, for
+    max_pool2d_backward."""
     x = _pool_input(x)
-    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode)
+    shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode,
+                                   dilation=dilation)
     y = out_f32(out, (*x.shape[:2], oh, ow), disjoint=((x, "x"),))
     idx = cupy.empty(y.shape, I64) if return_indices else y
     kernel("pool", "pyrt_max_pool_forward")(
-        grid_for(y.size), (BLOCK,), (x, y, idx) + _pool_dims(shape) + (int(return_indices),))
+        grid_for(y.size), (BLOCK,),
+        (x, y, idx) + _pool_dims(shape) + _dilations(shape) + (int(return_indices),))
     return (y, idx) if return_indices else y
 
 
 def max_pool2d_backward(grad_output, indices, input_shape, kernel_size, stride=None,
-                        padding=0, *, ceil_mode=False, out=None):
+                        padding=0, dilation=1, *, ceil_mode=False, out=None):
     """Gradient of max_pool2d: each grad_output entry goes to the input pixel its index
     names (gathered per input pixel). Returns an array of input_shape."""
     input_shape, shape, expected = backward_geometry(input_shape, kernel_size, stride, padding,
-                                                     ceil_mode)
+                                                     ceil_mode, dilation=dilation)
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", expected)
     indices = check_shape(as_i64(indices, "indices"), "indices", expected)
     dx = out_f32(out, input_shape,
                  disjoint=((grad_output, "grad_output"), (indices, "indices")))
     kernel("pool", "pyrt_max_pool_backward")(
-        grid_for(dx.size), (BLOCK,), (grad_output, indices, dx) + _pool_dims(shape))
+        grid_for(dx.size), (BLOCK,),
+        (grad_output, indices, dx) + _pool_dims(shape) + _dilations(shape))
     return dx
 
 
