@@ -1,16 +1,21 @@
 /*
  * conv2d.c - 2-D convolution of NCHW batches, forward and backward (pyrt.h).
  *
- * Method. A stride-1 convolution of one group without dilation and with few taps per output
- * (c*kh*kw, or k*kh*kw for the input gradient, at most DIRECT_MAX_TAPS) runs the direct kernels
- * of conv_direct.c; everything else unfolds each image with im2col and multiplies with
+ * Method. A stride-1 convolution without dilation and with few taps per output (c*kh*kw, or
+ * k*kh*kw for the input gradient, at most DIRECT_MAX_TAPS) runs the direct kernels of
+ * conv_direct.c; everything else unfolds each image with im2col and multiplies with
  * pyrt_sgemm:
  *     forward       y[n]  = weight[k, c*kh*kw] @ cols(x[n]) + bias
  *     input grad    dx[n] = col2im(weight^T @ dy[n])
  *     weight grad   dw    = sum over n of dy[n] @ cols(x[n])^T,  dbias = sum of dy over n, y, x
- * With groups, the rows of cols(x[n]) fall into groups of (c/groups)*kh*kw, one per group of
- * channels, and so do the filters and the planes of dy: each product above is one per group,
- * group g's filters times group g's rows of cols, in group order.
+ * Groups. A convolution of g groups is g convolutions, each of c/g input planes with k/g
+ * filters: group i reads planes [i c/g, (i+1) c/g) of each image and writes planes
+ * [i k/g, (i+1) k/g) of its output, and its filters are rows [i k/g, (i+1) k/g) of the weight
+ * (and of the gradients). Below, a job is one group: its shape has c/g channels and k/g
+ * filters, and it steps from one image to the next by the whole tensors' image sizes. Each
+ * group picks its own method, so a depthwise layer (one plane per group) runs the direct
+ * kernels, and the groups are a parallel loop whose tasks run their own loops over the batch
+ * (nested, in the same pool): many small groups keep every thread busy.
  * The direct input gradient is itself a direct convolution: of dy, padded by kh-1-pad_h and
  * kw-1-pad_w, with the filters transposed (k <-> c) and flipped in both spatial axes.
  *
@@ -149,26 +154,20 @@ static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
     return PYRT_OK;
 }
 
-/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters, all in
- * one group and with adjacent taps, when it has at most DIRECT_MAX_TAPS taps per output and
- * enough filters to share the kw shifted copies of the input (at least cin / 8); otherwise
- * im2col + GEMM is faster. */
+/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters with
+ * adjacent taps when it has at most DIRECT_MAX_TAPS taps per output and enough filters to
+ * share the kw shifted copies of the input (at least cin / 8); otherwise im2col + GEMM is
+ * faster. */
 static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout)
 {
     return s->stride_h == 1 && s->stride_w == 1 && s->dilation_h == 1 && s->dilation_w == 1
-           && s->groups == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS && 8 * cout >= cin;
+           && cin * s->kh * s->kw <= DIRECT_MAX_TAPS && 8 * cout >= cin;
 }
 
-/* Taps per output of one filter, the length of a row of the weight: (c/groups) * kh * kw. The
- * unfolded image cols has groups times as many rows. */
-static int64_t filter_taps(const pyrt_conv_shape *s)
-{
-    return s->c / s->groups * s->kh * s->kw;
-}
-
-/* What the loop bodies share. */
+/* What the loop bodies share: one group's convolution (see Groups above). */
 typedef struct conv_job {
-    pyrt_conv_shape s;
+    pyrt_conv_shape s;       /* the group's: c and k per group, groups 1 */
+    int64_t x_image, y_image; /* floats from one image to the next in x and dx, in y and dy */
     const float *x, *weight, *bias, *dy;
     float *y, *dx;
     const float *packed;     /* direct: filters laid out by conv_direct_pack */
@@ -177,7 +176,7 @@ typedef struct conv_job {
     int direct;              /* the weight gradient uses the direct kernels */
     float *dweight, *dbias;  /* which parameter gradients are wanted */
     int64_t units, units_per_block;
-    int64_t groups, group_size; /* direct: filter groups per block, filters per group */
+    int64_t filter_groups, filter_group_size; /* direct: filter groups per block, their size */
     float *partials;         /* [blocks][k*c*kh*kw + k]: weight, then bias gradient */
 } conv_job;
 
@@ -255,10 +254,10 @@ static int forward_direct(void *arg, int64_t u0, int64_t u1)
         int64_t n, y0;
         conv_direct g = unit_band(j, u, s->oh, &n, &y0);
         /* output row y0 + r reads input rows y0 + r - pad_h .. + kh */
-        conv_direct_shift(&g, j->x + n * s->c * s->h * s->w, s->h, s->w, s->pad_h - y0,
-                          s->pad_w, zeros_for == y0, in);
+        conv_direct_shift(&g, j->x + n * j->x_image, s->h, s->w, s->pad_h - y0, s->pad_w,
+                          zeros_for == y0, in);
         zeros_for = y0;
-        conv_direct_forward(&g, in, j->packed, j->bias, j->y + (n * s->k * s->oh + y0) * s->ow);
+        conv_direct_forward(&g, in, j->packed, j->bias, j->y + n * j->y_image + y0 * s->ow);
     }
     free_floats(in);
     return 0;
@@ -268,63 +267,49 @@ static int forward_gemm(void *arg, int64_t n0, int64_t n1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
-    float *cols = alloc_floats(s->groups * taps * npix);
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    float *cols = alloc_floats(taps * npix);
     if (!cols)
         return PYRT_ENOMEM;
     int rc = 0;
     for (int64_t n = n0; n < n1 && !rc; n++) {
-        float *y = j->y + n * s->k * npix;
-        conv_im2col(s, j->x + n * s->c * s->h * s->w, cols);
+        float *y = j->y + n * j->y_image;
+        conv_im2col(s, j->x + n * j->x_image, cols);
         if (j->bias)
             for (int64_t o = 0; o < s->k; o++)
                 for (int64_t p = 0; p < npix; p++)
                     y[o * npix + p] = j->bias[o];
-        /* group g: its kg filters times its taps rows of cols, into its kg planes of y */
-        for (int64_t g = 0; g < s->groups && !rc; g++)
-            rc = pyrt_sgemm(0, 0, kg, npix, taps, 1.0f, j->weight + g * kg * taps, taps,
-                            cols + g * taps * npix, npix, j->bias ? 1.0f : 0.0f,
-                            y + g * kg * npix, npix);
+        rc = pyrt_sgemm(0, 0, s->k, npix, taps, 1.0f, j->weight, taps, cols, npix,
+                        j->bias ? 1.0f : 0.0f, y, npix);
     }
     free_floats(cols);
     return rc;
 }
 
-int pyrt_conv2d_forward(const pyrt_conv_shape *shape, const float *x, const float *weight,
-                        const float *bias, float *y)
+/* One group's forward pass (j from group_of). */
+static int forward(conv_job *j)
 {
-    conv_job j = {0};
-    int rc = conv_shape(shape, &j.s);
-    if (rc)
-        return rc;
-    const pyrt_conv_shape *s = &j.s;
-    const int64_t npix = s->oh * s->ow, taps = filter_taps(s);
-    if (s->n == 0 || s->k == 0)
-        return PYRT_OK;
-    if (!y || (!x && s->c * s->h * s->w > 0) || (!weight && taps > 0))
-        return PYRT_EINVAL;
-    j.x = x;
-    j.weight = weight;
-    j.bias = bias;
-    j.y = y;
+    const pyrt_conv_shape *s = &j->s;
+    const int64_t npix = s->oh * s->ow, taps = s->c * s->kh * s->kw;
     if (taps == 0) { /* no input channels: the bias alone */
-        for (int64_t i = 0; i < s->n * s->k; i++)
-            for (int64_t p = 0; p < npix; p++)
-                y[i * npix + p] = bias ? bias[i % s->k] : 0.0f;
+        for (int64_t n = 0; n < s->n; n++)
+            for (int64_t o = 0; o < s->k; o++)
+                for (int64_t p = 0; p < npix; p++)
+                    j->y[n * j->y_image + o * npix + p] = j->bias ? j->bias[o] : 0.0f;
         return PYRT_OK;
     }
     if (!use_direct(s, s->c, s->k)) {
         int64_t grain = clamp(CHUNK_FLOPS / (2 * s->k * taps * npix), 1, s->n);
-        return pyrt_parallel_for(s->n, grain, forward_gemm, &j);
+        return pyrt_parallel_for(s->n, grain, forward_gemm, j);
     }
-    int64_t grain = plan_bands(&j, s->oh, 2 * s->k * taps * s->ow, cache_band(s, s->c, s->ow));
-    j.g = direct_geometry(s, s->c, s->k, j.band, s->ow, npix);
+    int64_t grain = plan_bands(j, s->oh, 2 * s->k * taps * s->ow, cache_band(s, s->c, s->ow));
+    j->g = direct_geometry(s, s->c, s->k, j->band, s->ow, npix);
     float *packed = alloc_floats(s->k * taps);
     if (!packed)
         return PYRT_ENOMEM;
-    conv_direct_pack(&j.g, weight, 0, packed);
-    j.packed = packed;
-    rc = pyrt_parallel_for(s->n * j.bands, grain, forward_direct, &j);
+    conv_direct_pack(&j->g, j->weight, 0, packed);
+    j->packed = packed;
+    int rc = pyrt_parallel_for(s->n * j->bands, grain, forward_direct, j);
     free_floats(packed);
     return rc;
 }
@@ -343,11 +328,11 @@ static int input_grad_direct(void *arg, int64_t u0, int64_t u1)
         int64_t n, y0;
         conv_direct g = unit_band(j, u, s->h, &n, &y0);
         /* dy padded by kh-1-pad_h rows and kw-1-pad_w columns (a crop where negative) */
-        conv_direct_shift(&g, j->dy + n * s->k * s->oh * s->ow, s->oh, s->ow,
+        conv_direct_shift(&g, j->dy + n * j->y_image, s->oh, s->ow,
                           s->kh - 1 - s->pad_h - y0, s->kw - 1 - s->pad_w, zeros_for == y0,
                           in);
         zeros_for = y0;
-        conv_direct_forward(&g, in, j->packed, NULL, j->dx + (n * s->c * s->h + y0) * s->w);
+        conv_direct_forward(&g, in, j->packed, NULL, j->dx + n * j->x_image + y0 * s->w);
     }
     free_floats(in);
     return 0;
@@ -357,18 +342,16 @@ static int input_grad_gemm(void *arg, int64_t n0, int64_t n1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
-    float *cols = alloc_floats(s->groups * taps * npix);
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
+    float *cols = alloc_floats(taps * npix);
     if (!cols)
         return PYRT_ENOMEM;
     int rc = 0;
     for (int64_t n = n0; n < n1 && !rc; n++) {
-        const float *dy = j->dy + n * s->k * npix;
-        for (int64_t g = 0; g < s->groups && !rc; g++)
-            rc = pyrt_sgemm(1, 0, taps, npix, kg, 1.0f, j->weight + g * kg * taps, taps,
-                            dy + g * kg * npix, npix, 0.0f, cols + g * taps * npix, npix);
+        rc = pyrt_sgemm(1, 0, taps, npix, s->k, 1.0f, j->weight, taps, j->dy + n * j->y_image,
+                        npix, 0.0f, cols, npix);
         if (!rc)
-            conv_col2im(s, cols, j->dx + n * s->c * s->h * s->w);
+            conv_col2im(s, cols, j->dx + n * j->x_image);
     }
     free_floats(cols);
     return rc;
@@ -381,13 +364,13 @@ static int input_grad(conv_job *j)
     if (s->n == 0 || image == 0)
         return PYRT_OK;
     if (s->k == 0) {
-        memset(j->dx, 0, (size_t)(s->n * image) * sizeof(float));
+        for (int64_t n = 0; n < s->n; n++)
+            memset(j->dx + n * j->x_image, 0, (size_t)image * sizeof(float));
         return PYRT_OK;
     }
     const int64_t taps_t = s->k * s->kh * s->kw; /* taps of the transposed convolution */
     if (!use_direct(s, s->k, s->c)) {
-        const int64_t flops = 2 * taps_t / s->groups * s->c * s->oh * s->ow;
-        int64_t grain = clamp(CHUNK_FLOPS / flops, 1, s->n);
+        int64_t grain = clamp(CHUNK_FLOPS / (2 * taps_t * s->c * s->oh * s->ow), 1, s->n);
         return pyrt_parallel_for(s->n, grain, input_grad_gemm, j);
     }
     int64_t grain = plan_bands(j, s->h, 2 * s->c * taps_t * s->w, cache_band(s, s->k, s->w));
@@ -413,7 +396,7 @@ static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64
                                int64_t *zeros_for, float *lanes)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), npix = s->oh * s->ow;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
     const int64_t u0 = blk * j->units_per_block;
     const int64_t count = j->units - u0 < j->units_per_block ? j->units - u0
                                                               : j->units_per_block;
@@ -422,11 +405,11 @@ static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64
         int64_t n, y0;
         conv_direct g = unit_band(j, u0 + slot, s->oh, &n, &y0);
         /* the band's rows of dy, from plane o0 on */
-        const float *dy = j->dy + ((n * s->k + o0) * s->oh + y0) * s->ow;
+        const float *dy = j->dy + n * j->y_image + (o0 * s->oh + y0) * s->ow;
         float *in = copies + slot * copy_size;
         if (j->dweight) {
-            conv_direct_shift(&g, j->x + n * s->c * s->h * s->w, s->h, s->w, s->pad_h - y0,
-                              s->pad_w, zeros_for[slot] == y0, in);
+            conv_direct_shift(&g, j->x + n * j->x_image, s->h, s->w, s->pad_h - y0, s->pad_w,
+                              zeros_for[slot] == y0, in);
             zeros_for[slot] = y0;
         }
         bands[slot] = (conv_band){in, dy, g.rows};
@@ -449,20 +432,16 @@ static void param_block_direct(const conv_job *j, int64_t blk, int64_t o0, int64
 static int param_block_gemm(const conv_job *j, int64_t blk, float *part, float *cols)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), npix = s->oh * s->ow, kg = s->k / s->groups;
+    const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
     const int64_t u0 = blk * j->units_per_block, u1 = u0 + j->units_per_block;
     for (int64_t n = u0; n < u1 && n < j->units; n++) {
-        const float *dy = j->dy + n * s->k * npix;
+        const float *dy = j->dy + n * j->y_image;
         if (j->dweight && taps > 0) {
-            conv_im2col(s, j->x + n * s->c * s->h * s->w, cols);
-            /* group g's filters from its planes of dy and its rows of cols */
-            for (int64_t g = 0; g < s->groups; g++) {
-                int rc = pyrt_sgemm(0, 1, kg, taps, npix, 1.0f, dy + g * kg * npix, npix,
-                                    cols + g * taps * npix, npix, 1.0f, part + g * kg * taps,
-                                    taps);
-                if (rc)
-                    return rc;
-            }
+            conv_im2col(s, j->x + n * j->x_image, cols);
+            int rc = pyrt_sgemm(0, 1, s->k, taps, npix, 1.0f, dy, npix, cols, npix, 1.0f, part,
+                                taps);
+            if (rc)
+                return rc;
         }
         if (j->dbias)
             conv_plane_sums(dy, s->k, npix, npix, part + s->k * taps);
@@ -470,13 +449,14 @@ static int param_block_gemm(const conv_job *j, int64_t blk, float *part, float *
     return 0;
 }
 
-/* Task t of the parameter-gradient loop: block t / groups, and for the direct path filter
- * group t % groups (groups of j->group_size filters, a multiple of the kernels' 4). */
+/* Task t of the parameter-gradient loop: block t / filter_groups, and for the direct path
+ * filter group t % filter_groups (of filter_group_size filters, a multiple of the kernels'
+ * 4). */
 static int param_tasks(void *arg, int64_t t0, int64_t t1)
 {
     const conv_job *j = arg;
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), stride = s->k * taps + s->k;
+    const int64_t taps = s->c * s->kh * s->kw, stride = s->k * taps + s->k;
     const int64_t copy_size = j->g.kw * j->g.cin * j->g.in_plane;
     int64_t zeros_for[CONV_MAX_BANDS];
     float *a, *lanes = NULL;
@@ -484,16 +464,18 @@ static int param_tasks(void *arg, int64_t t0, int64_t t1)
         for (int slot = 0; slot < CONV_MAX_BANDS; slot++)
             zeros_for[slot] = -1;
         a = alloc_floats(j->dweight ? j->units_per_block * copy_size : 0);
-        lanes = alloc_floats(j->group_size * taps * CONV_DIRECT_LANES_MAX);
+        lanes = alloc_floats(j->filter_group_size * taps * CONV_DIRECT_LANES_MAX);
     } else {
-        a = alloc_floats(j->dweight ? s->groups * taps * s->oh * s->ow : 0);
+        a = alloc_floats(j->dweight ? taps * s->oh * s->ow : 0);
     }
     int rc = a && (!j->direct || lanes) ? 0 : PYRT_ENOMEM;
     for (int64_t t = t0; t < t1 && !rc; t++) {
-        const int64_t blk = t / j->groups, o0 = t % j->groups * j->group_size;
+        const int64_t blk = t / j->filter_groups;
+        const int64_t o0 = t % j->filter_groups * j->filter_group_size;
         float *part = j->partials + blk * stride;
         if (j->direct) {
-            const int64_t o1 = s->k - o0 < j->group_size ? s->k : o0 + j->group_size;
+            const int64_t o1 = s->k - o0 < j->filter_group_size ? s->k
+                                                                : o0 + j->filter_group_size;
             param_block_direct(j, blk, o0, o1, part, a, copy_size, zeros_for, lanes);
         } else {
             memset(part, 0, (size_t)stride * sizeof(float));
@@ -537,7 +519,7 @@ static int sum_partials(void *arg, int64_t e0, int64_t e1)
 static int param_grads(conv_job *j)
 {
     const pyrt_conv_shape *s = &j->s;
-    const int64_t taps = filter_taps(s), filters = s->k * taps, stride = filters + s->k;
+    const int64_t taps = s->c * s->kh * s->kw, filters = s->k * taps, stride = filters + s->k;
     if (s->k == 0)
         return PYRT_OK;
     if (s->n == 0) { /* an empty sum */
@@ -568,15 +550,15 @@ static int param_grads(conv_job *j)
      * changes no result: the direct path does it when the blocks alone would leave threads
      * idle. */
     const int64_t threads = pyrt_get_num_threads(), kblocks = ceil_div(s->k, 4);
-    j->groups = 1;
+    j->filter_groups = 1;
     if (j->direct && blocks < UNITS_PER_THREAD * threads)
-        j->groups = clamp(ceil_div(UNITS_PER_THREAD * threads, blocks), 1, kblocks);
-    j->group_size = 4 * ceil_div(kblocks, j->groups);
-    j->groups = ceil_div(s->k, j->group_size);
+        j->filter_groups = clamp(ceil_div(UNITS_PER_THREAD * threads, blocks), 1, kblocks);
+    j->filter_group_size = 4 * ceil_div(kblocks, j->filter_groups);
+    j->filter_groups = ceil_div(s->k, j->filter_group_size);
     j->partials = alloc_floats(blocks * stride);
     if (!j->partials)
         return PYRT_ENOMEM;
-    int rc = pyrt_parallel_for(blocks * j->groups, 1, param_tasks, j);
+    int rc = pyrt_parallel_for(blocks * j->filter_groups, 1, param_tasks, j);
     if (!rc) {
         sum_job sj = {j->partials, blocks, stride, filters, j->dweight, j->dbias};
         rc = pyrt_parallel_for(stride, clamp(8192 / blocks, 1, stride), sum_partials, &sj);
@@ -585,27 +567,104 @@ static int param_grads(conv_job *j)
     return rc;
 }
 
+/* ---- groups, and the entry points --------------------------------------------------- */
+
+/* p + off, or NULL for a NULL p (a buffer not given). */
+static const float *at(const float *p, int64_t off)
+{
+    return p ? p + off : NULL;
+}
+
+static float *at_mut(float *p, int64_t off)
+{
+    return p ? p + off : NULL;
+}
+
+/* Group i's job of the whole convolution `all` (its shape and tensors): the group's planes of
+ * x, y, dx and dy, its filters of the weight and the gradients, its shape (c/groups channels,
+ * k/groups filters) and the whole tensors' image strides. */
+static conv_job group_of(const conv_job *all, int64_t i)
+{
+    const pyrt_conv_shape *f = &all->s;
+    const int64_t cg = f->c / f->groups, kg = f->k / f->groups;
+    const int64_t in_plane = f->h * f->w, out_plane = f->oh * f->ow;
+    const int64_t filters = kg * cg * f->kh * f->kw;
+    conv_job j = {0};
+    j.s = *f;
+    j.s.c = cg;
+    j.s.k = kg;
+    j.s.groups = 1;
+    j.x_image = f->c * in_plane;
+    j.y_image = f->k * out_plane;
+    j.x = at(all->x, i * cg * in_plane);
+    j.dx = at_mut(all->dx, i * cg * in_plane);
+    j.y = at_mut(all->y, i * kg * out_plane);
+    j.dy = at(all->dy, i * kg * out_plane);
+    j.weight = at(all->weight, i * filters);
+    j.dweight = at_mut(all->dweight, i * filters);
+    j.bias = at(all->bias, i * kg);
+    j.dbias = at_mut(all->dbias, i * kg);
+    return j;
+}
+
+/* The loop over the groups of a whole convolution, forward or backward (`all`'s y is set for
+ * the forward pass). */
+static int group_range(void *arg, int64_t i0, int64_t i1)
+{
+    const conv_job *all = arg;
+    int rc = 0;
+    for (int64_t i = i0; i < i1 && !rc; i++) {
+        conv_job j = group_of(all, i);
+        if (all->y) {
+            rc = forward(&j);
+            continue;
+        }
+        if (j.dx)
+            rc = input_grad(&j);
+        if (!rc && (j.dweight || j.dbias))
+            rc = param_grads(&j);
+    }
+    return rc;
+}
+
+int pyrt_conv2d_forward(const pyrt_conv_shape *shape, const float *x, const float *weight,
+                        const float *bias, float *y)
+{
+    conv_job all = {0};
+    int rc = conv_shape(shape, &all.s);
+    if (rc)
+        return rc;
+    const pyrt_conv_shape *s = &all.s;
+    if (s->n == 0 || s->k == 0)
+        return PYRT_OK;
+    if (!y || (!x && s->c * s->h * s->w > 0) || (!weight && s->c * s->kh * s->kw > 0))
+        return PYRT_EINVAL;
+    all.x = x;
+    all.weight = weight;
+    all.bias = bias;
+    all.y = y;
+    return pyrt_parallel_for(s->groups, 1, group_range, &all);
+}
+
 int pyrt_conv2d_backward(const pyrt_conv_shape *shape, const float *x, const float *weight,
                          const float *dy, float *dx, float *dweight, float *dbias)
 {
-    conv_job j = {0};
-    int rc = conv_shape(shape, &j.s);
+    conv_job all = {0};
+    int rc = conv_shape(shape, &all.s);
     if (rc)
         return rc;
-    const pyrt_conv_shape *s = &j.s;
+    const pyrt_conv_shape *s = &all.s;
     const int64_t out_count = s->n * s->k * s->oh * s->ow;
     if ((!dy && out_count > 0) || (dx && !weight && s->k * s->c > 0)
         || (dweight && !x && s->n * s->c * s->h * s->w > 0))
         return PYRT_EINVAL;
-    j.x = x;
-    j.weight = weight;
-    j.dy = dy;
-    j.dx = dx;
-    j.dweight = dweight;
-    j.dbias = dbias;
-    if (dx && (rc = input_grad(&j)))
-        return rc;
-    if (dweight || dbias)
-        rc = param_grads(&j);
-    return rc;
+    all.x = x;
+    all.weight = weight;
+    all.dy = dy;
+    all.dx = dx;
+    all.dweight = dweight;
+    all.dbias = dbias;
+    if (!dx && !dweight && !dbias)
+        return PYRT_OK;
+    return pyrt_parallel_for(s->groups, 1, group_range, &all);
 }

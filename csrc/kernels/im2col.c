@@ -4,9 +4,10 @@
  *
  * Row (c, i, j) of cols holds, for every output pixel (y, x), the input pixel the filter tap
  * (i, j) of channel c lies on: x[c, y*stride_h - pad_h + i*dilation_h, x*stride_w - pad_w +
- * j*dilation_w], or 0 in the padding. Along a row of output pixels the input column moves by stride_w, so each
- * stretch of cols is a zero run, a (strided) copy of one input row and another zero run; the
- * bounds of the copy are computed once per stretch rather than tested per pixel.
+ * j*dilation_w], or 0 in the padding. Along a row of output pixels the input column moves by
+ * stride_w, so each stretch of cols is a zero run, a (strided) copy of one input row and
+ * another zero run; the bounds of the copy are computed once per stretch rather than tested
+ * per pixel.
  *
  * Both directions are parallel loops: im2col over rows of cols (each written by one task),
  * col2im over input channels (each channel's taps are summed by the one task that owns that
