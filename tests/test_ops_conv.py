@@ -139,8 +139,9 @@ PATH_CASES = [
     ((2, 3, 1, 1), (2, 3, 3, 3), 1, 1),
 ]
 
-# Dilated and grouped convolutions (always im2col + GEMM): (x, weight, stride, padding,
-# dilation, groups), depthwise and its channel multiplier included.
+# Dilated and grouped convolutions, through the direct kernels (stride 1) and im2col + GEMM:
+# (x, weight, stride, padding, dilation, groups), depthwise and its channel multiplier
+# included, and a dilated image cut into bands.
 SPREAD_CASES = [
     ((2, 3, 15, 13), (5, 3, 3, 3), 1, 2, 2, 1),
     ((2, 4, 16, 11), (6, 4, 3, 2), (2, 1), (1, 0), (3, 2), 1),
@@ -148,6 +149,7 @@ SPREAD_CASES = [
     ((2, 8, 12, 12), (8, 1, 3, 3), 1, 1, 1, 8),
     ((2, 4, 11, 9), (8, 1, 5, 3), 2, 2, (2, 1), 4),
     ((1, 32, 14, 14), (32, 1, 3, 3), 1, 1, 1, 32),
+    ((1, 4, 60, 50), (8, 4, 3, 3), 1, 2, 2, 1),
 ]
 
 

@@ -1,9 +1,12 @@
 """conv2d and max_pool2d, forward and backward: pyrt.ops beside PyTorch at equal thread counts.
 
-The workloads are the layers of the small Fashion-MNIST CNN at batch 64:
+The workloads are the layers of the small Fashion-MNIST CNN at batch 64, and two layers of the
+kinds other networks use:
 
     conv1       x [64, 1, 28, 28], 8 filters of 1x3x3, padding 1
     conv2       x [64, 8, 14, 14], 16 filters of 8x3x3, padding 1
+    depthwise   x [64, 32, 28, 28], 32 filters of 1x3x3, padding 1, groups 32
+    dilated     x [64, 16, 14, 14], 16 filters of 16x3x3, padding 2, dilation 2
     pool1       max_pool2d 2x2 of [64, 8, 28, 28]
     pool2       max_pool2d 2x2 of [64, 16, 14, 14]
 
@@ -11,6 +14,7 @@ Each is timed as its forward call and its backward call (all three gradients of 
 convolution; the input gradient of a pooling), in this process:
 
     pyrt    conv2d(x, w, b, padding=1, out=y)          conv2d_backward(x, w, dy, padding=1)
+            (the dilation and groups passed too)
             max_pool2d(x, 2, return_indices=True)      max_pool2d_backward(dy, ind, shape, 2)
     torch   aten.convolution(x, w, b, ...)             aten.convolution_backward(dy, x, w, ...)
             aten.max_pool2d_with_indices(x, 2, 2)      aten.max_pool2d_with_indices_backward
@@ -45,12 +49,14 @@ from pyrt.ops.pool import max_pool2d, max_pool2d_backward  # noqa: E402
 
 PAUSE_S = 0.005
 
-# (name, kind, input shape, filters or pooling window)
+# (name, kind, input shape, filters or pooling window, options of a convolution)
 WORKLOADS = [
-    ("conv1 1->8 3x3 pad 1, 28x28", "conv", (64, 1, 28, 28), 8),
-    ("conv2 8->16 3x3 pad 1, 14x14", "conv", (64, 8, 14, 14), 16),
-    ("max_pool2d 2x2 [64, 8, 28, 28]", "pool", (64, 8, 28, 28), 2),
-    ("max_pool2d 2x2 [64, 16, 14, 14]", "pool", (64, 16, 14, 14), 2),
+    ("conv1 1->8 3x3 pad 1, 28x28", "conv", (64, 1, 28, 28), 8, {}),
+    ("conv2 8->16 3x3 pad 1, 14x14", "conv", (64, 8, 14, 14), 16, {}),
+    ("depthwise 32 3x3 pad 1, 28x28", "conv", (64, 32, 28, 28), 32, {"groups": 32}),
+    ("16->16 3x3 dilation 2 pad 2, 14x14", "conv", (64, 16, 14, 14), 16, {"dilation": 2}),
+    ("max_pool2d 2x2 [64, 8, 28, 28]", "pool", (64, 8, 28, 28), 2, {}),
+    ("max_pool2d 2x2 [64, 16, 14, 14]", "pool", (64, 16, 14, 14), 2, {}),
 ]
 
 
@@ -147,9 +153,9 @@ def main(argv=None):
     rng = np.random.default_rng(0)
 
     results = {"summary": [], "samples": []}
-    for name, kind, shape, size in WORKLOADS:
+    for name, kind, shape, size, options in WORKLOADS:
         make = conv_variants if kind == "conv" else pool_variants
-        variants = make(rng, shape, size, torch)
+        variants = make(rng, shape, size, torch, **options)
         check(name, variants, args, torch, notes)
         samples = measure(variants, args, torch)
         key_names = ("variant", "pass", "threads")

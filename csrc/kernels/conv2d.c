@@ -1,10 +1,9 @@
 /*
  * conv2d.c - 2-D convolution of NCHW batches, forward and backward (pyrt.h).
  *
- * Method. A stride-1 convolution without dilation and with few taps per output (c*kh*kw, or
- * k*kh*kw for the input gradient, at most DIRECT_MAX_TAPS) runs the direct kernels of
- * conv_direct.c; everything else unfolds each image with im2col and multiplies with
- * pyrt_sgemm:
+ * Method. A stride-1 convolution with few taps per output (c*kh*kw, or k*kh*kw for the input
+ * gradient, at most DIRECT_MAX_TAPS) runs the direct kernels of conv_direct.c, dilated or not;
+ * everything else unfolds each image with im2col and multiplies with pyrt_sgemm:
  *     forward       y[n]  = weight[k, c*kh*kw] @ cols(x[n]) + bias
  *     input grad    dx[n] = col2im(weight^T @ dy[n])
  *     weight grad   dw    = sum over n of dy[n] @ cols(x[n])^T,  dbias = sum of dy over n, y, x
@@ -16,8 +15,9 @@
  * group picks its own method, so a depthwise layer (one plane per group) runs the direct
  * kernels, and the groups are a parallel loop whose tasks run their own loops over the batch
  * (nested, in the same pool): many small groups keep every thread busy.
- * The direct input gradient is itself a direct convolution: of dy, padded by kh-1-pad_h and
- * kw-1-pad_w, with the filters transposed (k <-> c) and flipped in both spatial axes.
+ * The direct input gradient is itself a direct convolution: of dy, padded by
+ * dilation_h*(kh-1)-pad_h and dilation_w*(kw-1)-pad_w, with the filters transposed (k <-> c)
+ * and flipped in both spatial axes (of the same dilation).
  *
  * Parallelism. The batch is cut into units: an image for im2col + GEMM (whose GEMM and
  * unfolding are parallel loops themselves, so a batch of one still uses every thread), a band
@@ -154,14 +154,13 @@ static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
     return PYRT_OK;
 }
 
-/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters with
- * adjacent taps when it has at most DIRECT_MAX_TAPS taps per output and enough filters to
- * share the kw shifted copies of the input (at least cin / 8); otherwise im2col + GEMM is
- * faster. */
+/* The direct kernels apply to a stride-1 correlation of cin planes with cout filters (of any
+ * dilation) when it has at most DIRECT_MAX_TAPS taps per output and enough filters to share
+ * the kw shifted copies of the input (at least cin / 8); otherwise im2col + GEMM is faster. */
 static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout)
 {
-    return s->stride_h == 1 && s->stride_w == 1 && s->dilation_h == 1 && s->dilation_w == 1
-           && cin * s->kh * s->kw <= DIRECT_MAX_TAPS && 8 * cout >= cin;
+    return s->stride_h == 1 && s->stride_w == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS
+           && 8 * cout >= cin;
 }
 
 /* What the loop bodies share: one group's convolution (see Groups above). */
@@ -187,11 +186,12 @@ static void set_bands(conv_job *j, int64_t rows, int64_t band)
     j->bands = ceil_div(rows, j->band);
 }
 
-/* The most output rows whose shifted copies (kw copies of cin planes, kh-1 rows more than
- * the band) fit in COPY_BYTES. */
+/* The most output rows whose shifted copies (kw copies of cin planes, dilation_h*(kh-1) rows
+ * more than the band) fit in COPY_BYTES. */
 static int64_t cache_band(const pyrt_conv_shape *s, int64_t cin, int64_t ow)
 {
-    return COPY_BYTES / (int64_t)sizeof(float) / (s->kw * cin * ow + 1) - (s->kh - 1);
+    return COPY_BYTES / (int64_t)sizeof(float) / (s->kw * cin * ow + 1)
+           - s->dilation_h * (s->kh - 1);
 }
 
 /* Bands for the forward pass or the input gradient (whose results do not depend on how the
@@ -217,9 +217,10 @@ static int64_t plan_bands(conv_job *j, int64_t rows, int64_t row_flops, int64_t 
 static conv_direct direct_geometry(const pyrt_conv_shape *s, int64_t cin, int64_t cout,
                                    int64_t band, int64_t ow, int64_t out_plane)
 {
+    const int64_t span = s->dilation_h * (s->kh - 1) + 1;
     return (conv_direct){.cin = cin, .cout = cout, .kh = s->kh, .kw = s->kw, .rows = band,
-                         .ow = ow, .in_plane = conv_direct_plane(band, s->kh, ow),
-                         .out_plane = out_plane};
+                         .dh = s->dilation_h, .dw = s->dilation_w, .ow = ow,
+                         .in_plane = conv_direct_plane(band, span, ow), .out_plane = out_plane};
 }
 
 /* ---- forward -------------------------------------------------------------------------- */
@@ -327,10 +328,11 @@ static int input_grad_direct(void *arg, int64_t u0, int64_t u1)
     for (int64_t u = u0; u < u1; u++) {
         int64_t n, y0;
         conv_direct g = unit_band(j, u, s->h, &n, &y0);
-        /* dy padded by kh-1-pad_h rows and kw-1-pad_w columns (a crop where negative) */
+        /* dy padded by dilation_h*(kh-1)-pad_h rows and dilation_w*(kw-1)-pad_w columns (a crop
+         * where negative) */
         conv_direct_shift(&g, j->dy + n * j->y_image, s->oh, s->ow,
-                          s->kh - 1 - s->pad_h - y0, s->kw - 1 - s->pad_w, zeros_for == y0,
-                          in);
+                          s->dilation_h * (s->kh - 1) - s->pad_h - y0,
+                          s->dilation_w * (s->kw - 1) - s->pad_w, zeros_for == y0, in);
         zeros_for = y0;
         conv_direct_forward(&g, in, j->packed, NULL, j->dx + n * j->x_image + y0 * s->w);
     }

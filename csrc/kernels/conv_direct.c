@@ -3,10 +3,11 @@
  * for layers with few taps per output (conv_internal.h says when conv2d.c uses them).
  *
  * Layout. For each filter column j the input is copied once with its rows re-cut to the
- * output width: copy_j[c, r, x] = in[c, r - pad_h, x + j - pad_w] (zero outside the input),
- * rows of exactly ow values. Output pixel p = y*ow + x then reads tap (i, j) at
- * copy_j[c, p + i*ow]: one fixed offset per tap for the whole plane, so a plane is one flat
- * run of positions with no row ends inside it and no lanes wasted at the end of each row.
+ * output width: copy_j[c, r, x] = in[c, r - pad_h, x + j*dw - pad_w] (zero outside the
+ * input; dw, dh: the dilation), rows of exactly ow values. Output pixel p = y*ow + x then reads
+ * tap (i, j) at copy_j[c, p + i*dh*ow]: one fixed offset per tap for the whole plane, so a
+ * plane is one flat run of positions with no row ends inside it and no lanes wasted at the end
+ * of each row.
  * Building the kw copies costs kw passes over a (few-channel) image, much less than the
  * c*kh*kw passes of a full im2col.
  *
@@ -44,10 +45,10 @@ static int64_t block_size(int64_t left)
     return left >= 4 ? 4 : left >= 2 ? 2 : 1;
 }
 
-int64_t conv_direct_plane(int64_t rows, int64_t kh, int64_t ow)
+int64_t conv_direct_plane(int64_t rows, int64_t span, int64_t ow)
 {
     const int64_t lanes = CONV_DIRECT_LANES_MAX;
-    return ((rows + kh - 1) * ow + 2 * lanes - 1) / lanes * lanes;
+    return ((rows + span - 1) * ow + 2 * lanes - 1) / lanes * lanes;
 }
 
 /* ---- shifted copies ------------------------------------------------------------------- */
@@ -96,12 +97,12 @@ CONV_INLINE void zero_borders(const conv_direct *g, float *plane, int64_t r0, in
 CONV_INLINE void shift_body(const conv_direct *g, const float *src, int64_t h, int64_t w,
                             int64_t top, int64_t left, int zeros_ready, float *dst)
 {
-    const int64_t rows = g->rows + g->kh - 1, ow = g->ow;
+    const int64_t rows = g->rows + g->dh * (g->kh - 1), ow = g->ow;
     /* rows [r0, r1) of each copy hold input rows r - top */
     const int64_t r0 = top > 0 ? top : 0, r1 = top + h < rows ? top + h : rows;
     for (int64_t j = 0; j < g->kw; j++) {
-        /* columns x of copy j read input column x + j - left: [x0, x1) lie inside it */
-        const int64_t shift = j - left;
+        /* columns x of copy j read input column x + j*dw - left: [x0, x1) lie inside it */
+        const int64_t shift = j * g->dw - left;
         const int64_t x0 = shift < 0 ? -shift : 0, x1 = w - shift < ow ? w - shift : ow;
         for (int64_t c = 0; c < g->cin; c++) {
             float *plane = dst + (j * g->cin + c) * g->in_plane;

@@ -55,7 +55,7 @@ CONV_INLINE void SUFFIX(fwd_tile)(
             acc[b][v] = SUFFIX(vsplat)(bias ? bias[b] : 0.0f);
     for (int64_t c = 0; c < g->cin; c++) {
         const float *row = in + c * g->in_plane;
-        for (int64_t i = 0; i < g->kh; i++, row += g->ow) {
+        for (int64_t i = 0; i < g->kh; i++, row += g->dh * g->ow) {
             const float *tap = row;
             for (int64_t j = 0; j < g->kw; j++, tap += copy, wp += KB) {
                 VEC xv[MAX_NV];
@@ -184,7 +184,7 @@ CONV_INLINE void SUFFIX(dw_filters)(
     for (int64_t c = 0; c < g->cin; c++)
         for (int64_t i = 0; i < g->kh; i++)
             for (int64_t j = 0; j < g->kw; j += MAX_TW) {
-                const int64_t in_off = j * copy + c * g->in_plane + i * g->ow;
+                const int64_t in_off = j * copy + c * g->in_plane + i * g->dh * g->ow;
                 float *l = lanes + ((c * g->kh + i) * g->kw + j) * LANES;
                 const int64_t tw = g->kw - j;
                 if (tw >= 3)

@@ -123,15 +123,17 @@ CONV_HIDDEN void conv_col2im(const pyrt_conv_shape *s, const float *cols, float 
 
 /* ---- conv_direct.c -------------------------------------------------------------------- */
 
-/* A stride-1 cross-correlation of `cin` zero-padded planes with `cout` filters of kh x kw,
- * over a band of `rows` output rows of width ow:
- *     out[o, y, x] = sum over c, i, j of w[o, c, i, j] * in[c, y + i, x + j].
+/* A stride-1 cross-correlation of `cin` zero-padded planes with `cout` filters of kh x kw
+ * whose taps lie dh rows and dw columns apart (the dilation), over a band of `rows` output rows
+ * of width ow:
+ *     out[o, y, x] = sum over c, i, j of w[o, c, i, j] * in[c, y + i*dh, x + j*dw].
  * The kernels read the input as kw shifted copies (conv_direct_shift): copy j holds
- * in[c, r, x + j] for r < rows + kh - 1 and x < ow, rows of exactly ow values, planes
+ * in[c, r, x + j*dw] for r < rows + dh*(kh - 1) and x < ow, rows of exactly ow values, planes
  * `in_plane` apart (conv_direct_plane), zero past their data. */
 typedef struct conv_direct {
     int64_t cin, cout;
     int64_t kh, kw;
+    int64_t dh, dw;    /* the taps' spacing */
     int64_t rows, ow;  /* output rows and width */
     int64_t in_plane;  /* distance between the planes of a shifted copy */
     int64_t out_plane; /* distance between the planes of out (forward) or dout (weight
@@ -143,12 +145,13 @@ typedef struct conv_direct {
  * per entry at most. */
 #define CONV_DIRECT_LANES_MAX 16
 
-/* The plane size of the shifted copies for `rows` output rows of width ow. */
-CONV_HIDDEN int64_t conv_direct_plane(int64_t rows, int64_t kh, int64_t ow);
+/* The plane size of the shifted copies for `rows` output rows of width ow, under a window
+ * whose first and last taps are `span` rows apart, both included (dh*(kh - 1) + 1). */
+CONV_HIDDEN int64_t conv_direct_plane(int64_t rows, int64_t span, int64_t ow);
 
 /* Fill dst[kw][cin][in_plane] with the shifted copies of src[cin, h, w] (the padded input is
  * src moved down by `top` rows and right by `left` columns; negative values crop it):
- * copy j, channel c, row r, column x = src[c, r - top, x + j - left], 0 outside src. With
+ * copy j, channel c, row r, column x = src[c, r - top, x + j*dw - left], 0 outside src. With
  * zeros_ready, dst already holds the zeros of an earlier call with the same geometry and
  * only the data is copied. */
 CONV_HIDDEN void conv_direct_shift(const conv_direct *g, const float *src, int64_t h,

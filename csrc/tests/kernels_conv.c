@@ -3,8 +3,8 @@
  *
  * Convolutions take both of conv2d.c's methods: the direct kernels (stride 1, few taps per
  * output, enough filters; the input gradient on its own rule, with k and c swapped) and
- * im2col + GEMM (strides, many taps, few filters, dilation, groups), with and without padding
- * and bias, on batches of one image (cut into bands of rows) and of several. Pooling covers
+ * im2col + GEMM (strides, many taps, few filters), both with dilations and groups, with and
+ * without padding and bias, on batches of one image (cut into bands of rows) and of several. Pooling covers
  * windows that tile the input, overlap it, stick out into the padding and, for max pooling,
  * spread out by a dilation. Every input, weight and output
  * is its own malloc block of its exact size.
@@ -35,6 +35,8 @@ static const conv_case CONVS[] = {
     {"groups 2", 2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1, 1, 0, 0, 2},
     {"depthwise", 3, 5, 7, 9, 5, 3, 3, 1, 2, 1, 1, 1, 0, 0, 5},
     {"depthwise x2, dilation 2", 2, 3, 10, 9, 6, 3, 3, 1, 1, 2, 2, 0, 2, 2, 3},
+    {"direct dilation 2x3, one image in bands", 1, 3, 44, 40, 8, 3, 3, 1, 1, 2, 3, 1, 2, 3, 0},
+    {"im2col dilation 2, many taps", 2, 70, 9, 8, 5, 3, 3, 1, 1, 2, 2, 1, 2, 2, 0},
 };
 
 typedef struct {

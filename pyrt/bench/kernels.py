@@ -147,21 +147,23 @@ def gemm_variants(a, b, c, trans_a, trans_b, threads, blas, torch):
 # ---- conv2d ----------------------------------------------------------------------------------
 
 
-def conv_variants(rng, shape, filters, torch):
-    """{variant: (forward, backward, results)} for a 3x3 convolution with padding 1 of an input
-    of `shape`: pyrt.ops, and torch's aten kernels (those autograd runs, without a graph)."""
+def conv_variants(rng, shape, filters, torch, dilation=1, groups=1):
+    """{variant: (forward, backward, results)} for a 3x3 convolution of an input of `shape`,
+    padded by `dilation` (the output keeps the input's size), of `groups` groups: pyrt.ops, and
+    torch's aten kernels (those autograd runs, without a graph)."""
     x = rng.standard_normal(shape).astype(np.float32)
-    w = (rng.standard_normal((filters, shape[1], 3, 3)) / 3).astype(np.float32)
+    w = (rng.standard_normal((filters, shape[1] // groups, 3, 3)) / 3).astype(np.float32)
     b = rng.standard_normal(filters).astype(np.float32)
     y = np.empty((shape[0], filters, shape[2], shape[3]), np.float32)
     dy = rng.standard_normal(y.shape).astype(np.float32)
-    out = {"pyrt": (lambda: conv2d(x, w, b, padding=1, out=y),
-                    lambda: conv2d_backward(x, w, dy, padding=1),
-                    lambda: (conv2d(x, w, b, padding=1), *conv2d_backward(x, w, dy, padding=1)))}
+    opts = {"padding": dilation, "dilation": dilation, "groups": groups}
+    out = {"pyrt": (lambda: conv2d(x, w, b, out=y, **opts),
+                    lambda: conv2d_backward(x, w, dy, **opts),
+                    lambda: (conv2d(x, w, b, **opts), *conv2d_backward(x, w, dy, **opts)))}
     if torch is not None:
         aten = torch.ops.aten
         xt, wt, bt, dyt = (torch.from_numpy(a) for a in (x, w, b, dy))
-        args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        args = ([1, 1], [dilation] * 2, [dilation] * 2, False, [0, 0], groups)
 
         def t_fwd():
             return aten.convolution(xt, wt, bt, *args)
