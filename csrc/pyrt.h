@@ -323,6 +323,33 @@ int pyrt_max_pool2d_backward(const pyrt_conv_shape *s, const float *dy, const in
 int pyrt_avg_pool2d_forward(const pyrt_conv_shape *s, const float *x, float *y);
 int pyrt_avg_pool2d_backward(const pyrt_conv_shape *s, const float *dy, float *dx);
 
+/* ---- batch normalisation -------------------------------------------------------------- */
+/* x is [n, c, m]: channel ch is plane (i, ch) of every image i, m = h*w values for images, 1 for
+ * rows of features. Per-channel statistics and gradient sums are reductions over fixed leaves,
+ * summed in double: bitwise the same at any thread count. Any thread. Negative sizes, sizes
+ * whose product overflows, or NULL buffers where values are read or written give PYRT_EINVAL. */
+
+/* mean[c] and the biased variance var[c] of each channel's n*m values (n*m at least 1). */
+int pyrt_batch_norm_stats(int64_t n, int64_t c, int64_t m, const float *x, float *mean,
+                          float *var);
+
+/* y = (x - mean[ch]) * scale[ch] + shift[ch] (scale = weight / sqrt(var + eps), shift = bias
+ * for the forward pass). y may be x. */
+int pyrt_batch_norm_forward(int64_t n, int64_t c, int64_t m, const float *x, const float *mean,
+                            const float *scale, const float *shift, float *y);
+
+/* sums[2 ch] = the sum of dy over channel ch, sums[2 ch + 1] = the sum of dy * (x - mean[ch]):
+ * the bias gradient, and the weight gradient times sqrt(var + eps). */
+int pyrt_batch_norm_grad_sums(int64_t n, int64_t c, int64_t m, const float *x,
+                              const float *dy, const float *mean, double *sums);
+
+/* dx = dy * a[ch] + (x - mean[ch]) * b[ch] + k[ch]: the input gradient, with coefficients that
+ * hold weight / sqrt(var + eps) and, for statistics taken from the batch itself, the terms of
+ * the gradient sums. dx may be dy. */
+int pyrt_batch_norm_input_grad(int64_t n, int64_t c, int64_t m, const float *x,
+                               const float *dy, const float *mean, const float *a,
+                               const float *b, const float *k, float *dx);
+
 /* ---- optimizer updates (in place, one pass over the parameter and its state) ---------- */
 /* Both store a state value (momentum buffer, m, v) below FLT_MIN in magnitude as zero: a state
  * decaying under a zero gradient would otherwise linger among subnormal numbers, on which the

@@ -27,7 +27,7 @@ __all__ = [
     "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
     "index_rows",
     "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
-    "conv2d", "max_pool2d", "avg_pool2d", "pad", "dropout",
+    "conv2d", "max_pool2d", "avg_pool2d", "pad", "batch_norm", "dropout",
 ]
 
 
@@ -920,6 +920,8 @@ def mse_loss(input, target, *, reduction="mean"):
     return _make(loss, (input,), lambda g: (dinput(g),))
 
 
-# ---- convolution, pooling and padding: pyrt/spatial.py, on the helpers above -----------------
+# ---- convolution, pooling and padding (pyrt/spatial.py), batch normalisation
+# (pyrt/normalization.py): written on the helpers above
 
+from pyrt.normalization import batch_norm  # noqa: E402
 from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402

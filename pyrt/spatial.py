@@ -21,12 +21,22 @@ import numpy as np
 
 from pyrt import ops
 from pyrt.autograd import is_grad_enabled
-from pyrt.functional import _make, _xp
+from pyrt.functional import _make, _tensor, _xp
 from pyrt.ops.conv import _pair
 
 __all__ = ["avg_pool2d", "conv2d", "max_pool2d", "pad"]
 
 PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _check_tensors(op, **tensors):
+    """TypeError unless each of `tensors` (None for an absent bias) is a Tensor: an array has
+    a .data of its own, which would be taken for one. The first is named "input", as in
+    PyTorch's functions and pyrt's layers."""
+    Tensor = _tensor()
+    for name, t in tensors.items():
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(t).__name__}")
 
 
 # ---- convolution ----------------------------------------------------------------------------
@@ -61,6 +71,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     [k]); with groups > 1 the channels are split into that many groups, each convolved with
     its own k / groups filters (groups == c: a depthwise convolution). `dilation` spaces the
     kernel's taps; `padding` is an int, a pair, "valid" or "same"."""
+    _check_tensors("conv2d", input=x, weight=weight, bias=bias)
     if isinstance(padding, str):
         wd = weight.data
         kernel = wd.shape[2:] if wd.ndim == 4 else (1, 1)  # (the op names a bad weight)
@@ -89,6 +100,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     """The maximum of each window of x [n, c, h, w] (its taps `dilation` apart); with
     return_indices also the flat index of each maximum within its h * w plane, an int64
     tensor, as PyTorch's."""
+    _check_tensors("max_pool2d", input=x)
     window = (kernel_size, stride, padding, dilation)
     need = x._requires_grad and is_grad_enabled()
     if not (need or return_indices):
@@ -103,6 +115,9 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """The mean of each window of x [n, c, h, w], the padding counted as zeros in it unless
+    count_include_pad is False."""
+    _check_tensors("avg_pool2d", input=x)
     y = ops.avg_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
                        count_include_pad=count_include_pad)
     shape = x.shape
@@ -169,6 +184,7 @@ def _check_mode_amounts(shape, first, pairs, mode):
 
 def pad(input, pad, mode="constant", value=None):
     """`input` padded by `pad` (see the module's doc), as torch.nn.functional.pad."""
+    _check_tensors("pad", input=input)
     if mode not in PAD_MODES:
         raise ValueError(f"pad: mode must be one of {', '.join(map(repr, PAD_MODES))}, got "
                          f"{mode!r}")

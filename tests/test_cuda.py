@@ -383,6 +383,25 @@ def test_conv2d_options_match_cpu(options):
         close(d, h, atol=1e-3)
 
 
+@pytest.mark.parametrize("layer,shape", [("BatchNorm1d", (16, 5)), ("BatchNorm1d", (8, 4, 7)),
+                                         ("BatchNorm2d", (6, 3, 9, 8))])
+def test_batch_norm_matches_cpu(layer, shape):
+    """Training steps (outputs, all gradients, running statistics) and evaluation."""
+    x, results = f32(*shape), []
+    for device in ("cpu", "cuda"):
+        pyrt.manual_seed(0)
+        bn = getattr(nn, layer)(shape[1]).to(device)
+        for step in range(3):
+            t = pyrt.tensor(x * (step + 1) + step, requires_grad=True, device=device)
+            y = bn(t)
+            (y * y).sum().backward()
+        ye = bn.eval()(pyrt.tensor(x, device=device))
+        results.append((y.data, t.grad.data, bn.weight.grad.data, bn.bias.grad.data,
+                        bn.running_mean.data, bn.running_var.data, ye.data))
+    for d, h in zip(results[1], results[0]):
+        close(d, h, atol=1e-4)
+
+
 def test_tensor_device_api():
     t = pyrt.tensor([1.0, 2.0], device="cuda")
     assert t.device == "cuda:0" and "device='cuda:0'" in repr(t)

@@ -298,7 +298,7 @@ def test_register_buffer_checks_arguments():
 @pytest.mark.parametrize("module", [
     nn.Linear(3, 2), nn.Conv2d(3, 4, 3), nn.MaxPool2d(2), nn.AvgPool2d(2), nn.Flatten(),
     nn.ReLU(), nn.Sigmoid(), nn.Tanh(), nn.CrossEntropyLoss(), nn.BCEWithLogitsLoss(),
-    nn.MSELoss()], ids=lambda m: type(m).__name__)
+    nn.MSELoss(), nn.BatchNorm2d(3)], ids=lambda m: type(m).__name__)
 @pytest.mark.parametrize("bad", [None, 3, np.zeros((2, 3, 4, 4), F32)],
                          ids=["None", "int", "ndarray"])
 def test_a_layer_called_on_something_else_than_a_tensor_says_so(module, bad):
@@ -871,6 +871,19 @@ def test_pad_against_torch(pad, mode):
     value = F.pad(pyrt.tensor(x), pad, value=-2.5).data if mode == "constant" else None
     if value is not None:
         assert_close(value, torch.nn.functional.pad(to_torch(x), pad, value=-2.5).numpy())
+
+
+def test_spatial_functions_take_tensors_only():
+    x, w = np.ones((1, 1, 4, 4), F32), pyrt.randn(1, 1, 3, 3)
+    for call, message in [(lambda: F.conv2d(x, w), "conv2d: input must be a Tensor"),
+                          (lambda: F.conv2d(pyrt.tensor(x), w.data), "conv2d: weight must be"),
+                          (lambda: F.conv2d(pyrt.tensor(x), w, np.ones(1, F32)),
+                           "conv2d: bias must be a Tensor, got ndarray"),
+                          (lambda: F.max_pool2d(x, 2), "max_pool2d: input must be a Tensor"),
+                          (lambda: F.avg_pool2d(x, 2), "avg_pool2d: input must be a Tensor"),
+                          (lambda: F.pad(x, (1, 1)), "pad: input must be a Tensor")]:
+        with pytest.raises(TypeError, match=message):
+            call()
 
 
 def test_pad_errors_name_the_problem():

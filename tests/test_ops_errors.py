@@ -39,6 +39,8 @@ IMG, KER, KB = f32(2, 3, 6, 6), f32(4, 3, 3, 3), f32(4)
 _, IDX = ops.max_pool2d(IMG, 2, return_indices=True)
 POS = np.abs(X) + 0.5
 LABELS = np.array([0, 5, 2, 1])
+BN_X, BN_C = f32(4, 3, 5), f32(3)
+_, BN_MEAN, BN_INVSTD = ops.batch_norm(BN_X, training=True)
 
 
 def _spec(fn, args, kwargs=None, reads=None, ints=()):
@@ -90,11 +92,21 @@ SPECS = {
                       {"lr": 0.1, "momentum": 0.9}, ["grad"]),
     "adam_step": _spec(ops.adam_step, [("param", X), ("grad", POS), ("exp_avg", X),
                                        ("exp_avg_sq", POS)], {"step": 3}, ["grad"]),
+    "batch_norm": _spec(ops.batch_norm, [("x", BN_X), ("running_mean", BN_C),
+                                         ("running_var", np.abs(BN_C)), ("weight", BN_C),
+                                         ("bias", BN_C[::-1].copy())],
+                        {"training": True}, ["x", "weight", "bias"]),
+    "batch_norm_backward": _spec(ops.batch_norm_backward,
+                                 [("grad_output", f32(4, 3, 5)), ("x", BN_X), ("weight", BN_C),
+                                  ("mean", BN_MEAN), ("invstd", BN_INVSTD)]),
 }
 IN_PLACE = {"sgd_step": ["param", "momentum_buffer"],
-            "adam_step": ["param", "exp_avg", "exp_avg_sq"]}
+            "adam_step": ["param", "exp_avg", "exp_avg_sq"],
+            "batch_norm": ["running_mean", "running_var"]}
 SCALAR_OK = {"add", "sub", "mul", "div"}  # a or b may be a real number
-OPTIONAL = {("bias_act", "bias"), ("conv2d", "bias"), ("sgd_step", "momentum_buffer")}
+OPTIONAL = {("bias_act", "bias"), ("conv2d", "bias"), ("sgd_step", "momentum_buffer"),
+            ("batch_norm", "running_mean"), ("batch_norm", "running_var"),
+            ("batch_norm", "weight"), ("batch_norm", "bias"), ("batch_norm_backward", "weight")}
 
 
 def fresh(name):
@@ -303,6 +315,11 @@ BAD_SHAPES = [
     ("avg_pool2d_backward", {"grad_output": f32(2, 3, 6, 6)}, "grad_output"),
     ("sgd_step", {"grad": f32(6, 4)}, "grad"),
     ("adam_step", {"exp_avg_sq": f32(4, 1)}, "exp_avg_sq"),
+    ("batch_norm", {"x": f32(4)}, "x"),
+    ("batch_norm", {"weight": f32(4)}, "weight"),
+    ("batch_norm", {"running_var": f32(3, 1)}, "running_var"),
+    ("batch_norm_backward", {"grad_output": f32(4, 3)}, "grad_output"),
+    ("batch_norm_backward", {"invstd": f32(5)}, "invstd"),
 ]
 
 
@@ -615,7 +632,7 @@ def test_conv2d_and_pooling_layers_with_bad_input():
     assert "input channels" in raises(ValueError, "weight", conv, pyrt.randn(1, 2, 8, 8))
     raises(ValueError, "x", conv, pyrt.randn(3, 8, 8))
     raises(ValueError, "weight's", conv, pyrt.randn(1, 3, 2, 2))
-    raises(TypeError, "x", conv, np.ones((1, 3, 8, 8), np.float32))
+    raises(TypeError, "input", conv, np.ones((1, 3, 8, 8), np.float32))
     raises(ValueError, "kernel_size", nn.Conv2d, 3, 4, 0)
     raises(ValueError, "stride", nn.Conv2d, 3, 4, 3, stride=0)
     raises(ValueError, "padding", nn.Conv2d, 3, 4, 3, padding=-1)

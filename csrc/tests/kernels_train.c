@@ -5,7 +5,9 @@
  * each, compared with PyTorch's formulas in double. The linear chain must be bitwise what its
  * steps give when called one by one (pyrt_sgemm and pyrt_bias_act forward; pyrt_unary_backward,
  * two GEMMs and pyrt_bias_grad backward, as pyrt.h promises), with gradients that are not
- * wanted left unwritten. Every run is repeated at 2 and 4 threads and must match bit for bit.
+ * wanted left unwritten. The batch normalisation passes (statistics, forward, gradient sums,
+ * input gradient) are compared with the same formulas in double, on values far from zero.
+ * Every run is repeated at 2 and 4 threads and must match bit for bit.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -237,6 +239,106 @@ static void check_chain(stress_rng *r, int64_t layers, const int64_t *dims, int6
     free(j.dx), free(j.want_dx);
 }
 
+/* ---- batch normalisation -------------------------------------------------------------- */
+
+typedef struct {
+    int64_t n, c, m;
+    const float *x, *dy, *scale, *shift, *a, *b, *k;
+    float *mean, *var, *y, *dx;
+    double *sums;
+    double *want_mean, *want_var, *want_y, *want_sums, *want_dx;
+} bn_job;
+
+static void bn_run(void *ctx)
+{
+    bn_job *j = ctx;
+    CHECK_RC(pyrt_batch_norm_stats(j->n, j->c, j->m, j->x, j->mean, j->var), PYRT_OK);
+    CHECK_RC(pyrt_batch_norm_forward(j->n, j->c, j->m, j->x, j->mean, j->scale, j->shift, j->y),
+             PYRT_OK);
+    CHECK_RC(pyrt_batch_norm_grad_sums(j->n, j->c, j->m, j->x, j->dy, j->mean, j->sums),
+             PYRT_OK);
+    CHECK_RC(pyrt_batch_norm_input_grad(j->n, j->c, j->m, j->x, j->dy, j->mean, j->a, j->b,
+                                        j->k, j->dx),
+             PYRT_OK);
+}
+
+/* The reference: the mean in double, and the rest about the kernel's own mean (checked against
+ * that one), so that the centred terms agree. */
+static void bn_reference(bn_job *j)
+{
+    const int64_t n = j->n, c = j->c, m = j->m;
+    for (int64_t ch = 0; ch < c; ch++) {
+        double s = 0, sq = 0, sdy = 0, sdyx = 0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t q = 0; q < m; q++)
+                s += j->x[(i * c + ch) * m + q];
+        j->want_mean[ch] = s / (double)(n * m);
+        const double mu = j->mean[ch];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t q = 0; q < m; q++) {
+                const int64_t e = (i * c + ch) * m + q;
+                const double d = j->x[e] - mu;
+                sq += d * d;
+                sdy += j->dy[e];
+                sdyx += j->dy[e] * d;
+                j->want_y[e] = d * j->scale[ch] + j->shift[ch];
+                j->want_dx[e] = j->dy[e] * j->a[ch] + d * j->b[ch] + j->k[ch];
+            }
+        j->want_var[ch] = sq / (double)(n * m);
+        j->want_sums[2 * ch] = sdy;
+        j->want_sums[2 * ch + 1] = sdyx;
+    }
+}
+
+static void bn_check(void *ctx)
+{
+    bn_job *j = ctx;
+    const int64_t count = j->n * j->m, size = j->n * j->c * j->m;
+    bn_reference(j);
+    kc_close("batch_norm mean", j->mean, j->want_mean, NULL, j->c, count, 1e-4);
+    kc_close("batch_norm var", j->var, j->want_var, NULL, j->c, count, 1e-6);
+    kc_close("batch_norm y", j->y, j->want_y, NULL, size, 4, 1e-3);
+    kc_close("batch_norm dx", j->dx, j->want_dx, NULL, size, 4, 1e-3);
+    for (int64_t q = 0; q < 2 * j->c; q++)
+        CHECK(fabs(j->sums[q] - j->want_sums[q]) <= 1e-5 * (double)count + 1e-6,
+              "batch_norm gradient sum %lld is %.9g, expected %.9g", (long long)q, j->sums[q],
+              j->want_sums[q]);
+}
+
+static void check_batch_norm(stress_rng *r, int64_t n, int64_t c, int64_t m, float offset)
+{
+    bn_job j = {.n = n, .c = c, .m = m};
+    const int64_t size = n * c * m;
+    float *x = kc_floats(size), *dy = kc_floats(size);
+    float *coef[5];
+    for (int q = 0; q < 5; q++) {
+        coef[q] = kc_floats(c);
+        kc_fill(r, coef[q], c, -2.0f, 2.0f);
+    }
+    kc_fill(r, x, size, offset - 1.0f, offset + 1.0f);
+    kc_fill(r, dy, size, -1.0f, 1.0f);
+    j.x = x, j.dy = dy;
+    j.scale = coef[0], j.shift = coef[1], j.a = coef[2], j.b = coef[3], j.k = coef[4];
+    j.mean = kc_floats(c), j.var = kc_floats(c), j.y = kc_floats(size), j.dx = kc_floats(size);
+    j.sums = kc_doubles(2 * c);
+    j.want_mean = kc_doubles(c), j.want_var = kc_doubles(c), j.want_y = kc_doubles(size);
+    j.want_sums = kc_doubles(2 * c), j.want_dx = kc_doubles(size);
+    const kc_out outs[] = {
+        {j.mean, sizeof(float) * (size_t)c}, {j.var, sizeof(float) * (size_t)c},
+        {j.y, sizeof(float) * (size_t)size}, {j.sums, sizeof(double) * 2 * (size_t)c},
+        {j.dx, sizeof(float) * (size_t)size},
+    };
+    kc_across_threads("batch_norm", bn_run, bn_check, &j, outs, 5);
+    free(x), free(dy), free(j.mean), free(j.var), free(j.y), free(j.dx), free(j.sums);
+    free(j.want_mean), free(j.want_var), free(j.want_y), free(j.want_sums), free(j.want_dx);
+    for (int q = 0; q < 5; q++)
+        free(coef[q]);
+    /* a batch without values has no statistics */
+    float one;
+    CHECK_RC(pyrt_batch_norm_stats(0, 1, 4, &one, &one, &one), PYRT_EINVAL);
+    CHECK_RC(pyrt_batch_norm_stats(2, 1, -1, &one, &one, &one), PYRT_EINVAL);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -264,5 +366,10 @@ int main(void)
     const int odd_acts[] = {PYRT_TANH, PYRT_RELU}, frozen[] = {0, 3}, odd_bias[] = {1, 1};
     check_chain(&rng, 2, odd, 300, odd_acts, frozen, odd_bias, 1);
     check_chain(&rng, 2, odd, 300, odd_acts, frozen, odd_bias, 0);
+
+    check_batch_norm(&rng, 64, 8, 784, 0.0f); /* a CNN layer: leaves of several images */
+    check_batch_norm(&rng, 3, 5, 7, 1000.0f); /* odd planes, far from zero */
+    check_batch_norm(&rng, 300, 13, 1, -5.0f); /* rows of features */
+    check_batch_norm(&rng, 2, 3, 40000, 2.0f); /* planes larger than a leaf */
     return stress_end("kernels_train", t0);
 }

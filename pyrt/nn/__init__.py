@@ -2,6 +2,7 @@
 ``pyrt.nn.init``."""
 
 from pyrt.nn import functional, init, utils
+from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
@@ -23,7 +24,8 @@ from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
 __all__ = [
-    "AvgPool2d", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
+    "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
+    "CrossEntropyLoss", "Dropout", "Flatten",
     "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
     "utils",

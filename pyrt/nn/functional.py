@@ -3,6 +3,7 @@
 
 from pyrt.functional import (
     avg_pool2d,
+    batch_norm,
     binary_cross_entropy_with_logits,
     conv2d,
     cross_entropy,
@@ -19,7 +20,7 @@ from pyrt.functional import (
 )
 
 __all__ = [
-    "avg_pool2d", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout",
-    "linear", "log_softmax", "max_pool2d", "mse_loss", "pad", "relu", "sigmoid", "softmax",
-    "tanh",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
+    "dropout", "linear", "log_softmax", "max_pool2d", "mse_loss", "pad", "relu", "sigmoid",
+    "softmax", "tanh",
 ]

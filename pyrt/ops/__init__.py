@@ -3,6 +3,7 @@ parallel through pyrt's scheduler. Every op that produces one float32 array take
 (argmax, whose result is int64, the losses and conv2d_backward return new arrays); every op
 raises TypeError/ValueError naming the argument on bad dtype, shape or layout."""
 
+from pyrt.ops.batch_norm import batch_norm, batch_norm_backward
 from pyrt.ops.conv import conv2d, conv2d_backward
 from pyrt.ops.elementwise import (
     add,
@@ -38,7 +39,8 @@ from pyrt.ops.softmax import (
 )
 
 __all__ = [
-    "add", "addcmul", "argmax", "avg_pool2d", "avg_pool2d_backward", "bias_act", "bias_grad",
+    "add", "addcmul", "argmax", "avg_pool2d", "avg_pool2d_backward", "batch_norm",
+    "batch_norm_backward", "bias_act", "bias_grad",
     "binary_cross_entropy_with_logits", "conv2d", "conv2d_backward", "cross_entropy", "div",
     "exp", "exp_backward", "log", "log_backward", "log_softmax", "matmul", "max", "max_pool2d",
     "max_pool2d_backward", "mean", "mul", "neg", "relu", "relu_backward", "sgd_step",

@@ -2,6 +2,7 @@
 the same arguments and errors, on float32 CuPy arrays. pyrt/ops/_routing.py sends a
 ``pyrt.ops.<name>`` call on CuPy arrays to ``OPS[name]``."""
 
+from pyrt.cuda.ops.batch_norm import batch_norm, batch_norm_backward
 from pyrt.cuda.ops.conv import (
     avg_pool2d,
     avg_pool2d_backward,
@@ -48,6 +49,7 @@ from pyrt.cuda.ops.reduction import (
 OPS = {
     "add": add, "addcmul": addcmul, "adam_step": adam_step, "argmax": argmax,
     "avg_pool2d": avg_pool2d, "avg_pool2d_backward": avg_pool2d_backward,
+    "batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward,
     "bias_act": bias_act, "bias_grad": bias_grad,
     "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits, "conv2d": conv2d,
     "conv2d_backward": conv2d_backward, "cross_entropy": cross_entropy, "div": div,
