@@ -329,26 +329,24 @@ int pyrt_avg_pool2d_backward(const pyrt_conv_shape *s, const float *dy, float *d
  * summed in double: bitwise the same at any thread count. Any thread. Negative sizes, sizes
  * whose product overflows, or NULL buffers where values are read or written give PYRT_EINVAL. */
 
-/* mean[c] and the biased variance var[c] of each channel's n*m values (n*m at least 1). */
-int pyrt_batch_norm_stats(int64_t n, int64_t c, int64_t m, const float *x, float *mean,
-                          float *var);
+/* y = (x - mean) / sqrt(var + eps) * weight + bias, per channel (weight and bias may be NULL:
+ * 1 and 0). With `training`, mean and var are the batch's own (the biased variance; n*m at
+ * least 2, else PYRT_EINVAL), and running_mean and running_var (each may be NULL) move towards
+ * them: r = (1 - momentum) * r + momentum * stat, with the unbiased variance, as PyTorch's.
+ * Otherwise they are running_mean and running_var (both needed). save_mean and save_invstd
+ * receive the mean and 1 / sqrt(var + eps) used, for the backward pass. eps < 0 is EINVAL. */
+int pyrt_batch_norm_forward(int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *weight, const float *bias, float *running_mean,
+                            float *running_var, int training, double momentum, double eps,
+                            float *y, float *save_mean, float *save_invstd);
 
-/* y = (x - mean[ch]) * scale[ch] + shift[ch] (scale = weight / sqrt(var + eps), shift = bias
- * for the forward pass). y may be x. */
-int pyrt_batch_norm_forward(int64_t n, int64_t c, int64_t m, const float *x, const float *mean,
-                            const float *scale, const float *shift, float *y);
-
-/* sums[2 ch] = the sum of dy over channel ch, sums[2 ch + 1] = the sum of dy * (x - mean[ch]):
- * the bias gradient, and the weight gradient times sqrt(var + eps). */
-int pyrt_batch_norm_grad_sums(int64_t n, int64_t c, int64_t m, const float *x,
-                              const float *dy, const float *mean, double *sums);
-
-/* dx = dy * a[ch] + (x - mean[ch]) * b[ch] + k[ch]: the input gradient, with coefficients that
- * hold weight / sqrt(var + eps) and, for statistics taken from the batch itself, the terms of
- * the gradient sums. dx may be dy. */
-int pyrt_batch_norm_input_grad(int64_t n, int64_t c, int64_t m, const float *x,
-                               const float *dy, const float *mean, const float *a,
-                               const float *b, const float *k, float *dx);
+/* The gradients of pyrt_batch_norm_forward from dy, given the save_mean and save_invstd it
+ * gave and the same `training` (with the batch's own statistics the input gradient flows
+ * through them too): dx (may be NULL, or dy itself), dweight and dbias (each may be NULL). */
+int pyrt_batch_norm_backward(int64_t n, int64_t c, int64_t m, const float *x, const float *dy,
+                             const float *weight, const float *save_mean,
+                             const float *save_invstd, int training, float *dx, float *dweight,
+                             float *dbias);
 
 /* ---- optimizer updates (in place, one pass over the parameter and its state) ---------- */
 /* Both store a state value (momentum buffer, m, v) below FLT_MIN in magnitude as zero: a state

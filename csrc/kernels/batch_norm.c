@@ -2,22 +2,24 @@
  * batch_norm.c - batch normalisation of x [n, c, m] channel by channel (pyrt.h).
  *
  * A channel's values are its n planes of m (m = h * w for images, 1 for rows of features),
- * one plane in every image. Three kinds of pass:
+ * one plane in every image. Three kinds of pass, and per-channel arithmetic in double between
+ * them:
  *
  *   statistics   per channel the mean and the biased variance of its n * m values, in two
  *                reductions (the mean, then the squares about it: no cancellation however far
  *                the values sit from zero)
- *   forward      y = (x - mean[ch]) * scale[ch] + shift[ch] (the caller's scale = weight *
- *                invstd and shift = bias: x is centred before it is scaled, as in PyTorch)
- *   gradient     per channel sum(dy) and sum(dy * (x - mean)), for dbias, dweight and dx, then
- *                dx = dy * a[ch] + (x - mean[ch]) * b[ch] + k[ch] with the caller's per-channel
- *                coefficients (which fold in those sums for a batch's own statistics)
+ *   forward      y = (x - mean[ch]) * scale[ch] + shift[ch], scale = weight * invstd and
+ *                shift = bias (x is centred before it is scaled, as in PyTorch)
+ *   gradient     per channel sum(dy) and sum(dy * (x - mean)): dbias, and dweight times
+ *                sqrt(var + eps); then dx = dy * a[ch] + (x - mean[ch]) * b[ch] + k[ch], whose
+ *                b and k carry those sums when the statistics were the batch's own
  *
- * Parallelism and determinism. The channels are a parallel loop; inside one, its planes are a
- * parallel reduction over the images with leaves of fixed ranges (from n and m alone), each
- * plane summed in eight lanes and then a fixed tree, the leaves and planes added in double.
- * So a layer of few channels still uses every thread, and every statistic and gradient is
- * bitwise the same at any thread count. The elementwise passes are a parallel loop over the
+ * Parallelism and determinism. The channels, in blocks of BLOCK, are a parallel loop; inside
+ * a block, its planes are a parallel reduction over the images with leaves of fixed ranges
+ * (from n, c and m alone), each plane summed in eight lanes and then a fixed tree, the leaves
+ * and planes added in double (rows of features, m == 1, add their values straight). So a layer
+ * of few channels still uses every thread, and every statistic and gradient is bitwise the
+ * same at any thread count. The elementwise passes are a parallel loop over the
  * planes.
  */
 #include <math.h>
@@ -26,8 +28,10 @@
 
 #include "pyrt.h"
 
-/* Values a leaf of a channel's reduction, or a chunk of an affine pass, should hold. */
+/* Values a leaf of a reduction, or a chunk of an elementwise pass, should hold. */
 #define CHUNK_VALUES 16384
+/* Channels one reduction sums side by side: two doubles each fill PYRT_MAX_ACC. */
+#define BLOCK 16
 
 typedef struct bn_job {
     int64_t n, c, m;
@@ -35,79 +39,121 @@ typedef struct bn_job {
     const float *mean;  /* per channel (the statistics' second pass, the other passes) */
     const float *a, *b, *k; /* per-channel coefficients of the elementwise passes */
     float *out;
-    double *sums;       /* per channel: one or two sums, as the pass fills them */
-    int64_t channel;    /* the channel a reduction sums */
+    double *sums;       /* per channel, two: what the reduction sums (one or two of them) */
+    int64_t c0, nb;     /* the block of channels a reduction sums: [c0, c0 + nb) */
     int kind;           /* what a reduction sums */
 } bn_job;
 
 enum { SUM_X, SUM_SQUARES, SUM_GRADS };
 
-/* sum over i < m of f(i), in eight lanes by i mod 8 and then a fixed tree, in double */
+/* total = the sum over k < m of TERM, in eight lanes by k mod 8 and then a fixed tree, in
+ * double */
 #define LANE_SUM(m, TERM)                                                                     \
     do {                                                                                      \
         float lane[8] = {0};                                                                  \
-        int64_t i = 0;                                                                        \
-        for (; i + 8 <= (m); i += 8)                                                          \
+        int64_t q = 0;                                                                        \
+        for (; q + 8 <= (m); q += 8)                                                          \
             for (int l = 0; l < 8; l++) {                                                     \
-                const int64_t k = i + l;                                                      \
+                const int64_t k = q + l;                                                      \
                 lane[l] += (TERM);                                                            \
             }                                                                                 \
-        for (int l = 0; i < (m); i++, l++) {                                                  \
-            const int64_t k = i;                                                              \
+        for (int l = 0; q < (m); q++, l++) {                                                  \
+            const int64_t k = q;                                                              \
             lane[l] += (TERM);                                                                \
         }                                                                                     \
         total = (((double)lane[0] + lane[4]) + ((double)lane[2] + lane[6]))                   \
                 + (((double)lane[1] + lane[5]) + ((double)lane[3] + lane[7]));                \
     } while (0)
 
-/* The leaf of a channel's reduction: images [i0, i1), one or two sums in acc. */
-static int channel_leaf(void *ctx, int64_t i0, int64_t i1, void *acc)
+/* The sums of plane (i, ch) into out[0] (and out[1]). */
+static inline void plane_sums(const bn_job *j, int64_t i, int64_t ch, double *out)
+{
+    const int64_t m = j->m;
+    const float *x = j->x + (i * j->c + ch) * m;
+    const float mu = j->mean ? j->mean[ch] : 0.0f;
+    double total;
+    if (j->kind == SUM_X) {
+        LANE_SUM(m, x[k]);
+        out[0] += total;
+    } else if (j->kind == SUM_SQUARES) {
+        LANE_SUM(m, (x[k] - mu) * (x[k] - mu));
+        out[0] += total;
+    } else {
+        const float *dy = j->dy + (i * j->c + ch) * m;
+        LANE_SUM(m, dy[k]);
+        out[0] += total;
+        LANE_SUM(m, dy[k] * (x[k] - mu));
+        out[1] += total;
+    }
+}
+
+/* The leaf of a block's reduction: images [i0, i1), two sums per channel of the block in acc,
+ * each image added in turn. Rows of features (m == 1) take the block's channels side by side,
+ * straight from the row. */
+static int block_leaf(void *ctx, int64_t i0, int64_t i1, void *acc)
 {
     const bn_job *j = ctx;
-    const int64_t ch = j->channel, m = j->m;
+    const int64_t nb = j->nb, c0 = j->c0;
     double *out = acc;
-    out[0] = out[1] = 0.0;
-    const float mu = j->mean ? j->mean[ch] : 0.0f;
+    for (int64_t b = 0; b < 2 * nb; b++)
+        out[b] = 0.0;
+    if (j->m > 1) {
+        for (int64_t i = i0; i < i1; i++)
+            for (int64_t b = 0; b < nb; b++)
+                plane_sums(j, i, c0 + b, out + 2 * b);
+        return 0;
+    }
+    /* the block's sums side by side, so that a row's values add as vectors */
+    double s0[BLOCK] = {0}, s1[BLOCK] = {0};
+    float mu[BLOCK] = {0};
+    for (int64_t b = 0; j->mean && b < nb; b++)
+        mu[b] = j->mean[c0 + b];
     for (int64_t i = i0; i < i1; i++) {
-        const float *x = j->x + (i * j->c + ch) * m;
-        double total;
+        const float *x = j->x + i * j->c + c0;
         if (j->kind == SUM_X) {
-            LANE_SUM(m, x[k]);
-            out[0] += total;
+            for (int64_t b = 0; b < nb; b++)
+                s0[b] += x[b];
         } else if (j->kind == SUM_SQUARES) {
-            LANE_SUM(m, (x[k] - mu) * (x[k] - mu));
-            out[0] += total;
+            for (int64_t b = 0; b < nb; b++)
+                s0[b] += (x[b] - mu[b]) * (x[b] - mu[b]);
         } else {
-            const float *dy = j->dy + (i * j->c + ch) * m;
-            LANE_SUM(m, dy[k]);
-            out[0] += total;
-            LANE_SUM(m, dy[k] * (x[k] - mu));
-            out[1] += total;
+            const float *dy = j->dy + i * j->c + c0;
+            for (int64_t b = 0; b < nb; b++) {
+                s0[b] += dy[b];
+                s1[b] += dy[b] * (x[b] - mu[b]);
+            }
         }
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        out[2 * b] = s0[b];
+        out[2 * b + 1] = s1[b];
     }
     return 0;
 }
 
 static int add_sums(void *ctx, void *left, const void *right)
 {
-    (void)ctx;
+    const bn_job *j = ctx;
     double *l = left;
     const double *r = right;
-    l[0] += r[0];
-    l[1] += r[1];
+    for (int64_t b = 0; b < 2 * j->nb; b++)
+        l[b] += r[b];
     return 0;
 }
 
-/* Reductions of channels [c0, c1): j->sums[2 ch] (and [2 ch + 1]) for each. */
-static int channel_range(void *ctx, int64_t c0, int64_t c1)
+/* Reductions of blocks [b0, b1): j->sums[2 ch] (and [2 ch + 1]) for their channels. Each block
+ * is a reduction over the images in leaves of about CHUNK_VALUES values. */
+static int block_range(void *ctx, int64_t b0, int64_t b1)
 {
     const bn_job *all = ctx;
-    const int64_t grain = all->m >= CHUNK_VALUES ? 1 : CHUNK_VALUES / all->m;
-    for (int64_t ch = c0; ch < c1; ch++) {
+    for (int64_t blk = b0; blk < b1; blk++) {
         bn_job j = *all;
-        j.channel = ch;
-        int rc = pyrt_parallel_reduce(j.n, grain, 2 * sizeof(double), channel_leaf, add_sums,
-                                      &j, all->sums + 2 * ch);
+        j.c0 = blk * BLOCK;
+        j.nb = j.c - j.c0 < BLOCK ? j.c - j.c0 : BLOCK;
+        const int64_t per_image = j.nb * j.m;
+        const int64_t grain = per_image >= CHUNK_VALUES ? 1 : CHUNK_VALUES / per_image;
+        int rc = pyrt_parallel_reduce(j.n, grain, 2 * (size_t)j.nb * sizeof(double),
+                                      block_leaf, add_sums, &j, all->sums + 2 * j.c0);
         if (rc)
             return rc;
     }
@@ -118,34 +164,54 @@ static int reduce_channels(bn_job *j, int kind, double *sums)
 {
     j->kind = kind;
     j->sums = sums;
-    return pyrt_parallel_for(j->c, 1, channel_range, j);
+    return pyrt_parallel_for((j->c + BLOCK - 1) / BLOCK, 1, block_range, j);
 }
 
-/* Planes [p0, p1) (plane p is channel p mod c) of the forward pass, out = (x - mean) * a + k,
- * or with dy of the input gradient, out = dy * a + (x - mean) * b + k. */
-static int elementwise_range(void *ctx, int64_t p0, int64_t p1)
+/* Units [u0, u1) of the forward pass, out = (x - mean) * a + k per channel, or with dy of the
+ * input gradient, out = dy * a + (x - mean) * b + k. A unit is a plane (u: image u / c,
+ * channel u mod c), or for rows of features (m == 1) a row, whose channels lie side by side. */
+static int elementwise_range(void *ctx, int64_t u0, int64_t u1)
 {
     const bn_job *j = ctx;
-    for (int64_t p = p0; p < p1; p++) {
-        const int64_t ch = p % j->c;
+    const int64_t c = j->c, m = j->m;
+    if (m == 1) {
+        for (int64_t i = u0; i < u1; i++) {
+            const float *x = j->x + i * c;
+            float *out = j->out + i * c;
+            if (!j->dy) {
+                for (int64_t ch = 0; ch < c; ch++)
+                    out[ch] = (x[ch] - j->mean[ch]) * j->a[ch] + j->k[ch];
+                continue;
+            }
+            const float *dy = j->dy + i * c;
+            for (int64_t ch = 0; ch < c; ch++)
+                out[ch] = dy[ch] * j->a[ch] + (x[ch] - j->mean[ch]) * j->b[ch] + j->k[ch];
+        }
+        return 0;
+    }
+    for (int64_t p = u0; p < u1; p++) {
+        const int64_t ch = p % c;
         const float mu = j->mean[ch], a = j->a[ch], k = j->k[ch];
-        const float *x = j->x + p * j->m;
-        float *out = j->out + p * j->m;
+        const float *x = j->x + p * m;
+        float *out = j->out + p * m;
         if (!j->dy) {
-            for (int64_t q = 0; q < j->m; q++)
+            for (int64_t q = 0; q < m; q++)
                 out[q] = (x[q] - mu) * a + k;
             continue;
         }
-        const float b = j->b[ch], *dy = j->dy + p * j->m;
-        for (int64_t q = 0; q < j->m; q++)
+        const float b = j->b[ch], *dy = j->dy + p * m;
+        for (int64_t q = 0; q < m; q++)
             out[q] = dy[q] * a + (x[q] - mu) * b + k;
     }
     return 0;
 }
 
-static int64_t plane_grain(int64_t m)
+/* The elementwise pass over all of x, in chunks of about CHUNK_VALUES values. */
+static int elementwise(const bn_job *j)
 {
-    return m >= CHUNK_VALUES ? 1 : CHUNK_VALUES / (m > 0 ? m : 1);
+    const int64_t units = j->m == 1 ? j->n : j->n * j->c, per_unit = j->m == 1 ? j->c : j->m;
+    const int64_t grain = per_unit >= CHUNK_VALUES ? 1 : CHUNK_VALUES / per_unit;
+    return pyrt_parallel_for(units, grain, elementwise_range, (void *)j);
 }
 
 static int check_sizes(int64_t n, int64_t c, int64_t m)
@@ -157,77 +223,144 @@ static int check_sizes(int64_t n, int64_t c, int64_t m)
     return PYRT_OK;
 }
 
-int pyrt_batch_norm_stats(int64_t n, int64_t c, int64_t m, const float *x, float *mean,
-                          float *var)
+/* mean[ch] and the biased variance var[ch] of each channel (n * m at least 1), in double. */
+static int statistics(bn_job *j, double *mean, double *var)
 {
-    int rc = check_sizes(n, c, m);
-    if (rc)
-        return rc;
-    if (c == 0)
-        return PYRT_OK;
-    if (!mean || !var || !x || n * m == 0)
-        return PYRT_EINVAL;
+    const int64_t c = j->c;
     double *acc = pyrt_buffer_alloc(2 * (size_t)c * sizeof(double));
-    if (!acc)
-        return PYRT_ENOMEM;
-    bn_job j = {.n = n, .c = c, .m = m, .x = x};
-    const double count = (double)n * (double)m;
-    rc = reduce_channels(&j, SUM_X, acc);
-    for (int64_t ch = 0; !rc && ch < c; ch++)
-        mean[ch] = (float)(acc[2 * ch] / count);
-    j.mean = mean;
+    float *mean32 = pyrt_buffer_alloc((size_t)c * sizeof(float));
+    int rc = acc && mean32 ? PYRT_OK : PYRT_ENOMEM;
+    const double count = (double)j->n * (double)j->m;
     if (!rc)
-        rc = reduce_channels(&j, SUM_SQUARES, acc);
-    for (int64_t ch = 0; !rc && ch < c; ch++)
-        var[ch] = (float)(acc[2 * ch] / count);
+        rc = reduce_channels(j, SUM_X, acc);
+    for (int64_t ch = 0; !rc && ch < c; ch++) {
+        mean[ch] = acc[2 * ch] / count;
+        mean32[ch] = (float)mean[ch];
+    }
+    /* the squares about the float32 mean the other passes centre on: no cancellation */
+    j->mean = mean32;
+    if (!rc)
+        rc = reduce_channels(j, SUM_SQUARES, acc);
+    for (int64_t ch = 0; !rc && ch < c; ch++) {
+        const double shift = mean[ch] - mean32[ch];
+        var[ch] = acc[2 * ch] / count - shift * shift;
+    }
+    j->mean = NULL;
     pyrt_buffer_free(acc);
+    pyrt_buffer_free(mean32);
     return rc;
 }
 
-int pyrt_batch_norm_forward(int64_t n, int64_t c, int64_t m, const float *x, const float *mean,
-                            const float *scale, const float *shift, float *y)
+/* The per-channel buffers of a call: three float vectors and two double ones. */
+typedef struct bn_vectors {
+    float *f;     /* 3c floats */
+    double *d;    /* 2c doubles */
+} bn_vectors;
+
+static int vectors(bn_vectors *v, int64_t c)
+{
+    v->f = pyrt_buffer_alloc(3 * (size_t)c * sizeof(float) + 1);
+    v->d = pyrt_buffer_alloc(2 * (size_t)c * sizeof(double) + 1);
+    return v->f && v->d ? PYRT_OK : PYRT_ENOMEM;
+}
+
+static void free_vectors(bn_vectors *v)
+{
+    pyrt_buffer_free(v->f);
+    pyrt_buffer_free(v->d);
+}
+
+int pyrt_batch_norm_forward(int64_t n, int64_t c, int64_t m, const float *x,
+                            const float *weight, const float *bias, float *running_mean,
+                            float *running_var, int training, double momentum, double eps,
+                            float *y, float *save_mean, float *save_invstd)
 {
     int rc = check_sizes(n, c, m);
     if (rc)
         return rc;
-    if (n * c * m == 0)
-        return PYRT_OK;
-    if (!x || !mean || !scale || !shift || !y)
+    if (!(eps >= 0.0) || (training && n * m < 2)
+        || (!training && (!running_mean || !running_var)))
         return PYRT_EINVAL;
-    bn_job j = {.n = n, .c = c, .m = m, .x = x, .mean = mean, .a = scale, .k = shift, .out = y};
-    return pyrt_parallel_for(n * c, plane_grain(m), elementwise_range, &j);
+    if (c == 0)
+        return PYRT_OK;
+    if (!save_mean || !save_invstd || (n * m > 0 && (!x || !y)))
+        return PYRT_EINVAL;
+    bn_vectors v;
+    rc = vectors(&v, c);
+    bn_job j = {.n = n, .c = c, .m = m, .x = x};
+    double *mean = v.d, *var = v.d + c;
+    if (!rc && training)
+        rc = statistics(&j, mean, var);
+    if (rc) {
+        free_vectors(&v);
+        return rc;
+    }
+    const double count = (double)n * (double)m;
+    float *scale = v.f, *shift = v.f + c;
+    for (int64_t ch = 0; ch < c; ch++) {
+        if (training && running_mean) /* PyTorch's: towards the batch's, by momentum */
+            running_mean[ch] = (float)((1.0 - momentum) * running_mean[ch] + momentum * mean[ch]);
+        if (training && running_var) /* ... the unbiased variance */
+            running_var[ch] = (float)((1.0 - momentum) * running_var[ch]
+                                      + momentum * var[ch] * count / (count - 1.0));
+        const double mu = training ? mean[ch] : running_mean[ch];
+        const double sigma2 = training ? var[ch] : running_var[ch];
+        const double invstd = 1.0 / sqrt(sigma2 + eps);
+        save_mean[ch] = (float)mu;
+        save_invstd[ch] = (float)invstd;
+        scale[ch] = (float)(weight ? invstd * weight[ch] : invstd);
+        shift[ch] = bias ? bias[ch] : 0.0f;
+    }
+    j.mean = save_mean, j.a = scale, j.k = shift, j.out = y;
+    if (n * m > 0)
+        rc = elementwise(&j);
+    free_vectors(&v);
+    return rc;
 }
 
-int pyrt_batch_norm_grad_sums(int64_t n, int64_t c, int64_t m, const float *x,
-                              const float *dy, const float *mean, double *sums)
+int pyrt_batch_norm_backward(int64_t n, int64_t c, int64_t m, const float *x, const float *dy,
+                             const float *weight, const float *save_mean,
+                             const float *save_invstd, int training, float *dx, float *dweight,
+                             float *dbias)
 {
     int rc = check_sizes(n, c, m);
     if (rc)
         return rc;
     if (c == 0)
         return PYRT_OK;
-    if (!sums || !mean || (n * m > 0 && (!x || !dy)))
+    if (!save_mean || !save_invstd || (n * m > 0 && (!x || !dy)))
         return PYRT_EINVAL;
-    for (int64_t q = 0; q < 2 * c; q++)
+    bn_vectors v;
+    rc = vectors(&v, c);
+    double *sums = v.d; /* [c][2]: sum dy, sum dy (x - mean) */
+    bn_job j = {.n = n, .c = c, .m = m, .x = x, .dy = dy, .mean = save_mean};
+    for (int64_t q = 0; !rc && q < 2 * c; q++)
         sums[q] = 0.0;
-    if (n * m == 0)
-        return PYRT_OK;
-    bn_job j = {.n = n, .c = c, .m = m, .x = x, .dy = dy, .mean = mean};
-    return reduce_channels(&j, SUM_GRADS, sums);
-}
-
-int pyrt_batch_norm_input_grad(int64_t n, int64_t c, int64_t m, const float *x,
-                               const float *dy, const float *mean, const float *a,
-                               const float *b, const float *k, float *dx)
-{
-    int rc = check_sizes(n, c, m);
-    if (rc)
+    if (!rc && n * m > 0)
+        rc = reduce_channels(&j, SUM_GRADS, sums);
+    if (rc) {
+        free_vectors(&v);
         return rc;
-    if (n * c * m == 0)
-        return PYRT_OK;
-    if (!x || !dy || !mean || !a || !b || !k || !dx)
-        return PYRT_EINVAL;
-    bn_job j = {.n = n, .c = c, .m = m, .x = x, .dy = dy, .mean = mean, .a = a, .b = b, .k = k,
-                .out = dx};
-    return pyrt_parallel_for(n * c, plane_grain(m), elementwise_range, &j);
+    }
+    /* dx = dy * a + (x - mean) * b + k: with the batch's own statistics, mean and var move with
+     * x too, which adds b and k (a = weight * invstd) */
+    const double count = (double)n * (double)m;
+    float *a = v.f, *b = v.f + c, *k = v.f + 2 * c;
+    for (int64_t ch = 0; ch < c; ch++) {
+        const double invstd = save_invstd[ch], sdy = sums[2 * ch], sdyx = sums[2 * ch + 1];
+        const double ac = weight ? invstd * weight[ch] : invstd;
+        a[ch] = (float)ac;
+        b[ch] = training ? (float)(-ac * invstd * invstd * sdyx / count) : 0.0f;
+        k[ch] = training ? (float)(-ac * sdy / count) : 0.0f;
+        if (dweight)
+            dweight[ch] = (float)(sdyx * invstd);
+        if (dbias)
+            dbias[ch] = (float)sdy;
+    }
+    if (dx && n * m > 0) {
+        j.a = a, j.b = b, j.k = k, j.out = dx;
+        rc = elementwise(&j);
+    }
+    free_vectors(&v);
+    return rc;
 }

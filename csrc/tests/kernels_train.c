@@ -5,8 +5,9 @@
  * each, compared with PyTorch's formulas in double. The linear chain must be bitwise what its
  * steps give when called one by one (pyrt_sgemm and pyrt_bias_act forward; pyrt_unary_backward,
  * two GEMMs and pyrt_bias_grad backward, as pyrt.h promises), with gradients that are not
- * wanted left unwritten. The batch normalisation passes (statistics, forward, gradient sums,
- * input gradient) are compared with the same formulas in double, on values far from zero.
+ * wanted left unwritten. Batch normalisation (forward in training, with its running
+ * statistics, and in evaluation; its three gradients) is compared with its formulas in double,
+ * on values near zero and far from it.
  * Every run is repeated at 2 and 4 threads and must match bit for bit.
  */
 #include <stddef.h>
@@ -243,100 +244,138 @@ static void check_chain(stress_rng *r, int64_t layers, const int64_t *dims, int6
 
 typedef struct {
     int64_t n, c, m;
-    const float *x, *dy, *scale, *shift, *a, *b, *k;
-    float *mean, *var, *y, *dx;
-    double *sums;
-    double *want_mean, *want_var, *want_y, *want_sums, *want_dx;
+    int training;
+    const float *x, *dy, *weight, *bias, *running0;
+    float *running_mean, *running_var, *y, *mean, *invstd, *dx, *dweight, *dbias;
+    double *want_y, *want_dx, *want_c; /* want_c: [7][c] per-channel values, see bn_reference */
 } bn_job;
 
 static void bn_run(void *ctx)
 {
     bn_job *j = ctx;
-    CHECK_RC(pyrt_batch_norm_stats(j->n, j->c, j->m, j->x, j->mean, j->var), PYRT_OK);
-    CHECK_RC(pyrt_batch_norm_forward(j->n, j->c, j->m, j->x, j->mean, j->scale, j->shift, j->y),
+    const int64_t c = j->c;
+    memcpy(j->running_mean, j->running0, sizeof(float) * (size_t)c);
+    memcpy(j->running_var, j->running0 + c, sizeof(float) * (size_t)c);
+    CHECK_RC(pyrt_batch_norm_forward(j->n, c, j->m, j->x, j->weight, j->bias, j->running_mean,
+                                     j->running_var, j->training, 0.25, 1e-3, j->y, j->mean,
+                                     j->invstd),
              PYRT_OK);
-    CHECK_RC(pyrt_batch_norm_grad_sums(j->n, j->c, j->m, j->x, j->dy, j->mean, j->sums),
-             PYRT_OK);
-    CHECK_RC(pyrt_batch_norm_input_grad(j->n, j->c, j->m, j->x, j->dy, j->mean, j->a, j->b,
-                                        j->k, j->dx),
+    CHECK_RC(pyrt_batch_norm_backward(j->n, c, j->m, j->x, j->dy, j->weight, j->mean, j->invstd,
+                                      j->training, j->dx, j->dweight, j->dbias),
              PYRT_OK);
 }
 
-/* The reference: the mean in double, and the rest about the kernel's own mean (checked against
- * that one), so that the centred terms agree. */
+/* The formulas in double: want_c holds mean, invstd, running mean, running var, dweight,
+ * dbias and the sum of |dy (x - mean)| (for the tolerance), c values each. */
 static void bn_reference(bn_job *j)
 {
     const int64_t n = j->n, c = j->c, m = j->m;
+    const double count = (double)(n * m);
+    double *w = j->want_c;
     for (int64_t ch = 0; ch < c; ch++) {
-        double s = 0, sq = 0, sdy = 0, sdyx = 0;
+        double s = 0, sq = 0, sdy = 0, sdyx = 0, abs_dyx = 0;
         for (int64_t i = 0; i < n; i++)
             for (int64_t q = 0; q < m; q++)
                 s += j->x[(i * c + ch) * m + q];
-        j->want_mean[ch] = s / (double)(n * m);
-        const double mu = j->mean[ch];
+        const double r_mean = j->running0[ch], r_var = j->running0[c + ch];
+        double mean = s / count;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t q = 0; q < m; q++)
+                sq += (j->x[(i * c + ch) * m + q] - mean) * (j->x[(i * c + ch) * m + q] - mean);
+        double var = sq / count;
+        w[2 * c + ch] = j->training ? 0.75 * r_mean + 0.25 * mean : r_mean;
+        w[3 * c + ch] = j->training ? 0.75 * r_var + 0.25 * var * count / (count - 1) : r_var;
+        if (!j->training)
+            mean = r_mean, var = r_var;
+        const double invstd = 1.0 / sqrt(var + 1e-3), g = j->weight[ch], b = j->bias[ch];
         for (int64_t i = 0; i < n; i++)
             for (int64_t q = 0; q < m; q++) {
                 const int64_t e = (i * c + ch) * m + q;
-                const double d = j->x[e] - mu;
-                sq += d * d;
                 sdy += j->dy[e];
-                sdyx += j->dy[e] * d;
-                j->want_y[e] = d * j->scale[ch] + j->shift[ch];
-                j->want_dx[e] = j->dy[e] * j->a[ch] + d * j->b[ch] + j->k[ch];
+                sdyx += j->dy[e] * (j->x[e] - mean);
+                abs_dyx += fabs(j->dy[e] * (j->x[e] - mean));
+                j->want_y[e] = (j->x[e] - mean) * invstd * g + b;
             }
-        j->want_var[ch] = sq / (double)(n * m);
-        j->want_sums[2 * ch] = sdy;
-        j->want_sums[2 * ch + 1] = sdyx;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t q = 0; q < m; q++) {
+                const int64_t e = (i * c + ch) * m + q;
+                const double xhat = (j->x[e] - mean) * invstd;
+                j->want_dx[e] = j->training ? g * invstd * (j->dy[e] - sdy / count
+                                                            - xhat * sdyx * invstd / count)
+                                            : g * invstd * j->dy[e];
+            }
+        w[ch] = mean;
+        w[c + ch] = invstd;
+        w[4 * c + ch] = sdyx * invstd;
+        w[5 * c + ch] = sdy;
+        w[6 * c + ch] = abs_dyx * invstd;
     }
 }
 
 static void bn_check(void *ctx)
 {
     bn_job *j = ctx;
-    const int64_t count = j->n * j->m, size = j->n * j->c * j->m;
+    const int64_t c = j->c, count = j->n * j->m, size = j->n * c * j->m;
     bn_reference(j);
-    kc_close("batch_norm mean", j->mean, j->want_mean, NULL, j->c, count, 1e-4);
-    kc_close("batch_norm var", j->var, j->want_var, NULL, j->c, count, 1e-6);
-    kc_close("batch_norm y", j->y, j->want_y, NULL, size, 4, 1e-3);
-    kc_close("batch_norm dx", j->dx, j->want_dx, NULL, size, 4, 1e-3);
-    for (int64_t q = 0; q < 2 * j->c; q++)
-        CHECK(fabs(j->sums[q] - j->want_sums[q]) <= 1e-5 * (double)count + 1e-6,
-              "batch_norm gradient sum %lld is %.9g, expected %.9g", (long long)q, j->sums[q],
-              j->want_sums[q]);
+    const double *w = j->want_c;
+    double scale = 0; /* the largest |x|: the mean's float32 rounding moves every centred value */
+    for (int64_t e = 0; e < size; e++)
+        scale = fabs(j->x[e]) > scale ? fabs(j->x[e]) : scale;
+    kc_close("batch_norm mean", j->mean, w, NULL, c, count, 1e-6 * scale);
+    kc_close("batch_norm invstd", j->invstd, w + c, NULL, c, count, 0);
+    kc_close("batch_norm running mean", j->running_mean, w + 2 * c, NULL, c, count, 1e-6 * scale);
+    kc_close("batch_norm running var", j->running_var, w + 3 * c, NULL, c, count, 1e-6);
+    kc_close("batch_norm y", j->y, j->want_y, NULL, size, 8, 1e-4 * (1 + scale));
+    kc_close("batch_norm dx", j->dx, j->want_dx, NULL, size, 8, 1e-4 * (1 + scale));
+    for (int64_t ch = 0; ch < c; ch++) {
+        const double tol = 1e-5 * (w[6 * c + ch] + sqrt((double)count)) + 1e-6 * scale * count;
+        CHECK(fabs(j->dweight[ch] - w[4 * c + ch]) <= tol,
+              "batch_norm dweight %lld is %.9g, expected %.9g", (long long)ch, j->dweight[ch],
+              w[4 * c + ch]);
+    }
+    kc_close("batch_norm dbias", j->dbias, w + 5 * c, NULL, c, count, 1e-5 * count);
 }
 
-static void check_batch_norm(stress_rng *r, int64_t n, int64_t c, int64_t m, float offset)
+static void check_batch_norm(stress_rng *r, int64_t n, int64_t c, int64_t m, float offset,
+                             int training)
 {
-    bn_job j = {.n = n, .c = c, .m = m};
+    bn_job j = {.n = n, .c = c, .m = m, .training = training};
     const int64_t size = n * c * m;
-    float *x = kc_floats(size), *dy = kc_floats(size);
-    float *coef[5];
-    for (int q = 0; q < 5; q++) {
-        coef[q] = kc_floats(c);
-        kc_fill(r, coef[q], c, -2.0f, 2.0f);
-    }
+    float *x = kc_floats(size), *dy = kc_floats(size), *weight = kc_floats(c);
+    float *bias = kc_floats(c), *running0 = kc_floats(2 * c);
     kc_fill(r, x, size, offset - 1.0f, offset + 1.0f);
     kc_fill(r, dy, size, -1.0f, 1.0f);
-    j.x = x, j.dy = dy;
-    j.scale = coef[0], j.shift = coef[1], j.a = coef[2], j.b = coef[3], j.k = coef[4];
-    j.mean = kc_floats(c), j.var = kc_floats(c), j.y = kc_floats(size), j.dx = kc_floats(size);
-    j.sums = kc_doubles(2 * c);
-    j.want_mean = kc_doubles(c), j.want_var = kc_doubles(c), j.want_y = kc_doubles(size);
-    j.want_sums = kc_doubles(2 * c), j.want_dx = kc_doubles(size);
-    const kc_out outs[] = {
-        {j.mean, sizeof(float) * (size_t)c}, {j.var, sizeof(float) * (size_t)c},
-        {j.y, sizeof(float) * (size_t)size}, {j.sums, sizeof(double) * 2 * (size_t)c},
-        {j.dx, sizeof(float) * (size_t)size},
-    };
-    kc_across_threads("batch_norm", bn_run, bn_check, &j, outs, 5);
-    free(x), free(dy), free(j.mean), free(j.var), free(j.y), free(j.dx), free(j.sums);
-    free(j.want_mean), free(j.want_var), free(j.want_y), free(j.want_sums), free(j.want_dx);
-    for (int q = 0; q < 5; q++)
-        free(coef[q]);
-    /* a batch without values has no statistics */
-    float one;
-    CHECK_RC(pyrt_batch_norm_stats(0, 1, 4, &one, &one, &one), PYRT_EINVAL);
-    CHECK_RC(pyrt_batch_norm_stats(2, 1, -1, &one, &one, &one), PYRT_EINVAL);
+    kc_fill(r, weight, c, -2.0f, 2.0f);
+    kc_fill(r, bias, c, -2.0f, 2.0f);
+    kc_fill(r, running0, c, offset - 0.5f, offset + 0.5f); /* the means, then the variances */
+    kc_fill(r, running0 + c, c, 0.2f, 1.0f);
+    j.x = x, j.dy = dy, j.weight = weight, j.bias = bias, j.running0 = running0;
+    j.running_mean = kc_floats(c), j.running_var = kc_floats(c);
+    j.mean = kc_floats(c), j.invstd = kc_floats(c), j.dweight = kc_floats(c);
+    j.dbias = kc_floats(c), j.y = kc_floats(size), j.dx = kc_floats(size);
+    j.want_y = kc_doubles(size), j.want_dx = kc_doubles(size), j.want_c = kc_doubles(7 * c);
+    const size_t cb = sizeof(float) * (size_t)c, sb = sizeof(float) * (size_t)size;
+    const kc_out outs[] = {{j.y, sb}, {j.dx, sb}, {j.mean, cb}, {j.invstd, cb},
+                           {j.running_mean, cb}, {j.running_var, cb}, {j.dweight, cb},
+                           {j.dbias, cb}};
+    kc_across_threads("batch_norm", bn_run, bn_check, &j, outs, 8);
+    free(x), free(dy), free(weight), free(bias), free(running0), free(j.running_mean);
+    free(j.running_var), free(j.mean), free(j.invstd), free(j.dweight), free(j.dbias);
+    free(j.y), free(j.dx), free(j.want_y), free(j.want_dx), free(j.want_c);
+}
+
+static void check_batch_norm_errors(void)
+{
+    float v[4] = {0};
+    /* one value per channel cannot be normalised by its own statistics */
+    CHECK_RC(pyrt_batch_norm_forward(1, 2, 1, v, NULL, NULL, NULL, NULL, 1, 0.1, 1e-5, v, v, v),
+             PYRT_EINVAL);
+    /* evaluation needs running statistics; eps may not be negative; nor may sizes */
+    CHECK_RC(pyrt_batch_norm_forward(2, 1, 1, v, NULL, NULL, NULL, NULL, 0, 0.1, 1e-5, v, v, v),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_batch_norm_forward(2, 1, 1, v, NULL, NULL, NULL, NULL, 1, 0.1, -1.0, v, v, v),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_batch_norm_backward(2, 1, -1, v, v, NULL, v, v, 1, v, v, v), PYRT_EINVAL);
 }
 
 int main(void)
@@ -367,9 +406,14 @@ int main(void)
     check_chain(&rng, 2, odd, 300, odd_acts, frozen, odd_bias, 1);
     check_chain(&rng, 2, odd, 300, odd_acts, frozen, odd_bias, 0);
 
-    check_batch_norm(&rng, 64, 8, 784, 0.0f); /* a CNN layer: leaves of several images */
-    check_batch_norm(&rng, 3, 5, 7, 1000.0f); /* odd planes, far from zero */
-    check_batch_norm(&rng, 300, 13, 1, -5.0f); /* rows of features */
-    check_batch_norm(&rng, 2, 3, 40000, 2.0f); /* planes larger than a leaf */
+    check_batch_norm(&rng, 64, 8, 784, 0.0f, 1); /* a CNN layer: leaves of several images */
+    check_batch_norm(&rng, 64, 8, 784, 0.0f, 0); /* the same in evaluation */
+    check_batch_norm(&rng, 3, 5, 7, 1000.0f, 1); /* odd planes, far from zero */
+    check_batch_norm(&rng, 300, 13, 1, -5.0f, 1); /* rows of features */
+    check_batch_norm(&rng, 64, 40, 1, 0.5f, 1);   /* blocks of channels: 16, 16 and 8 */
+    check_batch_norm(&rng, 64, 40, 1, 0.5f, 0);
+    check_batch_norm(&rng, 5, 20, 9, 0.0f, 1);
+    check_batch_norm(&rng, 2, 3, 40000, 2.0f, 1); /* planes larger than a leaf */
+    check_batch_norm_errors();
     return stress_end("kernels_train", t0);
 }

@@ -9,9 +9,9 @@ variance, then by ``weight`` and ``bias`` (per channel; None for 1 and 0):
 In training the mean and the biased variance are the batch's own, and ``running_mean`` and
 ``running_var`` (when given) move towards them in place: ``running = (1 - momentum) *
 running + momentum * batch``, with the unbiased variance, as PyTorch's. Otherwise the
-running statistics are used. The statistics and the parameter gradients are sums in double over
-fixed leaves (csrc/kernels/batch_norm.c): bitwise the same at any thread count. The
-per-channel arithmetic (c values) is NumPy's, in double.
+running statistics are used. One C call each way (csrc/kernels/batch_norm.c): the statistics
+and the parameter gradients are sums in double over fixed leaves, bitwise the same at any
+thread count.
 """
 
 import numbers
@@ -19,9 +19,12 @@ import numbers
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import as_f32, check_rc, check_shape, fptr, in_place, out_f32
+from pyrt.ops._checks import as_f32, check_rc, check_shape, fptr, in_place
+from pyrt.ops._memory import empty
 
 __all__ = ["batch_norm", "batch_norm_backward"]
+
+_NULL = ffi.NULL
 
 
 def check_input(x_shape):
@@ -49,8 +52,9 @@ def check_training(training, n, m, x_shape):
     return bool(training)
 
 
-def _vector(v, name, c, asarray):
-    return None if v is None else check_shape(asarray(v, name), name, (c,))
+def channel_vector(v, name, c, as_f32=as_f32):
+    """`v` as a [c] float32 array, or None for None."""
+    return None if v is None else check_shape(as_f32(v, name), name, (c,))
 
 
 def forward_args(x, running_mean, running_var, weight, bias, training, momentum, eps,
@@ -62,53 +66,31 @@ def forward_args(x, running_mean, running_var, weight, bias, training, momentum,
     training = check_training(training, n, m, x.shape)
     momentum = check_number(momentum, "momentum")
     eps = check_number(eps, "eps", non_negative=True)
-    weight, bias = _vector(weight, "weight", c, as_f32), _vector(bias, "bias", c, as_f32)
+    weight = channel_vector(weight, "weight", c, as_f32)
+    bias = channel_vector(bias, "bias", c, as_f32)
     if running_mean is not None:
         running_mean = in_place(running_mean, "running_mean", (c,))
     if running_var is not None:
         running_var = in_place(running_var, "running_var", (c,))
+    if not training and (running_mean is None or running_var is None):
+        raise ValueError("batch_norm: running_mean and running_var are needed when not "
+                         "training")
     return x, (n, c, m), training, momentum, eps, weight, bias, running_mean, running_var
 
 
-def running_statistics(running_mean, running_var):
-    """(mean, var) of evaluation: a copy of the running mean (the caller keeps it for the
-    backward pass, and a later step moves the running one) and the running variance."""
-    if running_mean is None or running_var is None:
-        raise ValueError("batch_norm: running_mean and running_var are needed when not "
-                         "training")
-    return running_mean.copy(), running_var
+def backward_args(grad_output, x, weight, mean, invstd, as_f32=as_f32):
+    """batch_norm_backward's arguments checked: (grad_output, x, (n, c, m), weight, mean,
+    invstd)."""
+    x = as_f32(x, "x")
+    n, c, m = check_input(x.shape)
+    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", x.shape)
+    mean = check_shape(as_f32(mean, "mean"), "mean", (c,))
+    invstd = check_shape(as_f32(invstd, "invstd"), "invstd", (c,))
+    return grad_output, x, (n, c, m), channel_vector(weight, "weight", c, as_f32), mean, invstd
 
 
-def coefficients(mean, var, weight, bias, eps, xp=np):
-    """(invstd, scale, shift) in float32 from the per-channel statistics and parameters."""
-    invstd = 1.0 / xp.sqrt(var.astype(np.float64) + eps)
-    scale = invstd if weight is None else invstd * weight
-    shift = xp.zeros_like(invstd) if bias is None else bias.astype(np.float64)
-    return tuple(a.astype(np.float32) for a in (invstd, scale, shift))
-
-
-def update_running(running_mean, running_var, mean, var, count, momentum):
-    """The running statistics moved towards the batch's, in place (var: the biased variance of
-    `count` values; the running variance follows the unbiased one)."""
-    if running_mean is not None:
-        running_mean[...] = ((1.0 - momentum) * running_mean.astype(np.float64)
-                             + momentum * mean.astype(np.float64))
-    if running_var is not None:
-        unbiased = var.astype(np.float64) * (count / (count - 1))
-        running_var[...] = (1.0 - momentum) * running_var.astype(np.float64) + momentum * unbiased
-
-
-def input_grad_coefficients(weight, invstd, sums, count, training):
-    """(a, b, k) of dx = dy * a + (x - mean) * b + k, from the gradient sums [c, 2] (sum dy,
-    sum dy * (x - mean)) and the number of values per channel."""
-    inv = invstd.astype(np.float64)
-    a = inv if weight is None else inv * weight
-    if not training:  # fixed statistics: the output is affine in x
-        zero = a * 0.0
-        return a.astype(np.float32), zero.astype(np.float32), zero.astype(np.float32)
-    b = -a * inv * inv * sums[:, 1] / count
-    k = -a * sums[:, 0] / count
-    return tuple(v.astype(np.float32) for v in (a, b, k))
+def _ptr(a):
+    return _NULL if a is None else fptr(a)
 
 
 def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, *,
@@ -119,18 +101,11 @@ def batch_norm(x, running_mean=None, running_var=None, weight=None, bias=None, *
     (x, (n, c, m), training, momentum, eps, weight, bias, running_mean,
      running_var) = forward_args(x, running_mean, running_var, weight, bias, training, momentum,
                                  eps)
-    y = out_f32(None, x.shape)
-    if training:
-        mean, var = np.empty(c, np.float32), np.empty(c, np.float32)
-        if c:
-            check_rc(lib.pyrt_batch_norm_stats(n, c, m, fptr(x), fptr(mean), fptr(var)),
-                     "batch_norm")
-        update_running(running_mean, running_var, mean, var, n * m, momentum)
-    else:
-        mean, var = running_statistics(running_mean, running_var)
-    invstd, scale, shift = coefficients(mean, var, weight, bias, eps)
-    check_rc(lib.pyrt_batch_norm_forward(n, c, m, fptr(x), fptr(mean), fptr(scale),
-                                         fptr(shift), fptr(y)), "batch_norm")
+    y, mean, invstd = empty(x.shape), np.empty(c, np.float32), np.empty(c, np.float32)
+    check_rc(lib.pyrt_batch_norm_forward(n, c, m, fptr(x), _ptr(weight), _ptr(bias),
+                                         _ptr(running_mean), _ptr(running_var), training,
+                                         momentum, eps, fptr(y), fptr(mean), fptr(invstd)),
+             "batch_norm")
     return y, mean, invstd
 
 
@@ -139,22 +114,12 @@ def batch_norm_backward(grad_output, x, weight, mean, invstd, *, training=True,
     """(grad_input, grad_weight, grad_bias) of batch_norm, each None unless requested, from
     the statistics batch_norm returned; `training`: whether they were the batch's own (then
     they depend on x, and so does the input gradient through them)."""
-    x = as_f32(x, "x")
-    n, c, m = check_input(x.shape)
-    grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", x.shape)
-    mean = check_shape(as_f32(mean, "mean"), "mean", (c,))
-    invstd = check_shape(as_f32(invstd, "invstd"), "invstd", (c,))
-    weight = _vector(weight, "weight", c, as_f32)
-    sums = np.empty((c, 2), np.float64)
-    check_rc(lib.pyrt_batch_norm_grad_sums(n, c, m, fptr(x), fptr(grad_output), fptr(mean),
-                                           ffi.from_buffer("double[]", sums)), "batch_norm")
-    dw = (sums[:, 1] * invstd).astype(np.float32) if needs_weight_grad else None
-    db = sums[:, 0].astype(np.float32) if needs_bias_grad else None
-    dx = None
-    if needs_input_grad:
-        a, b, k = input_grad_coefficients(weight, invstd, sums, n * m, training)
-        dx = out_f32(None, x.shape)
-        check_rc(lib.pyrt_batch_norm_input_grad(n, c, m, fptr(x), fptr(grad_output),
-                                                fptr(mean), fptr(a), fptr(b), fptr(k),
-                                                fptr(dx)), "batch_norm_backward")
+    grad_output, x, (n, c, m), weight, mean, invstd = backward_args(grad_output, x, weight,
+                                                                    mean, invstd)
+    dx = empty(x.shape) if needs_input_grad else None
+    dw = np.empty(c, np.float32) if needs_weight_grad else None
+    db = np.empty(c, np.float32) if needs_bias_grad else None
+    check_rc(lib.pyrt_batch_norm_backward(n, c, m, fptr(x), fptr(grad_output), _ptr(weight),
+                                          fptr(mean), fptr(invstd), bool(training), _ptr(dx),
+                                          _ptr(dw), _ptr(db)), "batch_norm_backward")
     return dx, dw, db
