@@ -1,4 +1,5 @@
-"""conv2d and max_pool2d, forward and backward: pyrt.ops beside PyTorch at equal thread counts.
+"""conv2d, max_pool2d and batch_norm, forward and backward: pyrt.ops beside PyTorch at equal
+thread counts.
 
 The workloads are the layers of the small Fashion-MNIST CNN at batch 64, and two layers of the
 kinds other networks use:
@@ -9,15 +10,19 @@ kinds other networks use:
     dilated     x [64, 16, 14, 14], 16 filters of 16x3x3, padding 2, dilation 2
     pool1       max_pool2d 2x2 of [64, 8, 28, 28]
     pool2       max_pool2d 2x2 of [64, 16, 14, 14]
+    bn2d        batch_norm in training of [64, 8, 28, 28] (BatchNorm2d after conv1)
+    bn1d        batch_norm in training of [256, 512] (BatchNorm1d after a linear layer)
 
 Each is timed as its forward call and its backward call (all three gradients of a
-convolution; the input gradient of a pooling), in this process:
+convolution or a batch norm; the input gradient of a pooling), in this process:
 
     pyrt    conv2d(x, w, b, padding=1, out=y)          conv2d_backward(x, w, dy, padding=1)
             (the dilation and groups passed too)
             max_pool2d(x, 2, return_indices=True)      max_pool2d_backward(dy, ind, shape, 2)
+            batch_norm(x, rm, rv, w, b, training=True)  batch_norm_backward(dy, x, w, mean, ...)
     torch   aten.convolution(x, w, b, ...)             aten.convolution_backward(dy, x, w, ...)
             aten.max_pool2d_with_indices(x, 2, 2)      aten.max_pool2d_with_indices_backward
+            aten.native_batch_norm(x, w, b, rm, rv, True, ...)   aten.native_batch_norm_backward
             (the kernels autograd runs, without building a graph)
 
 with pyrt.set_num_threads(t) and torch.set_num_threads(t). Each sample times enough calls to
@@ -45,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 import benchmarks._harness as harness  # noqa: E402
 import pyrt  # noqa: E402
 from pyrt.bench.kernels import conv_variants  # noqa: E402
+from pyrt.ops.batch_norm import batch_norm, batch_norm_backward  # noqa: E402
 from pyrt.ops.pool import max_pool2d, max_pool2d_backward  # noqa: E402
 
 PAUSE_S = 0.005
@@ -57,6 +63,8 @@ WORKLOADS = [
     ("16->16 3x3 dilation 2 pad 2, 14x14", "conv", (64, 16, 14, 14), 16, {"dilation": 2}),
     ("max_pool2d 2x2 [64, 8, 28, 28]", "pool", (64, 8, 28, 28), 2, {}),
     ("max_pool2d 2x2 [64, 16, 14, 14]", "pool", (64, 16, 14, 14), 2, {}),
+    ("batch_norm [64, 8, 28, 28]", "batch_norm", (64, 8, 28, 28), None, {}),
+    ("batch_norm [256, 512]", "batch_norm", (256, 512), None, {}),
 ]
 
 
@@ -79,6 +87,39 @@ def pool_variants(rng, shape, k, torch):
 
         out["torch"] = (lambda: aten.max_pool2d_with_indices(xt, [k, k], [k, k]), t_bwd,
                         lambda: (yt.numpy(), it.numpy(), t_bwd().numpy()))
+    return out
+
+
+def bn_variants(rng, shape, _, torch):
+    x = rng.standard_normal(shape).astype(np.float32)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    c = shape[1]
+    w, b = rng.standard_normal(c).astype(np.float32), rng.standard_normal(c).astype(np.float32)
+    rm, rv = np.zeros(c, np.float32), np.ones(c, np.float32)
+    _, mean, invstd = batch_norm(x, rm.copy(), rv.copy(), w, b, training=True)
+
+    def forward():
+        return batch_norm(x, rm, rv, w, b, training=True)[0]
+
+    def backward():
+        return batch_norm_backward(dy, x, w, mean, invstd)
+
+    out = {"pyrt": (forward, backward, lambda: (forward(), *backward()))}
+    if torch is not None:
+        aten = torch.ops.aten
+        xt, dyt, wt, bt = (torch.from_numpy(a) for a in (x, dy, w, b))
+        rmt, rvt = torch.zeros(c), torch.ones(c)
+        _, mt, it = aten.native_batch_norm(xt, wt, bt, rmt.clone(), rvt.clone(), True, 0.1,
+                                           1e-5)
+
+        def t_fwd():
+            return aten.native_batch_norm(xt, wt, bt, rmt, rvt, True, 0.1, 1e-5)[0]
+
+        def t_bwd():
+            return aten.native_batch_norm_backward(dyt, xt, wt, rmt, rvt, mt, it, True, 1e-5,
+                                                   [True, True, True])
+
+        out["torch"] = (t_fwd, t_bwd, lambda: tuple(t.numpy() for t in (t_fwd(), *t_bwd())))
     return out
 
 
@@ -136,11 +177,11 @@ def markdown(report):
         ["workload", "threads", "pyrt fwd", "torch fwd", "pyrt bwd", "torch bwd",
          "pyrt fwd+bwd", "torch fwd+bwd", "pyrt/torch"], cells)
     method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
-              "Backward is all three gradients of a convolution, the input gradient of a "
-              "pooling. `pyrt/torch` is pyrt's time over torch's at the same thread count "
+              "Backward is all three gradients of a convolution or a batch norm, the input "
+              "gradient of a pooling. `pyrt/torch` is pyrt's time over torch's at the same thread count "
               "(below 1: pyrt is faster); the target is 0.8 or less.")
     return harness.markdown_report(
-        report, "conv2d and max_pool2d: pyrt.ops against PyTorch",
+        report, "conv2d, max_pool2d and batch_norm: pyrt.ops against PyTorch",
         f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],
         load_at_end=True)
 
@@ -154,7 +195,7 @@ def main(argv=None):
 
     results = {"summary": [], "samples": []}
     for name, kind, shape, size, options in WORKLOADS:
-        make = conv_variants if kind == "conv" else pool_variants
+        make = {"conv": conv_variants, "pool": pool_variants, "batch_norm": bn_variants}[kind]
         variants = make(rng, shape, size, torch, **options)
         check(name, variants, args, torch, notes)
         samples = measure(variants, args, torch)
