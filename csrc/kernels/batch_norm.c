@@ -19,8 +19,8 @@
  * (from n, c and m alone), each plane summed in eight lanes and then a fixed tree, the leaves
  * and planes added in double (rows of features, m == 1, add their values straight). So a layer
  * of few channels still uses every thread, and every statistic and gradient is bitwise the
- * same at any thread count. The elementwise passes are a parallel loop over the
- * planes.
+ * same at any thread count. The elementwise passes are a parallel loop over the planes (over
+ * the rows, for rows of features).
  */
 #include <math.h>
 #include <stddef.h>
