@@ -292,9 +292,10 @@ def _owned(pg, g, g_owned):
     """Whether `pg`, a gradient a closure returned for the incoming gradient `g`, may be kept
     as a leaf's .grad and added to in place: not `g` itself, not a read-only array (a
     broadcast view), and not a view (a reshape, say) of a `g` that autograd does not own (a
-    gradient the caller passed to backward())."""
+    gradient the caller passed to backward()). CuPy arrays have no writeable flag, and their
+    broadcast views are writable: a view of one is never kept."""
     return pg is not g and (pg is None or pg.base is None
-                            or (g_owned and pg.flags.writeable))
+                            or (g_owned and getattr(pg.flags, "writeable", False)))
 
 
 def _never(pg, g, g_owned):

@@ -5,7 +5,8 @@ conv2d is im2col + one strided-batched GEMM (kernels/conv.cu explains the layout
 backward pass reuses the same column layout: the weight gradient is a batched GEMM summed
 over the batch, the bias gradient the plane-sum kernel, the input gradient a GEMM followed
 by the gather-form col2im. With groups, the rows of the columns and the filters split into
-groups, and each GEMM is batched over the groups too (group g's filters times its rows).
+groups, and each GEMM is batched over the groups too (group g's filters times its rows). The GEMMs are cuBLAS's, or pyrt's own kernel while a CUDA
+graph is being captured (pyrt/cuda/ops/gemm.py).
 """
 
 import cupy
@@ -13,6 +14,7 @@ import cupy
 from pyrt.cuda._module import BLOCK, grid_for, kernel
 from pyrt.cuda.ops._checks import as_f32, as_i64, out_f32
 from pyrt.cuda.ops.elementwise import bias_grad_planes, bias_planes_
+from pyrt.cuda.ops.gemm import matmul
 from pyrt.ops._checks import F32, I64, check_shape
 from pyrt.ops.conv import _check_4d, conv_geometry
 from pyrt.ops.pool import _pool_geometry, backward_geometry
@@ -61,7 +63,7 @@ def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, o
     cols = _im2col(x, shape)
     # weight [g, k/g, rows/g] @ cols [n, g, rows/g, oh*ow] -> [n, g, k/g, oh*ow], which is
     # [n, k, oh*ow]: NCHW without a transpose
-    cupy.matmul(_grouped(weight, g), cols.reshape(n, g, -1, oh * ow),
+    matmul(_grouped(weight, g), cols.reshape(n, g, -1, oh * ow),
                 out=res.reshape(n, g, k // g, oh * ow))
     if bias is not None:
         bias_planes_(res, bias)
@@ -80,12 +82,12 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, 
     if needs_weight_grad:
         # dW[group] = sum over images of g[i, group] @ cols[i, group]^T
         cols = _im2col(x, shape).reshape(n, groups, -1, oh * ow)
-        gw = cupy.matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        gw = matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
     if needs_bias_grad:
         gb = bias_grad_planes(grad_output)
     if needs_input_grad:
         # [groups, rows/groups, k/groups] @ [n, groups, k/groups, oh*ow]: [n, rows, oh*ow]
-        dcols = cupy.matmul(_grouped(weight, groups).transpose(0, 2, 1), g)
+        dcols = matmul(_grouped(weight, groups).transpose(0, 2, 1), g)
         gx = cupy.empty(x.shape, F32)
         kernel("conv", "pyrt_col2im")(grid_for(gx.size), (BLOCK,), (dcols, gx) + _dims(shape))
     return gx, gw, gb
