@@ -17,6 +17,14 @@ from pyrt.data import mnist as mnist_module
 from pyrt.data import write_idx
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pythonpath():
+    """PYTHONPATH for a child process: this checkout first, then what the environment had
+    (where the dependencies may be)."""
+    return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+
 REQUIRED_KEYS = {"epochs", "train_seconds", "images_per_s", "test_accuracy", "final_loss",
                  "threads", "device", "model", "seed", "batch_size", "lr", "optimizer"}
 
@@ -152,7 +160,7 @@ def test_a_stop_signal_saves_a_checkpoint(data_dir, tmp_path, sig, save):
     proc = subprocess.Popen(
         [sys.executable, "-m", "pyrt", "train", "mnist", "--data", str(data_dir),
          "--epochs", "100000", *(["--save", save] if save else [])],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": _pythonpath()},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("training mlp")  # the handler is in place
@@ -235,7 +243,7 @@ def test_a_checkpoint_that_cannot_be_written_is_reported_and_training_goes_on(
 
 def test_invalid_thread_environment_is_one_line(data_dir):
     proc = run_cli("train", "xor", "--help",
-                   env={**os.environ, "PYTHONPATH": str(ROOT), "PYRT_NUM_THREADS": "0"})
+                   env={**os.environ, "PYTHONPATH": _pythonpath(), "PYRT_NUM_THREADS": "0"})
     assert proc.returncode == 2
     assert proc.stderr.startswith("pyrt: ") and "PYRT_NUM_THREADS" in proc.stderr
     assert "Traceback" not in proc.stderr

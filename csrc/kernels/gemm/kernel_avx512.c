@@ -31,6 +31,8 @@
 
 #ifndef GEMM_AVX512_PORTABLE
 #include <immintrin.h>
+#else
+#include <math.h>
 #endif
 
 /* GEMM_AVX512_PORTABLE: the generic vectors alone, for the baseline instruction set (the
@@ -51,6 +53,24 @@ typedef float v16 __attribute__((vector_size(64)));
 #define LOAD16(v, ptr) memcpy(&(v), (ptr), sizeof(v16))
 #define STORE16(ptr, v) memcpy((ptr), &(v), sizeof(v16))
 
+/* x * y + z in one rounding, lane by lane (one vfmadd), and s in every lane. The FMAs are
+ * written out rather than left to the compiler's contraction of `z += x * y`, which one
+ * version of GCC applied in some instances of a kernel and not in others: then an element
+ * computed by a 1 x 1 block differed in its last bits from the same element of a 3 x 4 one,
+ * and results depended on how a product was cut into blocks. */
+#ifdef GEMM_AVX512_PORTABLE
+static inline v16 fma16(v16 x, v16 y, v16 z)
+{
+    v16 r;
+    for (int l = 0; l < 16; l++)
+        r[l] = fmaf(x[l], y[l], z[l]);
+    return r;
+}
+#else
+#define fma16(x, y, z) ((v16)_mm512_fmadd_ps((__m512)(x), (__m512)(y), (__m512)(z)))
+#endif
+#define SPLAT16(s) ((v16){(s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s), (s)})
+
 /* The k loop of the first R rows and V vectors: acc[i][v] += A(i, p) * B(p, 16v ...) for
  * p = 0 .. kc-1 in order, A(i, p) at a[i*rsa + p*csa]. Called with rsa or csa the constant 1,
  * so that the addresses of a step's values fold into constant offsets. */
@@ -64,10 +84,12 @@ GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_steps(
         for (int v = 0; v < V; v++)
             LOAD16(bv[v], b + 16 * v);
 #pragma GCC unroll 8
-        for (int i = 0; i < R; i++)
+        for (int i = 0; i < R; i++) {
+            const float ai = a[i * rsa];
 #pragma GCC unroll 3
             for (int v = 0; v < V; v++)
-                acc[i][v] += a[i * rsa] * bv[v];
+                acc[i][v] = fma16(SPLAT16(ai), bv[v], acc[i][v]);
+        }
     }
 }
 
@@ -109,7 +131,7 @@ GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_body(
                     LOAD16(cv, ci + 16 * v);
                 else
                     memcpy(&cv, ci + 16 * v, tail);
-                acc[i][v] = beta * cv + acc[i][v];
+                acc[i][v] = fma16(SPLAT16(beta), cv, acc[i][v]);
             }
             if (whole)
                 STORE16(ci + 16 * v, acc[i][v]);
@@ -367,7 +389,8 @@ GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void dot_body(
             v16 y;                                                                            \
             LOAD(y, b[j] + p);                                                                \
             IN_REGISTER(y);                                                                   \
-            _Pragma("GCC unroll 3") for (int i = 0; i < R; i++) acc[i][j] += x[i] * y;        \
+            _Pragma("GCC unroll 3") for (int i = 0; i < R; i++) acc[i][j] =                   \
+                fma16(x[i], y, acc[i][j]);                                                    \
         }                                                                                     \
     } while (0)
 #define LOADU(v, ptr) LOAD16(v, ptr)
