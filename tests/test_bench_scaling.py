@@ -337,3 +337,44 @@ def test_timed_passes_interleave_variants_and_pause_per_variant(monkeypatch):
     assert {k: len(v) for k, v in samples.items()} == {"a": 3, "b": 3}
     timing.timed_passes(variants[:1], 2, 0.05, untimed=False)
     assert pauses[-2:] == [0.05, 0.05]
+
+
+def test_sweeps_taken_in_parts_merge_into_the_whole(quick_run, tmp_path):
+    # the quick sweep cut in two by suite, as two runs would have written it, then joined by
+    # benchmarks/merge_scaling.py: the same tables, runs and plot as the sweep in one run
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import merge_scaling
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    out, _, _ = quick_run
+    whole = json.loads((out / "scaling.json").read_text())
+    parts = []
+    for i, suites in enumerate((("train", "runtime"), ("kernels",))):
+        keep = [k for k, w in enumerate(whole["workloads"]) if w["suite"] in suites]
+        part = dict(whole, workloads=[whole["workloads"][k] for k in keep],
+                    summary=[whole["summary"][k] for k in keep],
+                    runs=[r for r in whole["runs"]
+                          if any(r["workload"] == whole["workloads"][k]["name"] for k in keep)])
+        part["settings"] = dict(whole["settings"], suite="+".join(suites))
+        folder = tmp_path / f"part{i}"
+        folder.mkdir()
+        (folder / "scaling.json").write_text(json.dumps(part))
+        parts.append(str(folder))
+    merge_scaling.main([*parts, "--out", str(tmp_path / "merged")])
+    merged = json.loads((tmp_path / "merged" / "scaling.json").read_text())
+    assert [w["name"] for w in merged["workloads"]] == list(NAMES)  # report order again
+    assert merged["summary"] == whole["summary"]
+    assert sorted(map(json.dumps, merged["runs"])) == sorted(map(json.dumps, whole["runs"]))
+    assert merged["settings"]["command"] == "; ".join([whole["settings"]["command"]] * 2)
+    text = (tmp_path / "merged" / "scaling.md").read_text()
+    original = (out / "scaling.md").read_text()
+    assert text[text.index("\n## "):] == original[original.index("\n## "):]
+    assert ((tmp_path / "merged" / "scaling.png").exists()
+            == (out / "scaling.png").exists())
+    # parts of different sweeps are refused
+    other = dict(json.loads(Path(parts[1], "scaling.json").read_text()))
+    other["settings"] = dict(other["settings"], threads=[1, 2, 4])
+    Path(parts[1], "scaling.json").write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="differ in threads"):
+        merge_scaling.main([*parts, "--out", str(tmp_path / "again")])
