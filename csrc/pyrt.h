@@ -189,7 +189,8 @@ int pyrt_unary(int op, const float *x, float *out, int64_t n);
 int pyrt_unary_backward(int op, const float *grad, const float *saved, float *out, int64_t n);
 
 /* out[i, j] = act(x[i, j] + bias[j]) for an [rows, cols] x, one pass over memory; act is
- * PYRT_IDENTITY, PYRT_RELU, PYRT_SIGMOID or PYRT_TANH; bias may be NULL; out may be x. */
+ * PYRT_IDENTITY, PYRT_RELU, PYRT_SIGMOID or PYRT_TANH; bias may be NULL; out may be x
+ * (PYRT_EOVERLAP if it meets x or bias in any other way). */
 int pyrt_bias_act(const float *x, const float *bias, float *out, int64_t rows, int64_t cols,
                   int act);
 
@@ -197,7 +198,7 @@ int pyrt_bias_act(const float *x, const float *bias, float *out, int64_t rows, i
 int pyrt_bias_grad(const float *grad, float *out, int64_t rows, int64_t cols);
 
 /* out = c + value * a * b over n elements (PyTorch's addcmul; the a*b+c triad in one pass).
- * out may be any of the inputs. */
+ * out may be any of the inputs (PYRT_EOVERLAP if it meets one in any other way). */
 int pyrt_addcmul(const float *c, const float *a, const float *b, float value, float *out,
                  int64_t n);
 
@@ -213,7 +214,7 @@ int pyrt_argmax(const float *x, int64_t *out, int64_t outer, int64_t len, int64_
 /* ---- softmax and losses (over the last axis of an [rows, cols] x) --------------------- */
 
 /* out = softmax(x) or, with `log` nonzero, log_softmax(x); stable for large |x|; out may
- * be x. */
+ * be x (PYRT_EOVERLAP if it meets x in any other way). */
 int pyrt_softmax(const float *x, float *out, int64_t rows, int64_t cols, int log);
 
 /* Mean cross-entropy of softmax(logits) against integer labels in [0, cols): *loss gets the
@@ -355,13 +356,15 @@ int pyrt_batch_norm_backward(int64_t n, int64_t c, int64_t m, const float *x, co
 
 /* PyTorch's SGD: g = grad + weight_decay * param; with momentum, buf = momentum * buf +
  * (1 - dampening) * g (buf = g on the first step), g = nesterov ? g + momentum * buf : buf;
- * then param -= lr * g. momentum_buf may be NULL when momentum == 0. */
+ * then param -= lr * g. momentum_buf may be NULL when momentum == 0 (and is then not read).
+ * PYRT_EOVERLAP if param and momentum_buf meet, or grad meets either other than exactly. */
 int pyrt_sgd_step(float *param, const float *grad, float *momentum_buf, int64_t n, double lr,
                   double momentum, double dampening, double weight_decay, int nesterov,
                   int first_step);
 
 /* PyTorch's Adam (L2 weight decay): step counts from 1; m and v start at zero.
  * Hyper-parameters are double, as Python holds them: the per-step scalars (1 - beta,
- * beta^step, lr / bias correction) are computed in double and rounded once. */
+ * beta^step, lr / bias correction) are computed in double and rounded once. PYRT_EOVERLAP
+ * if two of param, m and v meet, or grad meets one of them other than exactly. */
 int pyrt_adam_step(float *param, const float *grad, float *m, float *v, int64_t n, double lr,
                    double beta1, double beta2, double eps, double weight_decay, int64_t step);

@@ -246,6 +246,14 @@ def test_binary_c_argument_checks():
     assert lib.pyrt_bias_act(x, x, x, 1, 4, lib.PYRT_EXP) == lib.PYRT_EINVAL
     assert lib.pyrt_bias_grad(x, x, 1, -4) == lib.PYRT_EINVAL
     assert lib.pyrt_addcmul(x, x, x, 1.0, x, -1) == lib.PYRT_EINVAL
+    # an output one element past an input: every element would be written before it is read
+    y = ffi.new("float[5]")
+    assert lib.pyrt_addcmul(y, y, y, 1.0, y + 1, 4) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_addcmul(y + 1, y + 1, y, 1.0, y + 1, 4) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_addcmul(y, y, y, 1.0, y, 4) == lib.PYRT_OK
+    assert lib.pyrt_bias_act(y, x, y + 1, 1, 4, lib.PYRT_RELU) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_bias_act(y, y + 2, y, 2, 2, lib.PYRT_RELU) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_bias_act(y, x, y, 1, 4, lib.PYRT_RELU) == lib.PYRT_OK
 
 
 # ---- unary ops --------------------------------------------------------------------------

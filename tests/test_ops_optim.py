@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyrt
+from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops.optim import adam_step, sgd_step
 
 F32 = np.float32
@@ -322,6 +323,15 @@ def test_arrays_updated_in_place_must_not_overlap():
     with pytest.raises(ValueError, match="grad partially overlaps param"):
         big = np.ones(9, F32)
         sgd_step(big[1:], big[:-1], lr=0.1)
+    # the kernels refuse such arguments themselves
+    c = ffi.new("float[9]")
+    assert lib.pyrt_sgd_step(c, c + 4, c + 1, 4, 0.1, 0.9, 0.0, 0.0, 0, 0) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_sgd_step(c, c + 1, ffi.NULL, 4, 0.1, 0.0, 0.0, 0.0, 0, 0) == lib.PYRT_EOVERLAP
+    assert lib.pyrt_sgd_step(c, c, c + 4, 4, 0.1, 0.9, 0.0, 0.0, 0, 0) == lib.PYRT_OK
+    assert lib.pyrt_adam_step(c, c, c + 4, c + 5, 4, 0.1, 0.9, 0.99, 1e-8, 0.0, 1) == \
+        lib.PYRT_EOVERLAP
+    assert lib.pyrt_adam_step(c, c + 2, c + 4, c + 8, 1, 0.1, 0.9, 0.99, 1e-8, 0.0, 1) == \
+        lib.PYRT_OK
     # the gradient may be the parameter itself: each element is read before it is written
     q = p.copy()
     sgd_step(q, q, lr=0.25)

@@ -30,8 +30,10 @@ Each sample times enough calls to take about --sample-ms; variants are interleav
 sample, so drift on a shared machine spreads over all of them, with a pause between samples
 (PAUSE_S, PEER_PAUSE_S after a peer on several threads) so that a library's spinning threads
 are gone before the next one runs, and an untimed quarter of a sample before each sample.
-GFLOP/s = 2 m n k / median seconds per call. pyrt's results are checked against float64 and
-for bitwise equality across thread counts.
+GFLOP/s = 2 m n k / median seconds per call; the machine's multiply-add peak on as many
+threads (benchmarks/kernels/fma_peak.c, built with gcc -O3 -march=native -fopenmp) is measured
+before and after the products, the ceiling no product can pass. pyrt's results are checked
+against float64 and for bitwise equality across thread counts.
 
     python benchmarks/kernels/bench_gemm.py                  # threads 1 and 2
     python benchmarks/kernels/bench_gemm.py --threads 1,2,4 --repeat 15
@@ -41,6 +43,10 @@ Writes kernels_gemm.json (machine, settings, every sample) and kernels_gemm.md (
 GFLOP/s, ratios) under --out (default benchmarks/results).
 """
 
+import json
+import os
+import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,6 +91,20 @@ SHAPES = [
     ("few rows", "X W (4 rows)", 4, 2048, 512, False, False),
 ]
 QUICK_SHAPES = {"64^3", "256^3", "fc1 forward X W1^T", "conv2 dW = dY col^T"}
+
+
+# the machine's multiply-add peak, measured before and after the products (fma_peak.c)
+PEAK_SRC = ROOT / "benchmarks" / "kernels" / "fma_peak.c"
+
+
+def fma_peak(exe, threads, reps):
+    """GFLOP/s of fma_peak.c's passes on `threads` threads: the per-pass figures."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    proc = subprocess.run([str(exe), str(reps)], check=True, env=env, capture_output=True,
+                          text=True, timeout=600)
+    run = json.loads(proc.stdout.strip().splitlines()[-1])
+    flops = run["gflop_per_s"] * statistics.median(run["samples"])
+    return [flops / s for s in run["samples"]]
 
 
 # OPENBLAS_CORETYPE of the second NumPy peer, and the label of its results
@@ -145,6 +165,7 @@ def markdown(report):
     info, rows = report["machine"], report["summary"]
     index = {(r["shape"], r["variant"], r["threads"]): r for r in rows}
     cells = []
+    peak = {int(t): statistics.median(v) for t, v in report.get("fma_peak", {}).items()}
     for shape, threads in dict.fromkeys((r["shape"], r["threads"]) for r in rows):
         mine = index.get((shape, "pyrt", threads))
         np_row = index.get((shape, "numpy", threads))
@@ -159,16 +180,26 @@ def markdown(report):
             f"{v_row['gflop_per_s']:.1f}" if v_row else "-",
             f"{np_row['median_s'] / mine['median_s']:.2f}" if np_row else "-",
             f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-",
-            f"{v_row['median_s'] / mine['median_s']:.2f}" if v_row else "-"])
+            f"{v_row['median_s'] / mine['median_s']:.2f}" if v_row else "-",
+            *([f"{mine['gflop_per_s'] / peak[threads]:.0%}"] if peak else [])])
     table = harness.markdown_table(
         ["group", "product", "m, n, k", "threads", "pyrt GFLOP/s", "numpy GFLOP/s",
-         "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ AVX2"], cells)
+         "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ AVX2",
+         *(["pyrt ÷ peak"] if peak else [])], cells)
     method = (f"GFLOP/s = 2mnk / median time per call, median of "
               f"{harness.timing_phrase(report['settings'])}. `÷ numpy`, `÷ torch` and `÷ AVX2` "
               "are pyrt's speed over theirs at the same thread count (above 1: pyrt is "
               "faster); `OpenBLAS AVX2` is np.matmul in a child process with "
               f"OPENBLAS_CORETYPE={AVX2_CORETYPE}. Shapes are (m, n, k) of op(A) [m, k] times "
               "op(B) [k, n]; T marks a transposed operand.")
+    if peak:
+        method += (" `pyrt ÷ peak` is pyrt's GFLOP/s over the machine's multiply-add peak "
+                   "(benchmarks/kernels/fma_peak.c: chains of vector FMAs on registers, on "
+                   "every thread at once, median of passes before and after the products): "
+                   + ", ".join(f"{v:.0f} GFLOP/s at {t} thread{'s' if t > 1 else ''}"
+                               for t, v in sorted(peak.items()))
+                   + ". No SGEMM can pass it; a peer at more than 1/r of it cannot be beaten "
+                   "r times.")
     avx2 = info.get("blas_avx2")
     libraries = (f"NumPy {info['numpy']} with {', '.join(info['blas']) or 'no BLAS found'}"
                  f"{f' (and {avx2} in the child)' if avx2 else ''}; "
@@ -197,6 +228,10 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     shapes = [s for s in SHAPES if not args.quick or s[1] in QUICK_SHAPES]
 
+    peak_exe = harness.build_stream(PEAK_SRC, harness.KERNELS_BUILD, notes)
+    peak = {t: [] for t in args.threads} if peak_exe is not None else {}
+    for t, runs in peak.items():
+        runs += fma_peak(peak_exe, t, args.repeat)
     results, pyrt_results = {"summary": [], "samples": []}, {}
     for shape in shapes:
         group, name, m, n, k, trans_a, trans_b = shape
@@ -207,6 +242,9 @@ def main(argv=None):
                                for r in rows]
         results["samples"] += harness.sample_records(samples, ("variant", "threads"), shape=name)
         print(f"done {name}", flush=True)
+    for t, runs in peak.items():
+        runs += fma_peak(peak_exe, t, args.repeat)
+    results["fma_peak"] = peak
     if child is not None:
         child.close()
     for name, outputs in pyrt_results.items():

@@ -51,6 +51,40 @@ def workloads(torch):
     pa, pb, pg, pout, pres = (ffi.from_buffer(floats, x) for x in (a, b, g, out, res))
     pm1, pm2, pmout = (ffi.from_buffer(floats, x) for x in (m1, m2, mout))
     two = ffi.new("float[1]", (2.0,))
+    bias = rng.standard_normal(2).astype(np.float32)
+    labels = np.array([1, 0])
+    param, mom, avg, avg_sq = (np.zeros(4, np.float32) for _ in range(4))
+    pbias, pparam, pmom, pavg, pavg_sq = (ffi.from_buffer(floats, x)
+                                          for x in (bias, param, mom, avg, avg_sq))
+    plabels = ffi.from_buffer("int64_t[]", labels)
+    pgrad2 = ffi.from_buffer(floats, np.empty((2, 2), np.float32))
+
+    def numpy_softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return np.divide(e, e.sum(axis=1, keepdims=True), out=mout)
+
+    def numpy_cross_entropy(x):  # the mean loss and its gradient
+        shifted = x - x.max(axis=1, keepdims=True)
+        e = np.exp(shifted)
+        total = e.sum(axis=1, keepdims=True)
+        rows = np.arange(len(x))
+        loss = np.mean(np.log(total[:, 0]) - shifted[rows, labels])
+        grad = e / total
+        grad[rows, labels] -= 1
+        return loss, grad / np.float32(len(x))
+
+    def numpy_sgd():  # buf = 0.9 buf + g; param -= 0.01 buf
+        np.multiply(mom, np.float32(0.9), out=mom)
+        np.add(mom, g, out=mom)
+        param[...] -= np.float32(0.01) * mom
+        return param
+
+    def numpy_adam():  # step 1 of Adam, lr 1e-3, betas (0.9, 0.999), eps 1e-8
+        avg[...] = avg + np.float32(0.1) * (g - avg)
+        avg_sq[...] = np.float32(0.999) * avg_sq + np.float32(0.001) * g * g
+        denom = np.sqrt(avg_sq) / np.float32(np.sqrt(0.001)) + np.float32(1e-8)
+        param[...] -= np.float32(1e-3 / 0.1) * avg / denom
+        return param
     binary, unary, backward = lib.pyrt_binary, lib.pyrt_unary, lib.pyrt_unary_backward
     none, scalar = lib.PYRT_BCAST_NONE, lib.PYRT_BCAST_SCALAR
     add, mul, relu = lib.PYRT_ADD, lib.PYRT_MUL, lib.PYRT_RELU
@@ -83,17 +117,53 @@ def workloads(torch):
             "pyrt.ops": lambda: ops.matmul(m1, m2, out=mout),
             "C call": lambda: lib.pyrt_sgemm(0, 0, 2, 2, 2, 1.0, pm1, 2, pm2, 2, 0.0, pmout, 2),
             "NumPy": lambda: np.matmul(m1, m2, out=mout)}),
+        ("addcmul(a, b, g, out=out)", {
+            "pyrt.ops": lambda: ops.addcmul(a, b, g, out=out),
+            "C call": lambda: lib.pyrt_addcmul(pa, pb, pg, 1.0, pout, 4),
+            "NumPy": lambda: np.add(np.multiply(b, g, out=out), a, out=out)}),
+        ("bias_act(m1, bias, 'relu', out=mout)", {
+            "pyrt.ops": lambda: ops.bias_act(m1, bias, "relu", out=mout),
+            "C call": lambda: lib.pyrt_bias_act(pm1, pbias, pmout, 2, 2, relu),
+            "NumPy": lambda: np.maximum(np.add(m1, bias, out=mout), 0, out=mout)}),
+        ("softmax(m1, out=mout)", {
+            "pyrt.ops": lambda: ops.softmax(m1, out=mout),
+            "C call": lambda: lib.pyrt_softmax(pm1, pmout, 2, 2, 0),
+            "NumPy": lambda: numpy_softmax(m1)}),
+        ("cross_entropy(m1, labels, return_grad=True)", {
+            "pyrt.ops": lambda: ops.cross_entropy(m1, labels, return_grad=True),
+            "C call": lambda: lib.pyrt_cross_entropy(pm1, plabels, pres, pgrad2, 2, 2),
+            "NumPy": lambda: numpy_cross_entropy(m1)}),
+        ("sgd_step(param, g, buf, lr=0.01, momentum=0.9)", {
+            "pyrt.ops": lambda: ops.sgd_step(param, g, mom, lr=0.01, momentum=0.9),
+            "C call": lambda: lib.pyrt_sgd_step(pparam, pg, pmom, 4, 0.01, 0.9, 0.0, 0.0, 0, 0),
+            "NumPy": numpy_sgd}),
+        ("adam_step(param, g, m, v, step=1)", {
+            "pyrt.ops": lambda: ops.adam_step(param, g, avg, avg_sq, step=1),
+            "C call": lambda: lib.pyrt_adam_step(pparam, pg, pavg, pavg_sq, 4, 1e-3, 0.9, 0.999,
+                                                 1e-8, 0.0, 1),
+            "NumPy": numpy_adam}),
     ]
     if torch is not None:
         ta, tb, tg, tout, tm1, tm2, tmout = (torch.from_numpy(x)
                                              for x in (a, b, g, out, m1, m2, mout))
         threshold_backward = torch.ops.aten.threshold_backward
+        tbias, tparam, tmom = (torch.from_numpy(x) for x in (bias, param, mom))
+
+        def torch_sgd():
+            tmom.mul_(0.9).add_(tg)
+            return tparam.add_(tmom, alpha=-0.01)
+
         peers = [lambda: torch.add(ta, tb, out=tout), lambda: torch.add(ta, tb),
                  lambda: torch.mul(ta, 2.0, out=tout), lambda: torch.clamp_min(ta, 0, out=tout),
                  lambda: threshold_backward(tg, ta, 0.0), lambda: torch.sum(ta),
-                 lambda: torch.matmul(tm1, tm2, out=tmout)]
+                 lambda: torch.matmul(tm1, tm2, out=tmout),
+                 lambda: torch.addcmul(ta, tb, tg, out=tout),
+                 lambda: torch.clamp_min(torch.add(tm1, tbias, out=tmout), 0, out=tmout),
+                 lambda: torch.softmax(tm1, 1), None, torch_sgd, None]
+        assert len(peers) == len(table)
         for (_, ways), peer in zip(table, peers):
-            ways["torch"] = peer
+            if peer is not None:  # (no single torch call does the same work)
+                ways["torch"] = peer
     return table
 
 

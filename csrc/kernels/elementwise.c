@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "overlap.h"
 #include "pyrt.h"
 #include "simd_math.h"
 
@@ -371,16 +372,6 @@ static int binary_body(void *vctx, int64_t start, int64_t stop)
     return 0;
 }
 
-/* Whether out (n floats) meets x (nx floats) other than as the same array: a kernel that
- * reads each element before writing it may write over its input, but not over a shifted or
- * broadcast view of it, where the result would depend on the order of the writes. */
-static int overlaps_partly(const float *out, int64_t n, const float *x, int64_t nx)
-{
-    const uintptr_t o0 = (uintptr_t)out, o1 = (uintptr_t)(out + n);
-    const uintptr_t x0 = (uintptr_t)x, x1 = (uintptr_t)(x + nx);
-    return x0 < o1 && o0 < x1 && !(x0 == o0 && nx == n);
-}
-
 int pyrt_binary(int op, const float *a, const float *b, float *out, int64_t rows, int64_t cols,
                 int bcast, int swap)
 {
@@ -515,6 +506,8 @@ int pyrt_bias_act(const float *x, const float *bias, float *out, int64_t rows, i
         return PYRT_EINVAL;
     if (!bias)
         return pyrt_unary(act, x, out, n);
+    if (overlaps_partly(out, n, x, n) || overlaps_partly(out, n, bias, cols))
+        return PYRT_EOVERLAP;
     float rep[PERIOD_TARGET];
     unary_ctx c = {act, x, NULL, bias, out, cols};
     if (cols < PERIOD_TARGET / 4 && n >= 4 * PERIOD_TARGET) {
@@ -670,6 +663,9 @@ int pyrt_addcmul(const float *c, const float *a, const float *b, float value, fl
         return PYRT_OK;
     if (!c || !a || !b || !out)
         return PYRT_EINVAL;
+    if (overlaps_partly(out, n, c, n) || overlaps_partly(out, n, a, n)
+        || overlaps_partly(out, n, b, n))
+        return PYRT_EOVERLAP;
     addcmul_ctx x = {c, a, b, value, out};
     return pyrt_parallel_for(n, GRAIN_CHEAP, addcmul_body, &x);
 }

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "overlap.h"
 #include "pyrt.h"
 #include "simd_math.h"
 
@@ -140,7 +141,15 @@ int pyrt_sgd_step(float *param, const float *grad, float *momentum_buf, int64_t 
         return PYRT_OK;
     if (!param || !grad || (momentum != 0.0 && !momentum_buf))
         return PYRT_EINVAL;
-    sgd_ctx c = {param,           momentum != 0.0 ? momentum_buf : NULL,
+    if (momentum == 0.0)
+        momentum_buf = NULL;
+    /* the parameter and its buffer are both written: they may not meet; the gradient, only
+     * read, may be one of them exactly */
+    if (overlaps_partly(param, n, grad, n)
+        || (momentum_buf && (ranges_meet(param, n, momentum_buf, n)
+                             || overlaps_partly(momentum_buf, n, grad, n))))
+        return PYRT_EOVERLAP;
+    sgd_ctx c = {param,           momentum_buf,
                  grad,            (float)lr,
                  (float)momentum, (float)(1.0 - dampening),
                  (float)weight_decay, nesterov != 0,
@@ -232,6 +241,11 @@ int pyrt_adam_step(float *param, const float *grad, float *m, float *v, int64_t 
         return PYRT_OK;
     if (!param || !grad || !m || !v)
         return PYRT_EINVAL;
+    /* param, m and v are written: no two may meet; grad may be one of them exactly */
+    if (ranges_meet(param, n, m, n) || ranges_meet(param, n, v, n) || ranges_meet(m, n, v, n)
+        || overlaps_partly(param, n, grad, n) || overlaps_partly(m, n, grad, n)
+        || overlaps_partly(v, n, grad, n))
+        return PYRT_EOVERLAP;
     double b1 = beta1, b2 = beta2;
     double bc1 = 1.0 - pow(b1, (double)step);
     double bc2 = 1.0 - pow(b2, (double)step);

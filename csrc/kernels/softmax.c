@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "overlap.h"
 #include "pyrt.h"
 #include "simd_math.h"
 
@@ -264,6 +265,8 @@ int pyrt_softmax(const float *x, float *out, int64_t rows, int64_t cols, int log
         return PYRT_OK;
     if (!x || !out)
         return PYRT_EINVAL;
+    if (overlaps_partly(out, rows * cols, x, rows * cols))
+        return PYRT_EOVERLAP;
     softmax_job jb = {x, out, cols, log};
     return pyrt_parallel_for(rows, row_grain(cols), softmax_rows, &jb);
 }

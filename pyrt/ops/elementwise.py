@@ -19,7 +19,7 @@ import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops._checks import F32, as_f32, check_out, check_rc, fptr, out_f32
-from pyrt.ops._memory import empty
+from pyrt.ops._memory import empty, in_and_result, result_like
 
 __all__ = [
     "add", "addcmul", "bias_act", "bias_grad", "div", "exp", "exp_backward", "log",
@@ -34,9 +34,10 @@ _EOVERLAP = lib.PYRT_EOVERLAP
 _FLOATS, _FLOAT1 = ffi.typeof("float[]"), ffi.typeof("float[1]")
 _from_buffer, _new = ffi.from_buffer, ffi.new
 _empty = empty
-_ndarray, _np_empty = np.ndarray, np.empty
-_SMALL = lib.PYRT_BUFFER_MIN_BYTES  # smaller arrays come from NumPy (see _memory.empty)
+_result_like, _in_and_result = result_like, in_and_result
+_ndarray = np.ndarray
 _c_binary, _c_unary, _c_unary_backward = lib.pyrt_binary, lib.pyrt_unary, lib.pyrt_unary_backward
+_c_bias_act, _c_addcmul, _NULL = lib.pyrt_bias_act, lib.pyrt_addcmul, ffi.NULL
 
 
 def _failed(rc, what, res, *inputs):
@@ -45,17 +46,6 @@ def _failed(rc, what, res, *inputs):
     if rc == _EOVERLAP:
         check_out(res, *inputs)
     check_rc(rc, what)
-
-
-def _common_result(out, x):
-    """The result array of an op's common call (below) on an array like `x`: a new array, or
-    `out` if it is a float32 ndarray of x's shape. ValueError otherwise, which sends the call
-    to its op's general path."""
-    if out is None:
-        return _np_empty(x.shape, F32) if x.nbytes < _SMALL else _empty(x.shape, F32)
-    if type(out) is _ndarray and out.dtype is F32 and out.shape == x.shape:
-        return out
-    raise ValueError
 
 
 # ---- binary ops ------------------------------------------------------------------------------
@@ -94,7 +84,7 @@ def _binary(op, a, b, out, what):
             try:
                 pa = _from_buffer(_FLOATS, a)
                 pb = _from_buffer(_FLOATS, b) if mode is _NONE else _new(_FLOAT1, (b,))
-                res = _common_result(out, a)
+                res = _result_like(out, a)
                 pres = _from_buffer(_FLOATS, res, True)
             except (ValueError, OverflowError):
                 pass
@@ -209,9 +199,7 @@ def unary_raw(op, x, what="unary"):
 def _unary(op, x, out, what):
     if type(x) is _ndarray and x.dtype is F32:  # the common call, as in _binary
         try:
-            px = _from_buffer(_FLOATS, x)
-            res = _common_result(out, x)
-            pres = _from_buffer(_FLOATS, res, True)
+            px, res, pres = _in_and_result(x, out)
         except ValueError:
             pass
         else:
@@ -291,7 +279,7 @@ def _backward(op, grad, saved, saved_name, out, what):
             and saved.dtype is F32 and grad.shape == saved.shape):  # as in _binary
         try:
             pg, ps = _from_buffer(_FLOATS, grad), _from_buffer(_FLOATS, saved)
-            res = _common_result(out, grad)
+            res = _result_like(out, grad)
             pres = _from_buffer(_FLOATS, res, True)
         except ValueError:
             pass
@@ -398,6 +386,23 @@ def bias_act(x, bias=None, act=None, *, out=None):
     """act(x + bias) in one pass: x is [..., cols], bias is [cols] or None, act is None,
     "relu", "sigmoid" or "tanh". `out` may be x."""
     code = activation(act, _ACTS)
+    # the common call checked as _binary checks its own: float32 ndarrays, a bias of x's last
+    # axis; the kernel refuses an out that meets x or bias other than as x itself
+    if type(x) is _ndarray and x.dtype is F32 and (
+            bias is None or (type(bias) is _ndarray and bias.dtype is F32 and x.ndim
+                             and bias.shape == x.shape[-1:])):
+        try:
+            px, res, pres = _in_and_result(x, out)
+            pb = _NULL if bias is None else _from_buffer(_FLOATS, bias)
+        except ValueError:
+            pass
+        else:
+            cols = 1 if bias is None else x.shape[-1]
+            rows = x.size // cols if cols else 0
+            rc = _c_bias_act(px, pb, pres, rows, cols, code)
+            if rc:
+                _failed(rc, "bias_act", res, (x, "x"), (bias, "bias"))
+            return res
     x = as_f32(x, "x")
     res = out_f32(out, x.shape)
     if bias is None:
@@ -446,6 +451,25 @@ def addcmul(input, tensor1, tensor2, *, value=1.0, out=None):
     """input + value * tensor1 * tensor2 (PyTorch's addcmul), arrays of one shape, in one
     pass; value * tensor1 * tensor2 + input is rounded once (a fused multiply-add) where the
     CPU has FMA. `out` may be any of the inputs."""
+    # the common call first, as in _binary: float32 ndarrays of one shape, a float or int
+    # value; the kernel refuses an out that partly overlaps an input
+    if (type(input) is _ndarray and type(tensor1) is _ndarray and type(tensor2) is _ndarray
+            and input.dtype is F32 and tensor1.dtype is F32 and tensor2.dtype is F32
+            and input.shape == tensor1.shape == tensor2.shape
+            and (type(value) is float or type(value) is int)):
+        try:
+            pc = _from_buffer(_FLOATS, input)
+            pa = _from_buffer(_FLOATS, tensor1)
+            pb = _from_buffer(_FLOATS, tensor2)
+            res = _result_like(out, input)
+            rc = _c_addcmul(pc, pa, pb, value, _from_buffer(_FLOATS, res, True), input.size)
+        except (ValueError, OverflowError):
+            pass
+        else:
+            if rc:
+                _failed(rc, "addcmul", res, (input, "input"), (tensor1, "tensor1"),
+                        (tensor2, "tensor2"))
+            return res
     input = as_f32(input, "input")
     tensor1 = as_f32(tensor1, "tensor1")
     tensor2 = as_f32(tensor2, "tensor2")

@@ -16,16 +16,20 @@ import operator
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.ops._checks import check_rc, fptr
+from pyrt.ops._checks import F32, check_rc, fptr
 from pyrt.ops._checks import in_place as _in_place
 from pyrt.ops._checks import param_grad as _grad
 
 __all__ = ["adam_step", "sgd_step"]
 
 _FLOATS = ffi.typeof("float[]")
+_from_buffer, _NULL, _ndarray = ffi.from_buffer, ffi.NULL, np.ndarray
+_c_sgd, _c_adam, _EOVERLAP = lib.pyrt_sgd_step, lib.pyrt_adam_step, lib.PYRT_EOVERLAP
 
 
 def _real(x, name):
+    if type(x) is float:
+        return x
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
                                                              np.floating)):
         raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
@@ -66,6 +70,30 @@ def sgd_step(param, grad, momentum_buffer=None, *, lr, momentum=0.0, dampening=0
     """
     lr, momentum, dampening, weight_decay, nesterov = sgd_hyperparameters(
         lr, momentum, dampening, weight_decay, nesterov)
+    # the common call: float32 ndarrays of param's shape, C-contiguous (and param and the
+    # buffer writable, as from_buffer checks); the kernel refuses overlapping arrays. Anything
+    # else takes the checks below, which name the argument.
+    has_buffer = momentum != 0.0
+    if (type(param) is _ndarray and type(grad) is _ndarray and param.dtype is F32
+            and grad.dtype is F32 and grad.shape == param.shape
+            and (not has_buffer or (type(momentum_buffer) is _ndarray
+                                    and momentum_buffer.dtype is F32
+                                    and momentum_buffer.shape == param.shape))):
+        try:
+            pp = _from_buffer(_FLOATS, param, True)
+            pg = _from_buffer(_FLOATS, grad)
+            pb = _from_buffer(_FLOATS, momentum_buffer, True) if has_buffer else _NULL
+        except ValueError:
+            pass
+        else:
+            rc = _c_sgd(pp, pg, pb, param.size, lr, momentum, dampening, weight_decay,
+                        nesterov, bool(first_step))
+            if rc:
+                if rc == _EOVERLAP:
+                    check_no_overlap([(param, "param"), (momentum_buffer, "momentum_buffer")]
+                                     if has_buffer else [(param, "param")], grad)
+                check_rc(rc, "sgd_step")
+            return
     param = _in_place(param, "param")
     grad = _grad(grad, param.shape)
     if momentum != 0.0:
@@ -120,6 +148,26 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, *, step, lr=1e-3, betas=(0.9, 0.
     """
     lr, beta1, beta2, eps, weight_decay = adam_hyperparameters(lr, betas, eps, weight_decay)
     step = adam_step_count(step)
+    # the common call, as in sgd_step
+    if (type(param) is _ndarray and type(grad) is _ndarray and type(exp_avg) is _ndarray
+            and type(exp_avg_sq) is _ndarray and param.dtype is F32 and grad.dtype is F32
+            and exp_avg.dtype is F32 and exp_avg_sq.dtype is F32
+            and param.shape == grad.shape == exp_avg.shape == exp_avg_sq.shape):
+        try:
+            pp = _from_buffer(_FLOATS, param, True)
+            pg = _from_buffer(_FLOATS, grad)
+            pm = _from_buffer(_FLOATS, exp_avg, True)
+            pv = _from_buffer(_FLOATS, exp_avg_sq, True)
+        except ValueError:
+            pass
+        else:
+            rc = _c_adam(pp, pg, pm, pv, param.size, lr, beta1, beta2, eps, weight_decay, step)
+            if rc:
+                if rc == _EOVERLAP:
+                    check_no_overlap([(param, "param"), (exp_avg, "exp_avg"),
+                                      (exp_avg_sq, "exp_avg_sq")], grad)
+                check_rc(rc, "adam_step")
+            return
     param = _in_place(param, "param")
     grad = _grad(grad, param.shape)
     m = _in_place(exp_avg, "exp_avg", param.shape)

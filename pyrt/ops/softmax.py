@@ -21,17 +21,36 @@ from pyrt.ops._checks import (
     iptr,
     out_f32,
 )
-from pyrt.ops._memory import empty
+from pyrt.ops._memory import empty, in_and_result
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _empty = empty
+_in_and_result = in_and_result
+_ndarray = np.ndarray
+_c_softmax, _EOVERLAP = lib.pyrt_softmax, lib.PYRT_EOVERLAP
 _np_empty = np.empty
 
 
 def _softmax(x, axis, out, log, what):
+    # the common call first: a float32 ndarray and its last axis, out None or of x's shape;
+    # the kernel refuses an out that meets x other than as x itself
+    if type(x) is _ndarray and x.dtype is F32 and type(axis) is int and x.ndim \
+            and (axis == -1 or axis == x.ndim - 1):
+        try:
+            px, res, pres = _in_and_result(x, out)
+        except ValueError:
+            pass
+        else:
+            cols = x.shape[-1]
+            rc = _c_softmax(px, pres, x.size // cols if cols else 0, cols, log)
+            if rc:
+                if rc == _EOVERLAP:
+                    check_out(res, (x, "x"))
+                check_rc(rc, what)
+            return res
     x = as_f32(x, "x")
     res = out_f32(out, x.shape)
     if out is not None:
