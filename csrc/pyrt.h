@@ -36,6 +36,13 @@ int pyrt_set_num_threads(int n);
 /* Number of CPUs in this process's affinity mask (at least 1). Any thread. */
 int pyrt_cpu_count(void);
 
+/* Threads that can run a parallel call at the same time: the thread count, but at most the
+ * CPUs the pool may keep busy (the environment variable PYRT_CPUS, else the affinity mask's
+ * CPUs or fewer if a cgroup CPU quota allows fewer; read when the pool starts or resizes).
+ * Beyond that, workers wait for a free CPU rather than share one, so kernels size their
+ * splits by this. Any thread. */
+int pyrt_max_concurrency(void);
+
 /* Start the workers now rather than on the first parallel call. Returns 0 or PYRT_EAGAIN.
  * Any thread. */
 int pyrt_init(void);

@@ -15,7 +15,7 @@ try:
         parallel_reduce,
         set_num_threads,
     )
-except ValueError as _exc:  # an invalid PYRT_NUM_THREADS
+except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
     # `python -m pyrt` imports this package before its command line can catch anything
     # (sys.argv[0] is "-m" meanwhile): say it in one line, as the command line says errors
     if sys.argv[:1] == ["-m"]:

@@ -25,6 +25,7 @@ __all__ = [
 
 MAX_THREADS = lib.PYRT_MAX_THREADS
 ENV_NUM_THREADS = "PYRT_NUM_THREADS"
+ENV_CPUS = "PYRT_CPUS"  # CPUs the pool may keep busy (README: threads)
 
 _ERRORS = {
     lib.PYRT_EINVAL: (ValueError, "invalid argument"),
@@ -57,16 +58,17 @@ def _thread_count(value, name):
     return n
 
 
-def _threads_from_env():
-    """The thread count PYRT_NUM_THREADS asks for, or None when it is unset or empty."""
-    raw = os.environ.get(ENV_NUM_THREADS, "").strip()
+def _count_from_env(name):
+    """The count environment variable `name` holds (PYRT_NUM_THREADS, PYRT_CPUS), or None when
+    it is unset or empty; ValueError when it is not a whole number from 1 to MAX_THREADS."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     # ASCII digits only: int() would also take "2_0" or full-width digits, which C does not
     n = int(raw) if raw.isascii() and raw.isdigit() else None
     if n is None or not 1 <= n <= MAX_THREADS:
         raise ValueError(
-            f"environment variable {ENV_NUM_THREADS}={raw!r} is invalid: expected an integer "
+            f"environment variable {name}={raw!r} is invalid: expected an integer "
             f"from 1 to {MAX_THREADS} (unset it to use all {cpu_count()} available CPUs)"
         )
     return n
@@ -394,7 +396,10 @@ atexit.register(_shutdown)
 
 
 def _configure_from_env():
-    n = _threads_from_env()
+    # PYRT_CPUS is read by the C runtime (csrc/runtime/cpus.c); checked here so that a typo is
+    # an error rather than silently ignored
+    _count_from_env(ENV_CPUS)
+    n = _count_from_env(ENV_NUM_THREADS)
     if n is not None:
         lib.pyrt_set_num_threads(n)
 

@@ -98,8 +98,14 @@ class Config:
     timeout: float = 300.0
 
 
+# The programs ask for up to 8 threads (STRESS_MAX_THREADS), more than a small machine has
+# CPUs. The pool keeps no more threads awake than CPUs (csrc/README.md: more threads than CPUs);
+# the plain and ASan builds tell it there are 8 (PYRT_CPUS) so that all the threads run and are
+# preempted at arbitrary points, and ThreadSanitizer checks the pool as it runs by default, with
+# the surplus workers going to sleep and being woken all the time.
+ALL_AWAKE = {"PYRT_CPUS": "8"}
 CONFIGS = [
-    Config("plain", ["-O2"], scale=1.0, timeout=120.0),
+    Config("plain", ["-O2"], env=ALL_AWAKE, scale=1.0, timeout=120.0),
     Config(
         "tsan",
         ["-fsanitize=thread", "-O1"],
@@ -110,6 +116,7 @@ CONFIGS = [
         "asan-ubsan",
         ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-O1"],
         env={
+            **ALL_AWAKE,
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         },
@@ -134,6 +141,7 @@ def needs_kernels(program):
 def run_env(config):
     env = dict(os.environ)
     env.pop("PYRT_NUM_THREADS", None)  # the programs check the C default, the CPU count
+    env.pop("PYRT_CPUS", None)
     env.update(config.env)
     user_scale = float(os.environ.get("STRESS_SCALE", "1"))
     env["STRESS_SCALE"] = repr(config.scale * user_scale)

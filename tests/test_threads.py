@@ -45,11 +45,43 @@ def test_env_var_sets_the_count():
     assert out.stdout.strip() == "3", out.stderr
 
 
+@pytest.mark.parametrize("name", ["PYRT_NUM_THREADS", "PYRT_CPUS"])
 @pytest.mark.parametrize("value", ["0", "-2", "abc", "2.5", "100000", "2_0", "\uff12", "0x2"])
-def test_bad_env_var_gives_clear_error(value):
-    out = run_python("import pyrt", {"PYRT_NUM_THREADS": value})
+def test_bad_env_var_gives_clear_error(name, value):
+    out = run_python("import pyrt", {name: value})
     assert out.returncode != 0
-    assert "PYRT_NUM_THREADS" in out.stderr and "expected an integer" in out.stderr
+    assert name in out.stderr and "expected an integer" in out.stderr
+
+
+def test_kernels_keep_no_more_threads_awake_than_cpus():
+    # 4 threads on what the pool is told is 1 CPU: the kernels cut their work for 1 thread
+    # (pyrt_max_concurrency), the results are those of 1 thread, bitwise, and the count
+    # itself stays as set
+    code = """
+    import numpy as np, pyrt
+    from pyrt._pyrt_cffi import lib
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((300, 200), np.float32), rng.standard_normal((200, 500), np.float32)
+    x = rng.standard_normal(1 << 20).astype(np.float32)
+    def run():
+        return pyrt.ops.matmul(a, b), pyrt.ops.sum(x), pyrt.ops.exp(x)
+    with pyrt.num_threads(1):
+        want = run()
+    print(pyrt.get_num_threads(), lib.pyrt_max_concurrency(), pyrt.cpu_count())
+    got = run()
+    print(all(np.array_equal(g, w) for g, w in zip(got, want)))
+    """
+    out = run_python(code, {"PYRT_NUM_THREADS": "4", "PYRT_CPUS": "1"})
+    assert out.returncode == 0, out.stderr
+    counts, same = out.stdout.split("\n")[:2]
+    threads, concurrency, cpus = map(int, counts.split())
+    assert (threads, concurrency) == (4, 1) and cpus >= 1
+    assert same == "True"
+    # unset, the CPUs of the affinity mask (or a smaller quota) cap it
+    out = run_python("import pyrt; from pyrt._pyrt_cffi import lib; pyrt.set_num_threads(64); "
+                     "print(lib.pyrt_max_concurrency(), pyrt.cpu_count())")
+    concurrency, cpus = map(int, out.stdout.split())
+    assert 1 <= concurrency <= cpus
 
 
 def test_set_returns_previous_and_takes_effect():

@@ -200,7 +200,7 @@ static int64_t cache_band(const pyrt_conv_shape *s, int64_t cin, int64_t ow)
  * about CHUNK_FLOPS of work, but small enough to leave UNITS_PER_THREAD chunks per thread. */
 static int64_t plan_bands(conv_job *j, int64_t rows, int64_t row_flops, int64_t cache_rows)
 {
-    const int64_t threads = pyrt_get_num_threads();
+    const int64_t threads = pyrt_max_concurrency();
     row_flops = row_flops > 0 ? row_flops : 1;
     int64_t want = ceil_div(UNITS_PER_THREAD * threads, j->s.n);
     int64_t band = ceil_div(rows, want), least = ceil_div(MIN_BAND_FLOPS, row_flops);
@@ -551,7 +551,7 @@ static int param_grads(conv_job *j)
     /* Filters are independent sums, so splitting them into groups (of whole 4-filter tiles)
      * changes no result: the direct path does it when the blocks alone would leave threads
      * idle. */
-    const int64_t threads = pyrt_get_num_threads(), kblocks = ceil_div(s->k, 4);
+    const int64_t threads = pyrt_max_concurrency(), kblocks = ceil_div(s->k, 4);
     j->filter_groups = 1;
     if (j->direct && blocks < UNITS_PER_THREAD * threads)
         j->filter_groups = clamp(ceil_div(UNITS_PER_THREAD * threads, blocks), 1, kblocks);

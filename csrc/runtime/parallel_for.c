@@ -48,25 +48,28 @@ static inline int64_t grains(int64_t k, int64_t grain)
 
 /* Should the owner of `left` more indices split now? 0: no; 1: yes, a worker is awake to take
  * the half (two grains are left: `split_min` indices); 2: yes, and wake a sleeper for it (with
- * `wake_min` indices left). Cheap when the answer is no: two compares and, with work left, a
- * load of a read-mostly line. */
-static inline int split_demand(pool *p, int64_t left, int64_t split_min, int64_t wake_min)
+ * `wake_min` indices left, and a CPU free for it unless the loop is coarse: its bodies may
+ * block, as Python's sleep or I/O do). Cheap when the answer is no: two compares and, with
+ * work left, a load of a read-mostly line. */
+static inline int split_demand(pool *p, int64_t left, int64_t split_min, int64_t wake_min,
+                               int coarse)
 {
     if (left < split_min)
         return 0;
     if (atomic_load_explicit(&p->searching, memory_order_relaxed) > 0)
         return 1;
-    if (left >= wake_min && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0)
+    if (left >= wake_min && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0
+        && (coarse || cpu_free(p)))
         return 2;
     return 0;
 }
 
-static void wake_for_split(pool *p)
+static void wake_for_split(pool *p, int coarse)
 {
     /* seq_cst fence: the half just pushed is visible before we read `sleeping` (pairs with
      * the sleeper's seq_cst increment, README: why no wake-up is lost) */
     atomic_thread_fence(memory_order_seq_cst);
-    maybe_wake(p);
+    maybe_wake_for(p, coarse);
 }
 
 static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi);
@@ -95,8 +98,8 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 
     while (lo < hi) {
         if (ran && lo >= look_again) {
-            int demand = nsplits < MAX_SPLITS ? split_demand(p, hi - lo, split_min, wake_min)
-                                              : 0;
+            int demand = nsplits < MAX_SPLITS
+                             ? split_demand(p, hi - lo, split_min, wake_min, lp->coarse) : 0;
             /* (a coarse loop's first look comes before any chunk: no rate yet, split) */
             if (demand && lo > first) {
                 const uint64_t spent = ticks() - start;
@@ -117,7 +120,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
                 task_push(w, &rt->task, range_task_fn, rt);
                 hi = mid;
                 if (demand == 2)
-                    wake_for_split(p);
+                    wake_for_split(p, lp->coarse);
             }
         }
         if (atomic_load_explicit(&lp->status, memory_order_relaxed))

@@ -23,6 +23,7 @@ typedef struct reduction {
     size_t acc_size;
     int64_t n, leaf_size;
     int64_t wake_leaves; /* wake a sleeper for a right half of at least this many leaves */
+    int coarse;          /* leaves may block: wake sleepers even with no CPU free */
     _Atomic int status;
 } reduction;
 
@@ -69,7 +70,8 @@ static void reduce_node(worker *w, reduction *r, int64_t first, int64_t last, vo
     int64_t right_leaves = last - mid;
     bool awake = atomic_load_explicit(&p->searching, memory_order_relaxed) > 0;
     bool wake = !awake && right_leaves >= r->wake_leaves
-                && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0;
+                && atomic_load_explicit(&p->sleeping, memory_order_relaxed) > 0
+                && (r->coarse || cpu_free(p));
     if (awake || wake) {
         /* offer the right half; hopefully a thief takes it while we do the left */
         node_task nt;
@@ -80,7 +82,7 @@ static void reduce_node(worker *w, reduction *r, int64_t first, int64_t last, vo
         if (wake) {
             /* seq_cst fence: the task is visible before we read `sleeping` (README) */
             atomic_thread_fence(memory_order_seq_cst);
-            maybe_wake(p);
+            maybe_wake_for(p, r->coarse);
         }
         reduce_node(w, r, first, mid, acc);
         task_join(w, &nt.task);
@@ -123,7 +125,7 @@ static int parallel_reduce(int64_t n, int64_t grain, size_t acc_size, pyrt_leaf_
         return PYRT_OK;
     /* a coarse reduction wakes a sleeper for a single leaf: each costs more than the wake-up */
     reduction r = {leaf, combine, ctx, acc_size, n, grain ? grain : pyrt_reduce_leaf_size(n),
-                   coarse ? 1 : WAKE_MIN_LEAVES, 0};
+                   coarse ? 1 : WAKE_MIN_LEAVES, coarse, 0};
     /* ceil(n / leaf) without n + leaf - 1, which overflows for a leaf near INT64_MAX */
     int64_t leaves = n / r.leaf_size + (n % r.leaf_size != 0);
     if (leaves == 1)

@@ -61,18 +61,6 @@ double ticks_per_us(void)
     return r;
 }
 
-int pyrt_cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0)
-            return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 /* PYRT_NUM_THREADS if it is a valid count, else the affinity mask's size. The Python layer
  * reports an invalid value as an error; C programs fall back silently. */
 static int default_num_threads(void)
@@ -211,6 +199,7 @@ static int pool_resize(pool *p, int active)
 {
     pthread_mutex_lock(&p->lock);
     int before = atomic_load_explicit(&p->active, memory_order_relaxed);
+    atomic_store_explicit(&p->cpus, cpus_refresh(), memory_order_relaxed);
     int rc = start_workers(p, active);
     if (rc != PYRT_OK)
         active = p->started < active ? p->started : active;

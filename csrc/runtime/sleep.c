@@ -64,11 +64,13 @@ static bool idle_remove(pool *p, worker *w)
     return true;
 }
 
+/* Work found on waking up (the rescan, or the timeout's) is taken only where a CPU is free
+ * for this thread: otherwise the threads awake will run it, its owner at the latest. */
 static bool should_get_up(pool *p, worker *w)
 {
     return atomic_load_explicit(&p->stopping, memory_order_relaxed)
         || w->index >= atomic_load_explicit(&p->active, memory_order_relaxed)
-        || pool_has_work(p);
+        || (cpu_free(p) && pool_has_work(p));
 }
 
 /* A new or woken thread is often placed on the CPU of the thread that created or woke it (the

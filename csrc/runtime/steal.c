@@ -101,6 +101,15 @@ void worker_loop(worker *w)
             rounds = 0;
             continue;
         }
+        /* nothing to steal, and more threads awake than CPUs: spinning or yielding would take
+         * CPU time from the threads that work, so the surplus sleeps at once. It is woken when
+         * a CPU is free, or by a coarse loop (whose bodies may block), and steals first. */
+        if (awake_threads(p) > atomic_load_explicit(&p->cpus, memory_order_relaxed)) {
+            sleep_until_work(w);
+            idle_since = now_ns();
+            rounds = 0;
+            continue;
+        }
         /* read the clock every few rounds: it costs more than a steal attempt */
         if (++rounds % 16)
             continue;

@@ -187,7 +187,7 @@ int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha
         if (!p.partial)
             return PYRT_ENOMEM;
     }
-    plan_tiles(&p, pyrt_get_num_threads());
+    plan_tiles(&p, pyrt_max_concurrency());
     gemm_for_each(p.tiles_m * p.tiles_n * p.chunks, dot_range, &p);
     if (p.chunks > 1) {
         (void)pyrt_parallel_for(m, n >= DOT_ROW_GRAIN_FLOATS ? 1 : DOT_ROW_GRAIN_FLOATS / n,

@@ -487,7 +487,7 @@ static int run_passes(gemm *g)
     g->bp = ws;
     g->ap = ws + bwmax * g->kc * nqmax;
     g->partial = g->ap + awmax * g->kc * nqmax;
-    const int threads = pyrt_get_num_threads();
+    const int threads = pyrt_max_concurrency();
 
     for (g->j0 = 0; g->j0 < g->n; g->j0 += nbmax) {
         g->nb = min64(nbmax, g->n - g->j0);

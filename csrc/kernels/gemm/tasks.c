@@ -57,7 +57,7 @@ void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx)
 {
     if (n <= 0)
         return;
-    if (n == 1 || pyrt_get_num_threads() == 1) {
+    if (n == 1 || pyrt_max_concurrency() == 1) {
         (void)fn(ctx, 0, n);
         return;
     }
@@ -75,7 +75,7 @@ static int64_t ceil_div(int64_t a, int64_t b)
 
 int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit)
 {
-    const int64_t tasks = (int64_t)pyrt_get_num_threads() * SPAN_TASKS_PER_THREAD;
+    const int64_t tasks = (int64_t)pyrt_max_concurrency() * SPAN_TASKS_PER_THREAD;
     int64_t span = ceil_div(n, tasks);
     const int64_t least = SPAN_MIN_FLOPS / (2 * m * k) + 1;
     if (span < least)
