@@ -72,6 +72,16 @@ static void check_once(_Atomic int32_t *visits, int64_t n, const char *what)
     }
 }
 
+/* A loop of m chunks that sleep nap_ns each: every chunk must run once, some on workers. */
+static void sleepy_loop_shared(int (*loop)(int64_t, int64_t, pyrt_range_fn, void *),
+                               _Atomic int32_t *visits, int64_t m, long nap_ns, const char *what)
+{
+    loop_ctx c = {visits, 0, nap_ns};
+    CHECK_RC(loop(m, 1, chunk, &c), PYRT_OK);
+    check_once(visits, m, what);
+    CHECK(atomic_load(&c.by_workers) > 0, "%s: sleeping chunks ran on the caller alone", what);
+}
+
 /* Wait (up to 5 s) until `count` workers sleep. */
 static void workers_asleep(int count)
 {
@@ -111,27 +121,13 @@ int main(void)
     }
 
     /* a coarse loop of sleeping chunks still wakes workers */
-    {
-        const int64_t m = 32;
-        loop_ctx c = {visits, 0, 2000000L};
-        CHECK_RC(pyrt_parallel_for_coarse(m, 1, chunk, &c), PYRT_OK);
-        check_once(visits, m, "coarse loop on one CPU");
-        CHECK(atomic_load(&c.by_workers) > 0, "a coarse loop of sleeping chunks ran on the "
-              "caller alone");
-    }
+    sleepy_loop_shared(pyrt_parallel_for_coarse, visits, 32, 2000000L, "coarse loop, one CPU");
 
     /* four CPUs: loops are shared again */
     setenv("PYRT_CPUS", "4", 1);
     stress_set_threads(4); /* a resize reads PYRT_CPUS again */
     CHECK_RC(pyrt_max_concurrency(), 4);
-    {
-        const int64_t m = 64;
-        loop_ctx c = {visits, 0, 1000000L};
-        CHECK_RC(pyrt_parallel_for(m, 1, chunk, &c), PYRT_OK);
-        check_once(visits, m, "loop on four CPUs");
-        CHECK(atomic_load(&c.by_workers) > 0, "a loop of sleeping chunks on four CPUs ran on "
-              "the caller alone");
-    }
+    sleepy_loop_shared(pyrt_parallel_for, visits, 64, 1000000L, "loop, four CPUs");
     free(visits);
     return stress_end("stress_cpus", t0);
 }
