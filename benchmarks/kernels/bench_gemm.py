@@ -181,11 +181,12 @@ def markdown(report):
             f"{np_row['median_s'] / mine['median_s']:.2f}" if np_row else "-",
             f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-",
             f"{v_row['median_s'] / mine['median_s']:.2f}" if v_row else "-",
-            *([f"{mine['gflop_per_s'] / peak[threads]:.0%}"] if peak else [])])
+            *([" / ".join(f"{r['gflop_per_s'] / peak[threads]:.0%}" if r else "-"
+                          for r in (mine, np_row, t_row))] if peak else [])])
     table = harness.markdown_table(
         ["group", "product", "m, n, k", "threads", "pyrt GFLOP/s", "numpy GFLOP/s",
          "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ AVX2",
-         *(["pyrt ÷ peak"] if peak else [])], cells)
+         *(["÷ peak: pyrt / numpy / torch"] if peak else [])], cells)
     method = (f"GFLOP/s = 2mnk / median time per call, median of "
               f"{harness.timing_phrase(report['settings'])}. `÷ numpy`, `÷ torch` and `÷ AVX2` "
               "are pyrt's speed over theirs at the same thread count (above 1: pyrt is "
@@ -193,7 +194,7 @@ def markdown(report):
               f"OPENBLAS_CORETYPE={AVX2_CORETYPE}. Shapes are (m, n, k) of op(A) [m, k] times "
               "op(B) [k, n]; T marks a transposed operand.")
     if peak:
-        method += (" `pyrt ÷ peak` is pyrt's GFLOP/s over the machine's multiply-add peak "
+        method += (" `÷ peak` is each library's GFLOP/s over the machine's multiply-add peak "
                    "(benchmarks/kernels/fma_peak.c: chains of vector FMAs on registers, on "
                    "every thread at once, median of passes before and after the products): "
                    + ", ".join(f"{v:.0f} GFLOP/s at {t} thread{'s' if t > 1 else ''}"
