@@ -117,7 +117,8 @@ def workload_table(w, summary, cpus):
     lines = markdown_table(head, cells)
     if any(row["oversubscribed"] for row in summary["rows"]):
         lines += ["", (f"\\* oversubscribed: more threads than the {cpus} CPUs this process "
-                       "may run on.")]
+                       "may run on (pyrt's kernels keep no more of its threads awake than "
+                       "there are CPUs: README, Threads).")]
     return lines
 
 
