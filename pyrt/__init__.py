@@ -10,6 +10,7 @@ try:
     from pyrt.runtime import (  # noqa: E402
         cpu_count,
         get_num_threads,
+        max_concurrency,
         num_threads,
         parallel_for,
         parallel_reduce,
@@ -61,6 +62,7 @@ __all__ = [
     "zeros",
     "cpu_count",
     "get_num_threads",
+    "max_concurrency",
     "num_threads",
     "parallel_for",
     "parallel_reduce",

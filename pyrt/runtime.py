@@ -19,6 +19,7 @@ __all__ = [
     "set_num_threads",
     "num_threads",
     "cpu_count",
+    "max_concurrency",
     "parallel_for",
     "parallel_reduce",
 ]
@@ -77,6 +78,13 @@ def _count_from_env(name):
 def cpu_count():
     """CPUs this process may run on (its affinity mask)."""
     return lib.pyrt_cpu_count()
+
+
+def max_concurrency():
+    """Threads that run pyrt's kernels at the same time: get_num_threads(), but at most the
+    CPUs the pool may keep busy (PYRT_CPUS, else the affinity mask's CPUs, or fewer under a
+    container's CPU quota). The surplus threads of a larger count sleep."""
+    return lib.pyrt_max_concurrency()
 
 
 def get_num_threads():

@@ -59,7 +59,6 @@ def test_kernels_keep_no_more_threads_awake_than_cpus():
     # itself stays as set
     code = """
     import numpy as np, pyrt
-    from pyrt._pyrt_cffi import lib
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((300, 200), np.float32), rng.standard_normal((200, 500), np.float32)
     x = rng.standard_normal(1 << 20).astype(np.float32)
@@ -67,7 +66,7 @@ def test_kernels_keep_no_more_threads_awake_than_cpus():
         return pyrt.ops.matmul(a, b), pyrt.ops.sum(x), pyrt.ops.exp(x)
     with pyrt.num_threads(1):
         want = run()
-    print(pyrt.get_num_threads(), lib.pyrt_max_concurrency(), pyrt.cpu_count())
+    print(pyrt.get_num_threads(), pyrt.max_concurrency(), pyrt.cpu_count())
     got = run()
     print(all(np.array_equal(g, w) for g, w in zip(got, want)))
     """
@@ -78,8 +77,8 @@ def test_kernels_keep_no_more_threads_awake_than_cpus():
     assert (threads, concurrency) == (4, 1) and cpus >= 1
     assert same == "True"
     # unset, the CPUs of the affinity mask (or a smaller quota) cap it
-    out = run_python("import pyrt; from pyrt._pyrt_cffi import lib; pyrt.set_num_threads(64); "
-                     "print(lib.pyrt_max_concurrency(), pyrt.cpu_count())")
+    out = run_python("import pyrt; pyrt.set_num_threads(64); "
+                     "print(pyrt.max_concurrency(), pyrt.cpu_count())")
     concurrency, cpus = map(int, out.stdout.split())
     assert 1 <= concurrency <= cpus
 
