@@ -39,9 +39,9 @@ int pyrt_cpu_count(void)
     return n > 0 ? (int)n : 1;
 }
 
-/* A whole number from 1 to PYRT_MAX_THREADS in `text`, or 0. */
-static int parse_count(const char *text)
+int env_count(const char *name)
 {
+    const char *text = getenv(name);
     if (!text || !*text)
         return 0;
     char *end;
@@ -79,7 +79,7 @@ static int cgroup_quota_cpus(void)
 
 int cpus_refresh(void)
 {
-    int n = parse_count(getenv("PYRT_CPUS"));
+    int n = env_count("PYRT_CPUS");
     if (n == 0) {
         n = pyrt_cpu_count();
         int quota = cgroup_quota_cpus();

@@ -13,7 +13,6 @@
  * no worker took.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -65,15 +64,8 @@ double ticks_per_us(void)
  * reports an invalid value as an error; C programs fall back silently. */
 static int default_num_threads(void)
 {
-    const char *env = getenv("PYRT_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (errno == 0 && *end == '\0' && v >= 1 && v <= PYRT_MAX_THREADS)
-            return (int)v;
-    }
-    return pyrt_cpu_count();
+    int n = env_count("PYRT_NUM_THREADS");
+    return n ? n : pyrt_cpu_count();
 }
 
 int pyrt_get_num_threads(void)
