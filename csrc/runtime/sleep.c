@@ -101,6 +101,14 @@ void sleep_until_work(worker *w)
 {
     pool *p = w->pool;
     pthread_mutex_lock(&p->lock);
+    /* a worker beyond the thread count parks rather than sleeps: the idle stack holds only
+     * workers that may run (wake_one picks from it). pool_resize lowers `active` under this
+     * lock, so either it finds us on the stack and takes us off, or we see its count here. */
+    if (w->index >= atomic_load_explicit(&p->active, memory_order_relaxed)
+        || atomic_load_explicit(&p->stopping, memory_order_relaxed)) {
+        pthread_mutex_unlock(&p->lock);
+        return;
+    }
     atomic_store_explicit(&w->asleep, 1, memory_order_relaxed);
     p->idle[p->nidle++] = w->slot;
     atomic_fetch_sub_explicit(&p->searching, 1, memory_order_relaxed);
