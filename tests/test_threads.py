@@ -191,8 +191,11 @@ def test_multiprocessing_fork_start_method():
 
 
 def test_ctrl_c_interrupts_a_long_loop_promptly():
+    # the child takes Ctrl-C as a terminal would give it: a process started in the
+    # background of a shell without job control inherits SIGINT ignored, and never sees it
     code = """
     import os, signal, threading, time, pyrt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     pyrt.set_num_threads(2)
     threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
