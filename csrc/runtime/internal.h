@@ -92,6 +92,7 @@ typedef struct pool {
 } pool;
 
 /* pool.c */
+extern _Atomic int g_num_threads;    /* the thread count set; 0 until first chosen */
 pool *pool_get(void);                /* the current pool, created on first use; NULL on ENOMEM */
 worker *worker_enter(void);          /* this thread's worker for a parallel call, or NULL */
 void worker_leave(worker *w);

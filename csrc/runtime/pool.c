@@ -24,7 +24,7 @@
 
 static _Atomic(pool *) g_pool;           /* the live pool, or NULL before first use */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; /* creation, resize, shutdown */
-static _Atomic int g_num_threads;        /* 0: not chosen yet */
+_Atomic int g_num_threads;               /* 0: not chosen yet */
 static uint64_t g_generation;            /* bumped for every pool, under g_lock */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_exit_key;         /* runs slot_release when an outside thread exits */
