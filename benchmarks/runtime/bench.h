@@ -39,7 +39,7 @@ static inline int bench_env_threads(const char *name)
     return s ? atoi(s) : 0;
 }
 
-/* Median of n samples; sorts them in place (insertion sort: n is a handful). */
+/* Median of n samples; sorts them in place (insertion sort: n is at most a few thousand). */
 static inline double bench_median(double *v, int n)
 {
     for (int i = 1; i < n; i++) {

@@ -108,8 +108,9 @@ def _runtime(size):
         common = (elems, calls, size["loop_max_seconds"])
         loops.append(Workload(
             name, f"{elems}-element parallel_for",
-            f"`y[i] = y[i]*a + x[i]` over {elems} floats, the whole loop called back to back; "
-            "the time of one call. pyrt with its automatic grain, TBB with the "
+            f"`y[i] = y[i]*a + x[i]` over {elems} floats, the whole loop called back to back "
+            "in batches (of 1000 calls, or a hundredth of the calls if fewer); the time of one "
+            "call, the median over the batches. pyrt with its automatic grain, TBB with the "
             f"{'simple partitioner and grain 32' if tbb == 'simple' else 'auto partitioner'}.",
             (Variant("pyrt", program="loop_pyrt", args=(*common, 0, "main")),
              Variant("serial C", program="loop_serial", args=common, threaded=False,

@@ -7,8 +7,11 @@
  * measures is the runtime's cost of starting, splitting and joining a tiny loop.
  *
  * Usage: loop_<variant> [n=64] [calls=1e6] [max_seconds=2] [variant options]. After a warm-up
- * the harness makes up to `calls` calls of the whole loop in batches, stopping early once
- * `max_seconds` have passed, and reports the mean time per call.
+ * the harness makes up to `calls` calls of the whole loop in batches (of LOOP_BATCH calls, or
+ * a hundredth of `calls` if that is fewer), stopping early once `max_seconds` have passed, and reports the median over the batches of the time
+ * per call (and the mean over all calls). A call takes tens of nanoseconds: the mean moved by
+ * a fifth between runs on a shared machine, where a batch now and then loses the CPU to
+ * another process; the median batch does not see those.
  */
 #ifndef PYRT_BENCH_LOOP_COMMON_H
 #define PYRT_BENCH_LOOP_COMMON_H
@@ -18,6 +21,7 @@
 #include "bench.h"
 
 #define LOOP_BATCH 1000
+#define LOOP_MAX_BATCHES 4096 /* batches timed at most (the rest of the calls are not made) */
 
 struct loop_data {
     float *y;
@@ -29,6 +33,7 @@ struct loop_data {
     int64_t warmup;      /* untimed calls made */
     int64_t done;        /* timed calls made */
     double seconds;      /* their total time */
+    double median_call;  /* the median over the batches of a batch's time per call */
 };
 
 /* Read through a volatile so the compiler cannot specialise the body for a known constant. */
@@ -86,19 +91,26 @@ static inline void loop_measure(struct loop_data *d, void (*call)(struct loop_da
         call(d);
         bench_clobber();
     }
+    static double per_call[LOOP_MAX_BATCHES];
+    const int64_t hundredth = d->calls / 100 > 1 ? d->calls / 100 : 1;
+    const int64_t per_batch = hundredth < LOOP_BATCH ? hundredth : LOOP_BATCH;
+    int batches = 0;
     double t0 = bench_now(), t = t0;
     int64_t done = 0;
-    while (done < d->calls && t - t0 < d->max_seconds) {
-        int64_t batch = d->calls - done < LOOP_BATCH ? d->calls - done : LOOP_BATCH;
+    while (done < d->calls && t - t0 < d->max_seconds && batches < LOOP_MAX_BATCHES) {
+        int64_t batch = d->calls - done < per_batch ? d->calls - done : per_batch;
+        const double start = t;
         for (int64_t c = 0; c < batch; c++) {
             call(d);
             bench_clobber();
         }
         done += batch;
         t = bench_now();
+        per_call[batches++] = (t - start) / (double)batch;
     }
     d->done = done;
     d->seconds = t - t0;
+    d->median_call = batches ? bench_median(per_call, batches) : 0.0;
 }
 
 /* Whether y holds what the same number of serial calls gives, bit for bit: each element sees
@@ -128,13 +140,13 @@ static inline int loop_report(const char *variant, int threads, const char *conf
     for (int64_t i = 0; i < d->n; i++)
         checksum += d->y[i];
     int ok = loop_check(d);
-    double per_call = d->done ? d->seconds / (double)d->done : 0.0;
+    const double mean = d->done ? d->seconds / (double)d->done : 0.0, per_call = d->median_call;
     printf("{\"bench\": \"loop\", \"variant\": \"%s\", \"threads\": %d, %s%s\"n\": %lld, "
            "\"calls\": %lld, \"total_seconds\": %.6f, \"seconds\": %.12f, "
-           "\"ns_per_call\": %.3f, \"ns_per_iter\": %.4f, \"checksum\": %.6f, "
-           "\"ok\": %s}\n",
+           "\"mean_seconds\": %.12f, \"ns_per_call\": %.3f, \"ns_per_iter\": %.4f, "
+           "\"checksum\": %.6f, \"ok\": %s}\n",
            variant, threads, config, config[0] ? ", " : "", (long long)d->n,
-           (long long)d->done, d->seconds, per_call, 1e9 * per_call,
+           (long long)d->done, d->seconds, per_call, mean, 1e9 * per_call,
            1e9 * per_call / (double)d->n, checksum, ok ? "true" : "false");
     if (!ok)
         fprintf(stderr, "%s: y differs from the serial result\n", variant);
