@@ -3,7 +3,8 @@
     xor   the network of Arraymancer issue #485: Linear(2, 3, bias=False), ReLU,
           Linear(3, 1, bias=False), BCEWithLogitsLoss, SGD lr 0.01, batch 32; microseconds per
           step (forward, loss, zero_grad, backward, optimizer.step), median over --repeat runs
-          of --xor-steps steps after a warm-up. A hand-written NumPy step of the same network
+          of --xor-steps steps after a warm-up (a run's figure: the median of its blocks of
+          100 steps). A hand-written NumPy step of the same network
           is the reference row.
     mlp   Fashion-MNIST, 784-128-10 (Flatten, Linear, ReLU, Linear), CrossEntropyLoss, SGD
           lr 0.1 momentum 0.9, batch 64: seconds for one epoch (60000 images)
@@ -114,7 +115,9 @@ def _markdown(results, args, machine):
     t1 = args.threads[0]
     if "xor" in args.only:
         lines += ["## XOR step (2-3-1, batch 32, SGD lr 0.01)", "",
-                  (f"Median of {args.repeat} runs of {args.xor_steps} steps, microseconds per "
+                  (f"Median of {args.repeat} runs of {args.xor_steps} steps (each run's "
+                   f"figure the median of its blocks of {min(100, max(1, args.xor_steps // 10))} "
+                   "steps), microseconds per "
                    "step (forward, loss, zero_grad, backward, step); NumPy: the same step "
                    "written by hand. pyrt vs 1st: pyrt's time over its time at "
                    f"{t1} thread(s)."), "",

@@ -16,6 +16,7 @@ copied into the torch model, and sees batch order r. benchmarks/nn/bench_train.p
 ``python -m pyrt bench scaling`` call these in their worker processes.
 """
 
+import statistics
 import time
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = ["epoch_pyrt", "epoch_torch", "load_fashion", "synthetic_fashion", "xo
            "xor_pyrt", "xor_torch"]
 
 XOR_WARMUP = 200
+XOR_BLOCK = 100
 
 
 def _xor_batches():
@@ -44,16 +46,25 @@ def _pyrt_xor_model(seed):
 
 
 def _time_steps(step, batches, steps, repeat):
-    """Median microseconds per step over `repeat` runs of `steps` steps, after a warm-up."""
+    """Microseconds per step of `repeat` runs of `steps` steps, after a warm-up. A run's
+    figure is the median over its blocks of XOR_BLOCK steps (a tenth of the run if that is
+    fewer): a step takes tens of microseconds, and the mean of a run moved by a fifth on a
+    shared machine whenever a block lost the CPU to another process."""
     n = len(batches)
     for i in range(XOR_WARMUP):
         step(*batches[i % n])
+    block = min(XOR_BLOCK, max(1, steps // 10))
     samples = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        for i in range(steps):
-            step(*batches[i % n])
-        samples.append((time.perf_counter() - start) / steps * 1e6)
+        blocks, done = [], 0
+        while done < steps:
+            todo = min(block, steps - done)
+            start = time.perf_counter()
+            for i in range(done, done + todo):
+                step(*batches[i % n])
+            blocks.append((time.perf_counter() - start) / todo * 1e6)
+            done += todo
+        samples.append(statistics.median(blocks))
     return samples
 
 

@@ -176,8 +176,9 @@ def _train(size, data, quick):
     xor = Workload(
         "xor", "XOR training step (Arraymancer #485)",
         "One step (forward, loss, zero_grad, backward, SGD step) of the bias-free 2-3-1 ReLU "
-        f"network at batch 32, timed over {steps} steps after a warm-up; NumPy: the same step "
-        "written by hand.",
+        f"network at batch 32: {steps} steps after a warm-up, timed in blocks of "
+        f"{min(100, max(1, steps // 10))}, the median block's time per step; NumPy: the same "
+        "step written by hand.",
         (Variant("pyrt"), Variant("torch", peer="torch"),
          Variant("NumPy by hand", peer="numpy", threaded=False)))
     if data is None or quick:
