@@ -43,10 +43,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pyrt.bench.training import (  # noqa: E402
+    XOR_BLOCK,
     epoch_pyrt,
     epoch_torch,
     load_fashion,
     xor_numpy,
+    xor_paired,
     xor_pyrt,
     xor_torch,
 )
@@ -69,7 +71,9 @@ def worker(args):
     pyrt.set_num_threads(args.threads)
     out = {}
     for task in args.only:
-        if task == "xor":
+        if task == "xor_paired":
+            out[task] = xor_paired(args.thread_list, args.paired_rounds)
+        elif task == "xor":
             out[task] = {"pyrt": xor_pyrt, "torch": xor_torch, "numpy": xor_numpy}[
                 args.framework](args)
         elif args.framework != "numpy":
@@ -85,7 +89,8 @@ def _run_worker(args, framework, threads):
     cmd = [sys.executable, __file__, "--worker", framework, "--threads-one", str(threads),
            "--only", ",".join(args.only), "--repeat", str(args.repeat),
            "--runs", str(args.runs), "--xor-steps", str(args.xor_steps),
-           "--train-limit", str(args.train_limit)]
+           "--train-limit", str(args.train_limit), "--paired-rounds", str(args.paired_rounds),
+           "--threads", ",".join(map(str, args.threads))]
     if args.data:
         cmd += ["--data", args.data]
     env = dict(os.environ, PYRT_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
@@ -104,7 +109,32 @@ def _median(results, framework, threads, task, key):
     return statistics.median(r[key]) if r else None
 
 
-def _markdown(results, args, machine):
+def _paired_lines(paired, threads):
+    """The paired XOR run: each variant's median block, and its time over pyrt's at the
+    first thread count and over NumPy's as the median of the ratios within rounds."""
+    first = f"pyrt@{threads[0]}"
+    rounds = len(paired["numpy"])
+    lines = ["### The same steps in one process, in turns", "",
+             (f"pyrt at each thread count and the NumPy step take turns in blocks of "
+              f"{XOR_BLOCK} steps, {rounds} blocks each, in one process (a round runs a "
+              "block of each; every other round in reverse order), so that every variant "
+              "meets the same drift of the machine's speed. Times are the median block's "
+              "microseconds per step; the ratios are medians of the ratios of blocks of the "
+              f"same round. vs pyrt at {threads[0]}: over pyrt's block at {threads[0]} "
+              "thread(s)."), "",
+             f"| variant | us per step | vs NumPy | vs pyrt at {threads[0]} |",
+             "|---|---:|---:|---:|"]
+    for name in [f"pyrt@{t}" for t in threads] + ["numpy"]:
+        blocks = paired[name]
+        vs_numpy = statistics.median(a / b for a, b in zip(blocks, paired["numpy"]))
+        vs_first = statistics.median(a / b for a, b in zip(blocks, paired[first]))
+        label = "NumPy by hand" if name == "numpy" else f"pyrt, {name[5:]} thread(s)"
+        lines.append(f"| {label} | {statistics.median(blocks):.1f} | {vs_numpy:.2f}x | "
+                     f"{vs_first:.2f}x |")
+    return lines + [""]
+
+
+def _markdown(results, args, machine, paired=None):
     command = "python benchmarks/nn/bench_train.py " + " ".join(args.argv)
     lines = ["# Training speed: pyrt vs PyTorch", "",
              (f"{machine['date']}, {machine['cpu']}, {machine['cpus']} CPUs, "
@@ -133,6 +163,8 @@ def _markdown(results, args, machine):
                          f"{_fmt_ratio(med['pyrt'], med['numpy'])} | "
                          f"{_fmt_ratio(med['pyrt'], base)} |")
         lines.append("")
+        if paired:
+            lines += _paired_lines(paired, args.threads)
     for task, title in (("mlp", "Fashion-MNIST MLP 784-128-10"),
                         ("cnn", "Fashion-MNIST CNN (conv 8, pool, conv 16, pool, linear)")):
         if task not in args.only:
@@ -173,6 +205,8 @@ def main():
     ap.add_argument("--only", default=",".join(TASKS), help="xor,mlp,cnn (default: all)")
     ap.add_argument("--repeat", type=int, default=5, help="XOR runs (default: 5)")
     ap.add_argument("--xor-steps", type=int, default=2000, help="steps per XOR run")
+    ap.add_argument("--paired-rounds", type=int, default=300,
+                    help="blocks of 100 XOR steps per variant in the paired run (0: none)")
     ap.add_argument("--runs", "--seeds", type=int, default=3, dest="runs",
                     help="epochs per MLP/CNN benchmark, seeds 0..R-1 (default: 3)")
     ap.add_argument("--train-limit", type=int, default=60000,
@@ -187,15 +221,17 @@ def main():
     args = ap.parse_args()
     args.only = [t for t in args.only.split(",") if t]
     for t in args.only:
-        if t not in TASKS:
+        if t not in TASKS and not (args.framework and t == "xor_paired"):
             ap.error(f"--only: unknown task {t!r} (choose from {', '.join(TASKS)})")
     if args.framework:
+        args.thread_list = [int(t) for t in args.threads.split(",")]
         args.threads = args.threads_one
         worker(args)
         return
     args.argv = sys.argv[1:]
     if args.quick:
         args.repeat, args.runs, args.xor_steps, args.train_limit = 1, 1, 200, 3200
+        args.paired_rounds = min(args.paired_rounds, 5)
     args.threads = [int(t) for t in args.threads.split(",")]
     frameworks = ["pyrt"]
     torch_version = None
@@ -210,6 +246,7 @@ def main():
     if "xor" in args.only:
         frameworks.append("numpy")
     results = {(fw, t): {} for t in args.threads for fw in frameworks}
+    paired = None
     if "xor" in args.only:
         # XOR runs take seconds: one process per run, the runs of all variants interleaved,
         # so that drift on a shared machine spreads over all of them
@@ -221,6 +258,10 @@ def main():
                     results[(fw, t)].setdefault("xor", {"us_per_step": []})
                     results[(fw, t)]["xor"]["us_per_step"] += samples
         print("xor: done", file=sys.stderr, flush=True)
+        if args.paired_rounds > 0:
+            sub = argparse.Namespace(**{**vars(args), "only": ["xor_paired"]})
+            paired = _run_worker(sub, "pyrt", args.threads[0])["xor_paired"]
+            print("xor paired: done", file=sys.stderr, flush=True)
     epochs = [task for task in args.only if task != "xor"]
     for t in args.threads:
         for fw in frameworks:
@@ -251,8 +292,9 @@ def main():
     (out / "nn_train.json").write_text(json.dumps({
         "machine": machine, "settings": settings,
         "results": [{"framework": fw, "threads": t, **r} for (fw, t), r in results.items()],
+        "xor_paired": paired,
     }, indent=1))
-    md = _markdown(results, args, machine)
+    md = _markdown(results, args, machine, paired)
     (out / "nn_train.md").write_text(md + "\n")
     print(md)
 

@@ -29,7 +29,7 @@ from pyrt.data import load_mnist, make_xor
 from pyrt.data.mnist import MNIST
 
 __all__ = ["epoch_pyrt", "epoch_torch", "load_fashion", "synthetic_fashion", "xor_numpy",
-           "xor_pyrt", "xor_torch"]
+           "xor_paired", "xor_pyrt", "xor_torch"]
 
 XOR_WARMUP = 200
 XOR_BLOCK = 100
@@ -107,6 +107,46 @@ def xor_torch(args):
 
 def xor_numpy(args):
     """The same step written out in NumPy: forward, stable BCE-with-logits, backward, SGD."""
+    return {"us_per_step": _time_steps(_numpy_xor_step(), _xor_batches(), args.xor_steps,
+                                       args.repeat)}
+
+
+def xor_paired(threads, rounds, block=XOR_BLOCK):
+    """pyrt's XOR step at each of `threads` and the hand-written NumPy step in one process,
+    timed in turns: a round runs a block of `block` steps of each variant (in reverse order
+    every other round), and each variant gets `rounds` blocks. A shared machine's speed
+    drifts over seconds, by half at times: separate processes meet different drifts, while
+    the blocks of one round meet the same one, so the ratio of two variants within a round
+    measures a few percent that the medians of separate processes cannot. pyrt's blocks
+    train one model on, whatever the thread count. Returns {variant: [microseconds per step
+    of each block]} with variants "pyrt@T" and "numpy"."""
+    model = _pyrt_xor_model(0)
+    pyrt_step = _training_step(model, nn.BCEWithLogitsLoss(),
+                               optim.SGD(model.parameters(), lr=0.01))
+    arrays = _xor_batches()
+    tensors = [(pyrt.Tensor(x), pyrt.Tensor(y)) for x, y in arrays]
+    variants = [(f"pyrt@{t}", t, pyrt_step, tensors) for t in threads]
+    variants.append(("numpy", None, _numpy_xor_step(), arrays))
+    times = {name: [] for name, *_ in variants}
+    n = len(arrays)
+    before = pyrt.get_num_threads()
+    try:
+        for r in range(rounds + 1):  # round 0 is the warm-up
+            for name, t, step, batches in variants if r % 2 else variants[::-1]:
+                if t is not None:
+                    pyrt.set_num_threads(t)
+                start = time.perf_counter()
+                for i in range(block):
+                    step(*batches[i % n])
+                if r:
+                    times[name].append((time.perf_counter() - start) / block * 1e6)
+    finally:
+        pyrt.set_num_threads(before)
+    return times
+
+
+def _numpy_xor_step():
+    """The XOR step in NumPy on its own copy of pyrt's seed-0 weights."""
     w1, w2 = (p.data.copy() for p in _pyrt_xor_model(0).parameters())
     lr = np.float32(0.01)
 
@@ -123,7 +163,7 @@ def xor_numpy(args):
         w2[...] -= lr * dw2
         return loss
 
-    return {"us_per_step": _time_steps(step, _xor_batches(), args.xor_steps, args.repeat)}
+    return step
 
 
 def _epoch_batches(n, seed, batch):

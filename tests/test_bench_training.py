@@ -1,0 +1,32 @@
+"""The training benchmarks' own pieces: the hand-written NumPy XOR step is the same network
+and update as pyrt's, and the paired run times what it says it times."""
+
+import numpy as np
+import pytest
+
+import pyrt
+from pyrt import nn, optim
+from pyrt.bench import training
+
+
+def test_the_numpy_xor_step_trains_the_same_network_as_pyrt():
+    # the reference row of the XOR benchmark: 20 steps of the same batches from the same
+    # weights give the same losses (to float32 rounding) as pyrt's model, loss and SGD
+    batches = training._xor_batches()[:20]
+    numpy_step = training._numpy_xor_step()
+    model = training._pyrt_xor_model(0)
+    step = training._training_step(model, nn.BCEWithLogitsLoss(),
+                                   optim.SGD(model.parameters(), lr=0.01))
+    for x, y in batches:
+        want = float(numpy_step(x, y))
+        got = float(step(pyrt.Tensor(x), pyrt.Tensor(y)).item())
+        assert got == pytest.approx(want, rel=1e-5, abs=1e-6)
+
+
+def test_xor_paired_gives_every_variant_a_block_per_round():
+    with pyrt.num_threads(3):
+        times = training.xor_paired([1, 2], rounds=3, block=4)
+        assert pyrt.get_num_threads() == 3  # the caller's count is given back
+    assert sorted(times) == ["numpy", "pyrt@1", "pyrt@2"]
+    for blocks in times.values():
+        assert len(blocks) == 3 and all(np.isfinite(b) and b > 0 for b in blocks)
