@@ -73,7 +73,8 @@ static void wake_for_split(pool *p, int coarse)
 }
 
 static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi);
-static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t indices, uint64_t ticks);
+static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t grain, int64_t indices,
+                          uint64_t ticks);
 
 static void range_task_fn(void *arg)
 {
@@ -107,7 +108,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
                     < SPLIT_MIN_US * ticks_per_us() * (double)(lo - first)) {
                     demand = 0;
                     look_again = lo + (lo - first);
-                    remember_rate(lp->fn, lp->ctx, lo - first, spent);
+                    remember_rate(lp->fn, lp->ctx, grain, lo - first, spent);
                 }
             }
             if (demand) {
@@ -153,7 +154,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
  * OpenMP's static halves. The probe's indices are the loop's own: nothing is run twice. */
 #define AUTO_PROBE 4
 #define AUTO_PROBE_US 0.5
-/* Measured costs are remembered per (body, context) in a small per-thread table, so a loop
+/* Measured costs are remembered per (body, context, grain) in a small per-thread table, so a loop
  * called again and again (a kernel in a training step) is timed once every COST_REFRESH calls
  * rather than every time. A loop of a chunk or less (below any split, such as 64 elements of
  * an axpy: 28 ns) is timed once every COST_REFRESH_TINY calls and otherwise runs from
@@ -165,9 +166,16 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 #define COST_REFRESH 64
 #define COST_REFRESH_TINY 1024
 
+/* The caller's grain is part of the key. A kernel passes its context on its stack, so one
+ * (body, context) pair stands for every call from the same place, whatever the shapes; its
+ * grain is its own estimate of what an index costs (rows of `cols` elements: 16384 / cols of
+ * them). Keyed by body and context alone, a pair seen with cheap indices (3000 of them in
+ * 2 us) ran its next calls of 64 indices of 50 us each on one thread, 3.4 ms a call instead
+ * of 1.7, until the entry was due for timing again. */
 typedef struct cost_entry {
     pyrt_range_fn fn;
     void *ctx;
+    int64_t grain; /* the caller's (0: pyrt's own) */
     int64_t chunk; /* indices that take about AUTO_CHUNK_US, at least 1 */
     unsigned uses;
 } cost_entry;
@@ -183,12 +191,13 @@ static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx)
 /* A rate measured by run_range (a loop with a caller's grain found too small to share), kept
  * as auto_grain keeps its own: parallel_for's fast path then runs the next calls of a loop of
  * at most a chunk's length straight away, without entering the pool. */
-static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t indices, uint64_t ticks)
+static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t grain, int64_t indices,
+                          uint64_t ticks)
 {
     const double chunk = AUTO_CHUNK_US * ticks_per_us() * (double)indices
                          / (double)(ticks > 0 ? ticks : 1);
-    *cost_slot(fn, ctx) = (cost_entry){fn, ctx, chunk >= (double)INT64_MAX ? INT64_MAX
-                                                : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
+    *cost_slot(fn, ctx) = (cost_entry){fn, ctx, grain, chunk >= (double)INT64_MAX ? INT64_MAX
+                                                       : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
 }
 
 /* grain 0 on several threads: use chunks of about AUTO_CHUNK_US, so that no split is smaller
@@ -201,7 +210,7 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
 {
     cost_entry *e = cost_slot(fn, ctx);
     *rc = 0;
-    const int known = e->fn == fn && e->ctx == ctx;
+    const int known = e->fn == fn && e->ctx == ctx && e->grain == 0;
     /* a known loop of a chunk or less comes here only when parallel_for's fast path found
      * it due for timing (it counted the call) */
     if (known && n > e->chunk && ++e->uses % COST_REFRESH != 0) {
@@ -241,8 +250,8 @@ static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64
     /* the chunk length is kept rather than the cost, so that the calls in between do no
      * arithmetic */
     const double chunk = chunk_ticks / per_index;
-    *e = (cost_entry){fn, ctx, chunk >= (double)INT64_MAX ? INT64_MAX
-                               : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
+    *e = (cost_entry){fn, ctx, 0, chunk >= (double)INT64_MAX ? INT64_MAX
+                                  : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
     if (*rc || start == n)
         return n;
     *grain = e->chunk < n - start ? e->chunk : n - start;
@@ -285,7 +294,7 @@ static inline int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void 
             return fn(ctx, 0, n);
         if (threads > 1) {
             cost_entry *e = cost_slot(fn, ctx);
-            if (e->fn == fn && e->ctx == ctx && n <= e->chunk
+            if (e->fn == fn && e->ctx == ctx && e->grain == grain && n <= e->chunk
                 && ++e->uses % COST_REFRESH_TINY != 0)
                 return fn(ctx, 0, n);
         }

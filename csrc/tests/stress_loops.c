@@ -132,6 +132,47 @@ static void check_tiny_loops_stay(void)
 #endif
 }
 
+/* One body and context (a kernel's, on its stack) asked first for many cheap indices with a
+ * coarse grain, then for 64 dear ones (about 50 us each) with grain 1: the second loop is
+ * split and shared. The rate the first one left (parallel_for.c, remember_rate) belongs to
+ * its grain; when it answered for the body and context alone, the dear loop ran on the
+ * caller alone in every call. */
+struct dear_job {
+    long spins;
+    _Atomic int shared;
+};
+static float dear_out[3000]; /* one slot per index, so that the work is kept */
+
+static int dear_chunk(void *ctx, int64_t start, int64_t stop)
+{
+    struct dear_job *j = ctx;
+    if (pyrt_worker_index() >= 0)
+        atomic_store_explicit(&j->shared, 1, memory_order_relaxed);
+    for (int64_t i = start; i < stop; i++) {
+        float s = 0.0f;
+        for (long k = 0; k < j->spins; k++)
+            s += (float)k;
+        dear_out[i] = s;
+    }
+    return 0;
+}
+
+static void check_rates_belong_to_their_grain(void)
+{
+    stress_set_threads(2);
+    struct dear_job j = {1, 0};
+    for (int k = 0; k < 200; k++)
+        CHECK_RC(pyrt_parallel_for(3000, 100, dear_chunk, &j), 0);
+    j.spins = 50000;
+    int shared = 0;
+    for (int k = 0; k < 20; k++) {
+        atomic_store_explicit(&j.shared, 0, memory_order_relaxed);
+        CHECK_RC(pyrt_parallel_for(64, 1, dear_chunk, &j), 0);
+        shared += atomic_load_explicit(&j.shared, memory_order_relaxed);
+    }
+    CHECK(shared > 0, "64 indices of 50 us each ran on the caller alone in all %d calls", 20);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -145,6 +186,7 @@ int main(void)
     CHECK(l.visits != NULL, "out of memory");
     check_edges(&l);
     check_tiny_loops_stay();
+    check_rates_belong_to_their_grain();
 
     int threads = 1;
     for (int64_t k = 0; k < loops; k++) {
