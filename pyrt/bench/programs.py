@@ -37,6 +37,7 @@ PROGRAMS = {
     "fib_tbb": ("fib/fib_tbb.cpp", "tbb"),
     "loop_serial": ("loop/loop_serial.c", "serial"),
     "loop_pyrt": ("loop/loop_pyrt.c", "pyrt"),
+    "loop_paired": ("loop/loop_paired.c", "pyrt"),
     "loop_omp": ("loop/loop_omp.c", "omp"),
     "loop_tbb": ("loop/loop_tbb.cpp", "tbb"),
     "sum_serial": ("sum/sum_serial.c", "serial"),
