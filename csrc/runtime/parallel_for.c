@@ -182,9 +182,13 @@ typedef struct cost_entry {
 
 static __thread cost_entry cost_table[COST_SLOTS];
 
-static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx)
+/* The slot of a key: the grain is hashed in too, so that one body and context asked with two
+ * grains in turn (a kernel called for two layers of different widths) keeps both entries
+ * rather than evicting one with the other on every call. */
+static cost_entry *cost_slot(pyrt_range_fn fn, void *ctx, int64_t grain)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)fn ^ (uint64_t)(uintptr_t)ctx) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = ((uint64_t)(uintptr_t)fn ^ (uint64_t)(uintptr_t)ctx ^ (uint64_t)grain)
+                 * 0x9E3779B97F4A7C15ull;
     return &cost_table[h >> 60];
 }
 
@@ -196,8 +200,9 @@ static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t grain, int64_t in
 {
     const double chunk = AUTO_CHUNK_US * ticks_per_us() * (double)indices
                          / (double)(ticks > 0 ? ticks : 1);
-    *cost_slot(fn, ctx) = (cost_entry){fn, ctx, grain, chunk >= (double)INT64_MAX ? INT64_MAX
-                                                       : chunk >= 1.0 ? (int64_t)chunk : 1, 1};
+    const int64_t kept = chunk >= (double)INT64_MAX ? INT64_MAX
+                         : chunk >= 1.0 ? (int64_t)chunk : 1;
+    *cost_slot(fn, ctx, grain) = (cost_entry){fn, ctx, grain, kept, 1};
 }
 
 /* grain 0 on several threads: use chunks of about AUTO_CHUNK_US, so that no split is smaller
@@ -208,7 +213,7 @@ static void remember_rate(pyrt_range_fn fn, void *ctx, int64_t grain, int64_t in
  * one. */
 static int64_t auto_grain(int64_t n, pyrt_range_fn fn, void *ctx, int *rc, int64_t *grain)
 {
-    cost_entry *e = cost_slot(fn, ctx);
+    cost_entry *e = cost_slot(fn, ctx, 0);
     *rc = 0;
     const int known = e->fn == fn && e->ctx == ctx && e->grain == 0;
     /* a known loop of a chunk or less comes here only when parallel_for's fast path found
@@ -293,7 +298,7 @@ static inline int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void 
         if (threads == 1)
             return fn(ctx, 0, n);
         if (threads > 1) {
-            cost_entry *e = cost_slot(fn, ctx);
+            cost_entry *e = cost_slot(fn, ctx, grain);
             if (e->fn == fn && e->ctx == ctx && e->grain == grain && n <= e->chunk
                 && ++e->uses % COST_REFRESH_TINY != 0)
                 return fn(ctx, 0, n);
