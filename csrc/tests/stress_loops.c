@@ -127,8 +127,10 @@ static void check_tiny_loops_stay(void)
         CHECK_RC(pyrt_parallel_for(1024, 32, tiny_chunk, NULL), 0);
         shared += atomic_load_explicit(&tiny_shared, memory_order_relaxed);
     }
-    /* a preempted caller can make a loop look long: a few splits may happen */
-    CHECK(shared < calls / 5, "a 300 ns loop was shared in %d of %d calls", shared, calls);
+    /* a preempted caller can make a loop look long, and then it is shared: on a busy shared
+     * machine that happened in up to a quarter of the calls (1024 floats, 2 vCPUs, the other
+     * stress programs running beside), where the fault this checks shared nearly every one */
+    CHECK(shared < calls / 2, "a 300 ns loop was shared in %d of %d calls", shared, calls);
 #endif
 }
 
