@@ -285,17 +285,20 @@ static __attribute__((noinline)) int parallel_for_checked(int64_t n, int64_t gra
 }
 
 /* The commonest calls of all in a few instructions, without a stack frame: the body is a
- * tail call. They are a loop on one thread, and a loop seen before to be at most one chunk of
- * about AUTO_CHUNK_US (by auto_grain's timing, or by run_range's finding a caller's grain too
- * fine to share). With a call to read the thread count, and the frame it forced, a 64-element
- * axpy took 35.4 ns on two threads and 33.5 on one (33.3 and 33.3 without). */
+ * tail call. They are a loop on one thread, a loop shorter than three of its caller's grains
+ * (two for a coarse loop), and a loop seen before to be at most one chunk of about
+ * AUTO_CHUNK_US (by auto_grain's timing, or by run_range's finding a caller's grain too fine
+ * to share). With a call to read the thread count, and the frame it forced, a 64-element axpy
+ * took 35.4 ns on two threads and 33.5 on one (33.3 and 33.3 without). */
 static inline int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void *ctx, int coarse)
 {
     /* relaxed: the count is a plain setting, ordered with nothing else; 0 (not chosen yet)
      * goes the checked way */
     const int threads = atomic_load_explicit(&g_num_threads, memory_order_relaxed);
     if (n > 0 && grain >= 0 && fn) {
-        if (threads == 1)
+        /* one thread, or fewer indices than a split of the caller's grain needs (a kernel's
+         * loop on a small tensor, the commonest of all): one chunk */
+        if (threads == 1 || (grain > 0 && threads > 1 && n < grains(coarse ? 2 : 3, grain)))
             return fn(ctx, 0, n);
         if (threads > 1) {
             cost_entry *e = cost_slot(fn, ctx, grain);
