@@ -43,7 +43,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pyrt.bench.training import (  # noqa: E402
-    XOR_BLOCK,
     epoch_pyrt,
     epoch_torch,
     load_fashion,
@@ -52,6 +51,7 @@ from pyrt.bench.training import (  # noqa: E402
     xor_pyrt,
     xor_torch,
 )
+from pyrt.bench.workloads import XOR_BLOCK, xor_block  # noqa: E402
 
 TASKS = ("xor", "mlp", "cnn")
 FRAMEWORKS = ("pyrt", "torch", "numpy")  # numpy: the hand-written XOR reference only
@@ -146,7 +146,7 @@ def _markdown(results, args, machine, paired=None):
     if "xor" in args.only:
         lines += ["## XOR step (2-3-1, batch 32, SGD lr 0.01)", "",
                   (f"Median of {args.repeat} runs of {args.xor_steps} steps (each run's "
-                   f"figure the median of its blocks of {min(100, max(1, args.xor_steps // 10))} "
+                   f"figure the median of its blocks of {xor_block(args.xor_steps)} "
                    "steps), microseconds per "
                    "step (forward, loss, zero_grad, backward, step); NumPy: the same step "
                    "written by hand. pyrt vs 1st: pyrt's time over its time at "

@@ -296,11 +296,13 @@ static inline int parallel_for(int64_t n, int64_t grain, pyrt_range_fn fn, void 
      * goes the checked way */
     const int threads = atomic_load_explicit(&g_num_threads, memory_order_relaxed);
     if (n > 0 && grain >= 0 && fn) {
-        /* one thread, or fewer indices than a split of the caller's grain needs (a kernel's
-         * loop on a small tensor, the commonest of all): one chunk */
-        if (threads == 1 || (grain > 0 && threads > 1 && n < grains(coarse ? 2 : 3, grain)))
+        if (threads == 1)
             return fn(ctx, 0, n);
         if (threads > 1) {
+            /* fewer indices than a split of the caller's grain needs (a kernel's loop on a
+             * small tensor, the commonest of all): one chunk */
+            if (grain > 0 && n < grains(coarse ? 2 : 3, grain))
+                return fn(ctx, 0, n);
             cost_entry *e = cost_slot(fn, ctx, grain);
             if (e->fn == fn && e->ctx == ctx && e->grain == grain && n <= e->chunk
                 && ++e->uses % COST_REFRESH_TINY != 0)

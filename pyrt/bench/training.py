@@ -23,6 +23,7 @@ import numpy as np
 
 import pyrt
 from pyrt import nn, optim
+from pyrt.bench.workloads import XOR_BLOCK, xor_block
 from pyrt.cli.models import build_model, xor_net
 from pyrt.cli.train_mnist import evaluate
 from pyrt.data import load_mnist, make_xor
@@ -32,7 +33,6 @@ __all__ = ["epoch_pyrt", "epoch_torch", "load_fashion", "synthetic_fashion", "xo
            "xor_paired", "xor_pyrt", "xor_torch"]
 
 XOR_WARMUP = 200
-XOR_BLOCK = 100
 
 
 def _xor_batches():
@@ -53,7 +53,7 @@ def _time_steps(step, batches, steps, repeat):
     n = len(batches)
     for i in range(XOR_WARMUP):
         step(*batches[i % n])
-    block = min(XOR_BLOCK, max(1, steps // 10))
+    block = xor_block(steps)
     samples = []
     for _ in range(repeat):
         blocks, done = [], 0

@@ -37,6 +37,15 @@ SIZES = {
     "sample_s": (0.2, 0.005),  # length of a timed sample of back-to-back kernel calls
 }
 
+# XOR steps timed together in a run of them: a run's figure is the median of its blocks.
+XOR_BLOCK = 100
+
+
+def xor_block(steps):
+    """Steps timed together in a run of `steps`: XOR_BLOCK, or a tenth of the run if fewer."""
+    return min(XOR_BLOCK, max(1, steps // 10))
+
+
 # Workload name -> suite, in the order the report lists them.
 SUITE_OF = {
     "fib": "runtime", "loop64": "runtime", "loop_large": "runtime",
@@ -177,7 +186,7 @@ def _train(size, data, quick):
         "xor", "XOR training step (Arraymancer #485)",
         "One step (forward, loss, zero_grad, backward, SGD step) of the bias-free 2-3-1 ReLU "
         f"network at batch 32: {steps} steps after a warm-up, timed in blocks of "
-        f"{min(100, max(1, steps // 10))}, the median block's time per step; NumPy: the same "
+        f"{xor_block(steps)}, the median block's time per step; NumPy: the same "
         "step written by hand.",
         (Variant("pyrt"), Variant("torch", peer="torch"),
          Variant("NumPy by hand", peer="numpy", threaded=False)))

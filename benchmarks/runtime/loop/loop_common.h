@@ -8,10 +8,11 @@
  *
  * Usage: loop_<variant> [n=64] [calls=1e6] [max_seconds=2] [variant options]. After a warm-up
  * the harness makes up to `calls` calls of the whole loop in batches (of LOOP_BATCH calls, or
- * a hundredth of `calls` if that is fewer), stopping early once `max_seconds` have passed, and reports the median over the batches of the time
- * per call (and the mean over all calls). A call takes tens of nanoseconds: the mean moved by
- * a fifth between runs on a shared machine, where a batch now and then loses the CPU to
- * another process; the median batch does not see those.
+ * a hundredth of `calls` if that is fewer), stopping early once `max_seconds` have passed,
+ * and reports the median over the batches of the time per call (and the mean over all calls).
+ * A call takes tens of nanoseconds: the mean moved by a fifth between runs on a shared
+ * machine, where a batch now and then loses the CPU to another process; the median batch does
+ * not see those.
  */
 #ifndef PYRT_BENCH_LOOP_COMMON_H
 #define PYRT_BENCH_LOOP_COMMON_H
