@@ -136,10 +136,10 @@ static void check_tiny_loops_stay(void)
 
 /* One body and context (a kernel's, on its stack) asked first for many cheap indices with a
  * coarse grain, then for 64 dear ones (about 0.4 ms each) with grain 1: the second loop is
- * split and shared. (A call lasts some 25 ms, so that a woken worker gets a CPU in time even
- * while the other stress programs keep the machine's CPUs busy.) The rate the first one left (parallel_for.c, remember_rate) belongs to
+ * split and shared. The rate the first one left (parallel_for.c, remember_rate) belongs to
  * its grain; when it answered for the body and context alone, the dear loop ran on the
- * caller alone in every call. */
+ * caller alone in every call. A call lasts some 25 ms, so that a woken worker gets a CPU in
+ * time even while the other stress programs keep the machine's CPUs busy. */
 struct dear_job {
     long spins;
     _Atomic int shared;
