@@ -117,7 +117,7 @@ def _paired_lines(paired, threads):
     lines = ["### The same steps in one process, in turns", "",
              (f"pyrt at each thread count and the NumPy step take turns in blocks of "
               f"{XOR_BLOCK} steps, {rounds} blocks each, in one process (a round runs a "
-              "block of each; every other round in reverse order), so that every variant "
+              "block of each, in an order drawn afresh for each round), so that every variant "
               "meets the same drift of the machine's speed. Times are the median block's "
               "microseconds per step; the ratios are medians of the ratios of blocks of the "
               f"same round. vs pyrt at {threads[0]}: over pyrt's block at {threads[0]} "
