@@ -8,6 +8,7 @@ import glob
 import os
 import platform
 import sys
+import sysconfig
 
 from cffi import FFI
 
@@ -36,7 +37,9 @@ COMPILE_ARGS = ["-O3", "-std=gnu11", "-pthread", "-fno-math-errno"]
 LINK_ARGS = ["-pthread"]
 if sys.platform.startswith("linux"):
     LINK_ARGS += ["-Wl,--version-script=" + os.path.join(CSRC, "exports.map"), "-Wl,-Bsymbolic"]
-    if platform.machine().lower() in ("x86_64", "amd64"):
+    # GCC's flag (clang took it only from version 19 on)
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
+    if platform.machine().lower() in ("x86_64", "amd64") and "clang" not in compiler:
         COMPILE_ARGS.append("-mtls-dialect=gnu2")
 
 ffibuilder = FFI()
