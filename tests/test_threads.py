@@ -1,5 +1,6 @@
 """Thread-count API, environment variable, threadpoolctl, fork and Ctrl-C."""
 
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -129,13 +130,10 @@ def test_threadpoolctl_lists_and_limits_pyrt():
     assert pyrt.get_num_threads() == original
 
 
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="csrc/exports.map is for Linux")
 def test_the_library_exports_the_c_api_only():
     # threadpoolctl reaches pyrt.h's API through ctypes; the runtime's internals stay local, so
     # that the library's calls among them are direct (pyrt/_build.py)
-    import ctypes
-
     from pyrt import _pyrt_cffi
 
     lib = ctypes.CDLL(_pyrt_cffi.__file__)
@@ -143,6 +141,7 @@ def test_the_library_exports_the_c_api_only():
     for internal in ("g_num_threads", "futex_wait", "gemm_kernel_get"):
         with pytest.raises(AttributeError):
             getattr(lib, internal)
+
 
 def test_blas_is_limited_to_one_thread_inside_bodies():
     blas = threadpoolctl.ThreadpoolController().select(user_api=["blas", "openmp"])
