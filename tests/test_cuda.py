@@ -85,6 +85,29 @@ def test_bias_grad_planes(shape):
         close(dev, host.sum(axis=(0, 2, 3), dtype=np.float64), rtol=1e-4, atol=1e-3)
 
 
+def _offset(a):
+    """A C-contiguous device copy of `a` that starts 4 bytes into its allocation, so that it
+    cannot be read as float4."""
+    flat = cupy.empty(a.size + 1, np.float32)
+    view = flat[1:].reshape(a.shape)
+    view[...] = g(a)
+    assert view.flags.c_contiguous and view.data.ptr % 16 != 0
+    return view
+
+
+@pytest.mark.parametrize("shape", [(50176, 8), (256, 128), (64, 8, 28, 28)])
+def test_bias_grad_of_an_unaligned_view_matches_the_aligned_one(shape):
+    """A gradient 16-byte aligned goes through the float4 kernels, one that is not through
+    the scalar ones: both must give the sums (the same arithmetic grouped differently)."""
+    from pyrt.cuda.ops.elementwise import bias_grad_planes
+
+    x = f32(*shape)
+    reduce = bias_grad_planes if len(shape) == 4 else ops.bias_grad
+    want = x.sum(axis=(0, 2, 3) if len(shape) == 4 else 0, dtype=np.float64)
+    close(reduce(g(x)), want, rtol=1e-4, atol=1e-3)
+    close(reduce(_offset(x)), want, rtol=1e-4, atol=1e-3)
+
+
 def test_reductions_and_softmax():
     x = f32(6, 7, 8)
     for axis in (None, 0, 1, -1, (0, 2)):
@@ -206,6 +229,56 @@ def test_gemm_kernel_batches_broadcast_like_matmul():
     close(out, np.matmul(w, cols), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="do not match"):
         gemm(g(a), g(a))
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (64, 128, 784), (65, 63, 17), (3, 200, 1),
+                                   (5, 7, 0)])
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_by_cublas_matches_numpy(m, n, k, ta, tb):
+    # eager products call cublasSgemmStridedBatched directly: row-major operands, transposed
+    # views and alpha/beta mapped onto its column-major arguments
+    from pyrt.cuda.ops import gemm
+    from pyrt.cuda.ops.gemm import matmul
+
+    assert gemm._sgemm_strided_batched is not None  # not every product through cupy.matmul
+    a, b = f32(m, k), f32(k, n, seed=1)
+    da = g(np.ascontiguousarray(a.T)).T if ta else g(a)
+    db = g(np.ascontiguousarray(b.T)).T if tb else g(b)
+    expect = a.astype(np.float64) @ b.astype(np.float64)
+    close(matmul(da, db), expect, rtol=1e-4, atol=1e-4)
+    c = f32(m, n, seed=2)
+    out = g(c)
+    assert matmul(da, db, out=out, alpha=0.5, beta=-2.0) is out
+    close(out, 0.5 * expect - 2.0 * c, rtol=1e-4, atol=1e-4)
+    # an output whose rows are not contiguous goes through a contiguous copy
+    wide = cupy.zeros((m, 2 * n), np.float32)
+    assert matmul(da, db, out=wide[:, ::2]) is not None
+    close(wide[:, ::2], expect, rtol=1e-4, atol=1e-4)
+    close(wide[:, 1::2], np.zeros((m, n)))
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((3, 1, 5, 7), (2, 7, 4)),       # broadcast over both batch dims
+    ((2, 4, 6), (3, 2, 6, 9)),       # grouped filters over a batch: a call per group
+    ((1, 4, 6), (5, 1, 6, 9)),       # one group: one call over the batch, a's stride 0
+    ((4, 6, 8), (8, 3)),             # a batch times one matrix
+    ((6, 8), (2, 3, 8, 5)),
+])
+def test_matmul_by_cublas_batches_broadcast_like_numpy(a_shape, b_shape):
+    from pyrt.cuda.ops.gemm import matmul
+
+    a, b = f32(*a_shape), f32(*b_shape, seed=1)
+    close(matmul(g(a), g(b)), np.matmul(a, b), rtol=1e-4, atol=1e-5)
+    close(matmul(g(a), g(b), alpha=-1.5), -1.5 * np.matmul(a, b), rtol=1e-4, atol=1e-5)
+    # transposed views of the batched operands
+    at = g(np.ascontiguousarray(np.swapaxes(a, -1, -2))).swapaxes(-1, -2)
+    close(matmul(at, g(b)), np.matmul(a, b), rtol=1e-4, atol=1e-5)
+    # what cuBLAS does not take (a vector) still goes to cupy.matmul, errors included
+    v = f32(a.shape[-1], seed=2)
+    close(matmul(g(a), g(v)), np.matmul(a, v), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError):
+        matmul(g(a), g(a))
 
 
 @pytest.mark.parametrize("stride,padding,dilation,groups", [

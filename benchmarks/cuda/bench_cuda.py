@@ -3,8 +3,9 @@
 - XOR 2-3-1 step time, MNIST-shaped MLP (784-128-10) and CNN step time and epoch time
   (60000 images, batch 64, random data of MNIST's shape: the timing does not depend on the
   values), pyrt eager and with CUDA-graph capture;
-- the bias-gradient reduction at the CNN's shapes at batch 256 against the device-to-device
-  copy bandwidth of the same bytes (cupy copy).
+- the bias-gradient reduction at the CNN's shapes at batch 256 (and, to separate bandwidth
+  from launch latency, conv1's at batch 4096) against the device-to-device copy bandwidth of
+  the same bytes (cupy copy).
 
 Device times come from CUDA events; each figure is the median of several repeats. Results go
 to benchmarks/results/cuda.{json,md}, naming the device.
@@ -188,7 +189,10 @@ def bench_bias_grad(steps, repeats):
               ("conv1 NHWC [256*28*28, 8]", (256 * 28 * 28, 8), "rows"),
               ("conv2 NHWC [256*14*14, 16]", (256 * 14 * 14, 16), "rows"),
               ("linear [256, 128]", (256, 128), "rows"),
-              ("linear [256, 10]", (256, 10), "rows")]
+              ("linear [256, 10]", (256, 10), "rows"),
+              # the same layers at batch 4096: bandwidth rather than launch latency
+              ("conv1 NCHW [4096, 8, 28, 28]", (4096, 8, 28, 28), "planes"),
+              ("conv1 NHWC [4096*28*28, 8]", (4096 * 28 * 28, 8), "rows")]
     from pyrt.cuda.ops.elementwise import bias_grad_planes
 
     for label, shape, layout in shapes:

@@ -13,7 +13,7 @@ import cupy
 
 from pyrt.cuda._module import BLOCK, grid_for, kernel
 from pyrt.cuda.ops._checks import as_f32, as_i64, out_f32
-from pyrt.cuda.ops.elementwise import bias_grad_planes, bias_planes_
+from pyrt.cuda.ops.elementwise import bias_grad_planes, bias_grad_raw, bias_planes_
 from pyrt.cuda.ops.gemm import matmul
 from pyrt.ops._checks import F32, I64, check_shape
 from pyrt.ops.conv import _check_4d, conv_geometry
@@ -82,7 +82,10 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, 
     if needs_weight_grad:
         # dW[group] = sum over images of g[i, group] @ cols[i, group]^T
         cols = _im2col(x, shape).reshape(n, groups, -1, oh * ow)
-        gw = matmul(g, cols.transpose(0, 1, 3, 2)).sum(axis=0).reshape(weight.shape)
+        # (the products of all images, then their sum over the batch by the column-sum
+        # kernel: one launch, in a fixed order)
+        per_image = matmul(g, cols.transpose(0, 1, 3, 2))
+        gw = bias_grad_raw(per_image.reshape(n, -1)).reshape(weight.shape)
     if needs_bias_grad:
         gb = bias_grad_planes(grad_output)
     if needs_input_grad:

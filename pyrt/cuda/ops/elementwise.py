@@ -212,10 +212,20 @@ def _multiprocessors(device_id):
 
 def _slices(total, columns_blocks, per_block):
     """Slices of the reduced axis: enough blocks to fill the GPU (4 a multiprocessor), but
-    at least a few elements per thread."""
+    at least `per_block` elements (or float4) a block."""
     sms = _multiprocessors(cupy.cuda.runtime.getDevice())
     want = max(1, (4 * sms) // max(columns_blocks, 1))
-    return max(1, min(want, -(-total // (per_block * 4))))
+    return max(1, min(want, -(-total // per_block)))
+
+
+# float4 reads a thread makes at least in the vector bias-gradient kernels: one round of
+# their pyrt_unroll loads in flight together (kernels/bias_grad.cu)
+VECTOR_READS = 4
+
+
+def _aligned(a):
+    """Whether a's data can be read as float4 (16-byte aligned)."""
+    return a.data.ptr % 16 == 0
 
 
 def bias_grad_raw(grad):
@@ -226,8 +236,15 @@ def bias_grad_raw(grad):
     if rows == 0 or cols == 0:
         res.fill(0)
         return res
+    if cols <= BLOCK and cols % 4 == 0 and _aligned(grad):
+        # read as float4, VECTOR_READS of them a thread at least
+        slices = _slices(grad.size // 4, 1, BLOCK * VECTOR_READS)
+        partial, tickets = _workspace(("rows", cols, slices), slices * cols, 1)
+        kernel("bias_grad", "pyrt_bias_grad_rows4")((1, slices), (BLOCK,),
+                                                    (grad, res, partial, tickets, rows, cols))
+        return res
     groups = 1 if cols <= BLOCK else -(-cols // BLOCK)
-    slices = _slices(grad.size if groups == 1 else rows, groups, BLOCK)
+    slices = _slices(grad.size if groups == 1 else rows, groups, BLOCK * 4)
     partial, tickets = _workspace(("rows", cols, slices), slices * cols, groups)
     kernel("bias_grad", "pyrt_bias_grad_rows")((groups, slices), (BLOCK,),
                                                (grad, res, partial, tickets, rows, cols))
@@ -244,10 +261,16 @@ def bias_grad_planes(grad):
         return res
     if n * inner >= 2 ** 31:  # beyond the kernel's 32-bit indexing
         return grad.sum(axis=(0, 2, 3), dtype=F32)
-    slices = _slices(n * inner, k, BLOCK)
+    if inner % 4 == 0 and _aligned(grad):
+        # read as float4, VECTOR_READS of them a thread at least
+        slices = _slices(n * inner // 4, k, BLOCK * VECTOR_READS)
+        name = "pyrt_bias_grad_planes4"
+    else:
+        slices = _slices(n * inner, k, BLOCK * 4)
+        name = "pyrt_bias_grad_planes"
     partial, tickets = _workspace(("planes", k, slices), slices * k, k)
-    kernel("bias_grad", "pyrt_bias_grad_planes")((k, slices), (BLOCK,),
-                                                 (grad, res, partial, tickets, n, k, inner))
+    kernel("bias_grad", name)((k, slices), (BLOCK,),
+                              (grad, res, partial, tickets, n, k, inner))
     return res
 
 

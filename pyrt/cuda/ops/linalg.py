@@ -1,12 +1,11 @@
-"""Matrix product on float32 CuPy arrays through cuBLAS (``cupy.matmul``, which hands the
-transposes to cuBLAS as flags, without copies), with pyrt.ops.matmul's arguments and checks;
+"""Matrix product on float32 CuPy arrays through cuBLAS (transposes handed over as flags,
+without copies; alpha and beta to cuBLAS too), with pyrt.ops.matmul's arguments and checks;
 during a CUDA-graph capture through pyrt's own kernel (pyrt/cuda/ops/gemm.py)."""
 
 import cupy
 
 from pyrt.cuda.ops._checks import check_f32, out_f32
 from pyrt.cuda.ops.gemm import matmul as product
-from pyrt.ops._checks import F32
 from pyrt.ops.linalg import check_matrix, mismatch
 
 __all__ = ["matmul"]
@@ -24,19 +23,10 @@ def matmul(a, b, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None)
     if k != kb:
         raise mismatch(a.shape, b.shape, trans_a, trans_b, (m, k), (kb, n))
     if out is None:
-        res = product(opa, opb)
-        return res if alpha == 1.0 else cupy.multiply(res, F32.type(alpha), out=res)
+        return product(opa, opb, alpha=alpha)
     res = out_f32(out, (m, n))
     for x, name in ((a, "a"), (b, "b")):
         if cupy.may_share_memory(res, x):
             raise ValueError(f"out overlaps {name}: the product cannot be written over its "
                              "input")
-    if beta == 0.0:
-        product(opa, opb, out=res)
-        if alpha != 1.0:
-            cupy.multiply(res, F32.type(alpha), out=res)
-    else:
-        ab = product(opa, opb)
-        res *= F32.type(beta)
-        res += F32.type(alpha) * ab
-    return res
+    return product(opa, opb, out=res, alpha=alpha, beta=beta)
