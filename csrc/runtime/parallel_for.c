@@ -25,11 +25,22 @@
  * before the range has done as many indices again (a loop whose later indices cost more is
  * looked at again, a few times at most), which it runs as one chunk, as one thread would. */
 #define SPLIT_MIN_US 2.0
+/* ... and only once the range has run this long: a rate read off less is the clock's and a
+ * cache miss's, not the body's. 32 floats of that axpy take 14 ns, and a first chunk that met
+ * one miss (a line the other thread wrote last, say) looked like 2 us of work left: the loop was
+ * split, the halves' lines moved between the cores, the next call's first chunk missed again,
+ * and in bad spells it was shared in 5-25% of 20000 calls (over half, once in ten runs of
+ * stress_loops), 1.2-1.4x its one-thread time; deciding after 0.25 us, in 0.1-0.3%. Below
+ * this the range decides nothing: it looks again after as many indices again, and a range
+ * that ends without having split keeps the rate of all its indices (remember_rate), so that
+ * the next calls of a loop this small run from parallel_for's fast path. */
+#define SPLIT_SEEN_US 0.25
 
 typedef struct loop {
     pyrt_range_fn fn;
     void *ctx;
     int64_t grain;
+    int64_t asked;      /* the caller's grain (0: automatic), under which rates are kept */
     int coarse;         /* pyrt_parallel_for_coarse: split before each chunk, wake for any */
     _Atomic int status; /* first nonzero chunk result; stops the loop */
 } loop;
@@ -96,6 +107,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
     const int64_t first = lo;
     const uint64_t start = ticks();
     int64_t look_again = lo; /* SPLIT_MIN_US: no rate read before this index */
+    int judged = 0;          /* split, or found not worth splitting (its rate remembered) */
 
     while (lo < hi) {
         if (ran && lo >= look_again) {
@@ -104,11 +116,15 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
             /* (a coarse loop's first look comes before any chunk: no rate yet, split) */
             if (demand && lo > first) {
                 const uint64_t spent = ticks() - start;
-                if ((double)spent * (double)(hi - lo)
-                    < SPLIT_MIN_US * ticks_per_us() * (double)(lo - first)) {
+                if ((double)spent < SPLIT_SEEN_US * ticks_per_us()) {
+                    demand = 0; /* too soon to tell */
+                    look_again = lo + (lo - first);
+                } else if ((double)spent * (double)(hi - lo)
+                           < SPLIT_MIN_US * ticks_per_us() * (double)(lo - first)) {
                     demand = 0;
                     look_again = lo + (lo - first);
-                    remember_rate(lp->fn, lp->ctx, grain, lo - first, spent);
+                    remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, spent);
+                    judged = 1;
                 }
             }
             if (demand) {
@@ -120,6 +136,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
                 rt->hi = hi;
                 task_push(w, &rt->task, range_task_fn, rt);
                 hi = mid;
+                judged = 1;
                 if (demand == 2)
                     wake_for_split(p, lp->coarse);
             }
@@ -138,6 +155,10 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
         lo = end;
         ran = 1;
     }
+    /* a range that ran whole before it could be judged (SPLIT_SEEN_US): the rate of all its
+     * indices, if it ran them all (a loop stopped by a chunk's error tells nothing) */
+    if (!judged && lo == hi && hi > first)
+        remember_rate(lp->fn, lp->ctx, lp->asked, hi - first, ticks() - start);
     /* join the halves we gave away, newest first; those no one stole run here, splitting
      * again if thieves turn up meanwhile */
     while (nsplits > 0)
@@ -325,6 +346,7 @@ static __attribute__((noinline)) int parallel_for_split(int64_t n, int64_t grain
                                                         int coarse, int threads)
 {
     int64_t start = 0;
+    const int64_t asked = grain;
     if (grain == 0) {
         int rc;
         start = auto_grain(n, fn, ctx, &rc, &grain);
@@ -339,7 +361,7 @@ static __attribute__((noinline)) int parallel_for_split(int64_t n, int64_t grain
     worker *w = worker_enter();
     if (!w)
         return fn(ctx, start, n); /* no pool (out of memory): still correct, serially */
-    loop lp = {fn, ctx, grain, coarse, 0};
+    loop lp = {fn, ctx, grain, asked, coarse, 0};
     run_range(w, &lp, start, n);
     worker_leave(w);
     return atomic_load_explicit(&lp.status, memory_order_relaxed);
