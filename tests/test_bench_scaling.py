@@ -378,3 +378,23 @@ def test_sweeps_taken_in_parts_merge_into_the_whole(quick_run, tmp_path):
     Path(parts[1], "scaling.json").write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="differ in threads"):
         merge_scaling.main([*parts, "--out", str(tmp_path / "again")])
+
+
+def test_paired_loop_bench_takes_a_grain(tmp_path):
+    """benchmarks/runtime/bench_loop_paired.py: a loop of the caller's grain, paired at 1 and 2
+    threads, written under its own name with the loop it timed."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "runtime" / "bench_loop_paired.py"), "--quick",
+         "--n", "1024", "--grain", "32", "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((tmp_path / "runtime_loop_paired_1024_32.json").read_text())
+    (run,) = report["runs"]
+    assert (run["n"], run["grain"], run["threads"], run["ok"]) == (1024, 32, [1, 2], True)
+    assert run["ratio"] > 0 and "in chunks of 32" in (
+        tmp_path / "runtime_loop_paired_1024_32.md").read_text()
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "runtime" / "bench_loop_paired.py"), "--quick",
+         "--grain", "-1", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+        timeout=60)
+    assert bad.returncode != 0 and "--grain" in bad.stderr

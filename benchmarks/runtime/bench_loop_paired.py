@@ -10,9 +10,15 @@ each) and reports the median over the rounds of the ratio of the two batches; th
 builds it, runs it --repeat times and reports every run and the median.
 
     python benchmarks/runtime/bench_loop_paired.py
+    python benchmarks/runtime/bench_loop_paired.py --n 1024 --grain 32  # see below
     python benchmarks/runtime/bench_loop_paired.py --quick --out /tmp/paired   # smoke test
 
-Writes runtime_loop_paired.json and .md under --out (default benchmarks/results).
+With --grain the caller asks for chunks of that many indices: 1024 floats in chunks of 32
+(about 0.4 us in all) is a loop that could be split but is not worth it, and pyrt should keep
+it on the caller (csrc/runtime/parallel_for.c, SPLIT_MIN_US and SPLIT_SEEN_US).
+
+Writes runtime_loop_paired.json and .md under --out (default benchmarks/results), or
+runtime_loop_paired_<n>_<grain>.json and .md for another loop.
 """
 
 import json
@@ -39,8 +45,10 @@ def markdown(report):
     table = harness.markdown_table(
         ["run", "1 thread (ns per call)", f"{many} threads (ns per call)",
          f"{many} threads ÷ 1 (median of rounds)"], cells)
+    grain = settings.get("grain", 0)
+    chunks = f"in chunks of {grain}" if grain else "with pyrt's grain"
     method = (f"`y[i] = y[i]*a + x[i]` over {settings['n']} floats through "
-              f"pyrt_parallel_for with pyrt's grain; each run is one process of "
+              f"pyrt_parallel_for {chunks}; each run is one process of "
               f"{settings['rounds']} rounds, a round timing a batch of 1000 calls on one thread "
               f"and a batch on {many} (every other round in the other order); times are the "
               "median batch's, the ratio the median of the rounds' ratios. Median ratio over "
@@ -51,19 +59,28 @@ def markdown(report):
 
 def main(argv=None):
     args = harness.parse_options(argv, __doc__, repeat=5, quick_repeat=1, own=[
-        ("--many", {"type": int, "default": 2, "help": "the other thread count (default 2)"})],
+        ("--many", {"type": int, "default": 2, "help": "the other thread count (default 2)"}),
+        ("--n", {"type": int, "default": 64, "help": "floats in the loop (default 64)"}),
+        ("--grain", {"type": int, "default": 0,
+                     "help": "the caller's grain (default 0: pyrt's own)"})],
         quick_help="one run of few rounds")
+    if args.n < 1 or args.grain < 0:
+        sys.exit("bench_loop_paired: --n must be at least 1 and --grain at least 0")
     notes = []
     if "loop_paired" not in programs.build({"loop_paired"}, notes, ROOT, BUILD):
         sys.exit("bench_loop_paired: loop_paired did not build: " + " ".join(notes))
-    n, rounds = 64, 50 if args.quick else 2000
+    n, rounds = args.n, 50 if args.quick else 2000
     runs = []
     for _ in range(args.repeat):
-        done = subprocess.run([str(BUILD / "loop_paired"), str(n), str(rounds), str(args.many)],
+        done = subprocess.run([str(BUILD / "loop_paired"), str(n), str(rounds), str(args.many),
+                               str(args.grain)],
                               check=True, capture_output=True, text=True, timeout=600)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    settings = harness.run_settings(__file__, argv, args, n=n, rounds=rounds, many=args.many)
-    harness.write_report(args.out, "runtime_loop_paired", harness.machine_info({}), settings,
+    settings = harness.run_settings(__file__, argv, args, n=n, rounds=rounds, many=args.many,
+                                    grain=args.grain)
+    name = ("runtime_loop_paired" if (n, args.grain) == (64, 0)
+            else f"runtime_loop_paired_{n}_{args.grain}")
+    harness.write_report(args.out, name, harness.machine_info({}), settings,
                          notes, {"runs": runs,
                                  "median_ratio": statistics.median(r["ratio"] for r in runs)},
                          markdown)
