@@ -192,6 +192,21 @@ def test_matmul(ta, tb):
           ops.matmul(a, b, trans_a=ta, trans_b=tb), atol=1e-4)
 
 
+def _check_product(product, m, n, k, ta, tb):
+    """product(a, b) and product(a, b, out=c, alpha=0.5, beta=-2) against float64 NumPy, a and
+    b given as transposed views where ta / tb; returns the operands and the expected product."""
+    a, b = f32(m, k), f32(k, n, seed=1)
+    da = g(np.ascontiguousarray(a.T)).T if ta else g(a)
+    db = g(np.ascontiguousarray(b.T)).T if tb else g(b)
+    expect = a.astype(np.float64) @ b.astype(np.float64)
+    close(product(da, db), expect, rtol=1e-4, atol=1e-4)
+    c = f32(m, n, seed=2)
+    out = g(c)
+    assert product(da, db, out=out, alpha=0.5, beta=-2.0) is out
+    close(out, 0.5 * expect - 2.0 * c, rtol=1e-4, atol=1e-4)
+    return da, db, expect
+
+
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (64, 128, 784), (65, 63, 17), (3, 200, 1),
                                    (130, 10, 129), (5, 7, 0)])
 @pytest.mark.parametrize("ta", [False, True])
@@ -200,15 +215,7 @@ def test_gemm_kernel_matches_numpy(m, n, k, ta, tb):
     # the kernel a captured graph runs in place of cuBLAS, on transposed views as well
     from pyrt.cuda.ops.gemm import gemm
 
-    a, b = f32(m, k), f32(k, n, seed=1)
-    da = g(np.ascontiguousarray(a.T)).T if ta else g(a)
-    db = g(np.ascontiguousarray(b.T)).T if tb else g(b)
-    expect = a.astype(np.float64) @ b.astype(np.float64)
-    close(gemm(da, db), expect, rtol=1e-4, atol=1e-4)
-    c = f32(m, n, seed=2)
-    out = g(c)
-    assert gemm(da, db, out=out, alpha=0.5, beta=-2.0) is out
-    close(out, 0.5 * expect - 2.0 * c, rtol=1e-4, atol=1e-4)
+    _check_product(gemm, m, n, k, ta, tb)
 
 
 def test_gemm_kernel_batches_broadcast_like_matmul():
@@ -242,15 +249,7 @@ def test_matmul_by_cublas_matches_numpy(m, n, k, ta, tb):
     from pyrt.cuda.ops.gemm import matmul
 
     assert gemm._sgemm_strided_batched is not None  # not every product through cupy.matmul
-    a, b = f32(m, k), f32(k, n, seed=1)
-    da = g(np.ascontiguousarray(a.T)).T if ta else g(a)
-    db = g(np.ascontiguousarray(b.T)).T if tb else g(b)
-    expect = a.astype(np.float64) @ b.astype(np.float64)
-    close(matmul(da, db), expect, rtol=1e-4, atol=1e-4)
-    c = f32(m, n, seed=2)
-    out = g(c)
-    assert matmul(da, db, out=out, alpha=0.5, beta=-2.0) is out
-    close(out, 0.5 * expect - 2.0 * c, rtol=1e-4, atol=1e-4)
+    da, db, expect = _check_product(matmul, m, n, k, ta, tb)
     # an output whose rows are not contiguous goes through a contiguous copy
     wide = cupy.zeros((m, 2 * n), np.float32)
     assert matmul(da, db, out=wide[:, ::2]) is not None
