@@ -147,6 +147,35 @@ def test_in_place_paths_sum_as_the_blocked_path(path, m, n, k, trans_a):
         check_close(got, a, b, trans_a, False, alpha, beta, c0[:m])
 
 
+# the widest side up to which each kernel's dot-product path takes A B^T (gemm_kernel.dot_side)
+DOT_SIDE = {"avx512": 32, "avx2": 64}
+
+
+@pytest.mark.parametrize("n", [33, 40, 47, 48, 57, 64, 96, 100, 128, 130, 145])
+@pytest.mark.parametrize("k", [1, 7, 16, 17, 196, 300, 500])
+def test_transposed_b_packs_the_same_values(n, k):
+    # B transposed is packed by register transposes (16 x 16 with AVX-512, 8 x 8 with AVX2;
+    # a panel's last columns in groups of 16 and 8 and zeros; k's last steps under a mask);
+    # B given untransposed is copied by rows. The panels must hold the same values: with both
+    # sides too wide for the dot-product path and too large for the small one, the two
+    # products are bitwise equal, at 1 and 2 threads. (From three blocks of k on, a transposed
+    # B packed tile by tile sums its blocks in two groups, which orders the sums otherwise.)
+    if n <= DOT_SIDE.get(sgemm_kernel(), 0):
+        pytest.skip("the dot-product path takes A B^T with this few columns, unpacked")
+    m = 70
+    rng = np.random.default_rng(n * 1000 + k)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    bt = rng.standard_normal((n, k)).astype(np.float32)
+    b = np.ascontiguousarray(bt.T)
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    for threads in (1, 2):
+        with pyrt.num_threads(threads):
+            got = matmul(a, bt, trans_b=True, beta=0.5, out=c0.copy())
+            want = matmul(a, b, beta=0.5, out=c0.copy())
+        assert np.array_equal(got, want), threads
+    check_close(got, a, bt, False, True, 1.0, 0.5, c0)
+
+
 @pytest.mark.parametrize("m", [1, 2])
 @pytest.mark.parametrize("n,k", [(1, 1), (7, 300), (64, 256), (65, 257), (130, 784),
                                  (1000, 33), (2100, 512)])

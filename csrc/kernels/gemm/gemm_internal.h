@@ -257,6 +257,10 @@ void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_
                       int64_t p0, int64_t kc, float alpha, int mr, float *dst);
 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
                       int64_t j0, int64_t cols, int nr, float *dst);
+/* The AVX-512 kernel's: B transposed by 16 x 16 register transposes, else as the AVX2 one.
+ * Call only where the CPU has AVX-512F. */
+void gemm_pack_b_avx512(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                        int64_t j0, int64_t cols, int nr, float *dst);
 
 /* The AVX2 row and dot-product kernels (kernel_avx2.c), which the AVX-512 kernel uses too. */
 void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,

@@ -435,7 +435,7 @@ static const gemm_kernel avx512_kernel = {
      * gemm_few_rows; 2 x 2048 x 512: 154 us against 244) */
     .row_max_m = 1,
     .pack_a = gemm_pack_a_avx2,
-    .pack_b = gemm_pack_b_avx2,
+    .pack_b = gemm_pack_b_avx512,
 };
 
 const gemm_kernel *gemm_kernel_avx512(void)

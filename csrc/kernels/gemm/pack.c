@@ -258,6 +258,54 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_cols16(const int N
             dst[p * NR + j] = src[j * ldb + p];
 }
 
+/* B transposed, the `n` columns (1 <= n <= 8) at j0 of a panel of NR: n rows of B, 8 values
+ * of k at a time, zero rows for the columns past n, one 8 x 8 transpose gives 8 packed rows of
+ * 8, stored NR floats apart. */
+static inline __attribute__((always_inline)) AVX2 void pack_b_cols8(const int NR, const float *b,
+                                                                    int64_t ldb, int64_t p0,
+                                                                    int64_t kc, int64_t j0,
+                                                                    int n, float *dst)
+{
+    const float *src = b + j0 * ldb + p0;
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = j < n ? _mm256_loadu_ps(src + j * ldb + p) : _mm256_setzero_ps();
+        transpose8(r);
+        float *d = dst + p * NR;
+        for (int q = 0; q < 8; q++)
+            _mm256_store_ps(d + q * NR, r[q]);
+    }
+    for (; p < kc; p++)
+        for (int j = 0; j < 8; j++)
+            dst[p * NR + j] = j < n ? src[j * ldb + p] : 0.0f;
+}
+
+/* B transposed, the last panel, of cols < NR columns: the columns in groups of 16, then of 8
+ * (the last one padded with zeros), then zeros to NR. Element by element, the strided stores
+ * of pack_b_panel took a tenth of 64 x 128 x 784 (a linear layer's forward, whose last panel
+ * has 32 of 48 columns). */
+static inline __attribute__((always_inline)) AVX2 void pack_b_cols_edge(
+    const int NR, const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
+    float *dst)
+{
+    int64_t h = 0;
+    for (; h + 16 <= cols; h += 16)
+        pack_b_cols16(NR, b, ldb, p0, kc, j0 + h, dst + h);
+    for (; h < cols; h += 8)
+        pack_b_cols8(NR, b, ldb, p0, kc, j0 + h, cols - h < 8 ? (int)(cols - h) : 8, dst + h);
+    if (h < NR) {
+        /* zeros the compiler cannot see as such: a row's few zero vectors would otherwise
+         * become a call of memset (rep stos) per row, which took a third of the packing */
+        __m256 zero = _mm256_setzero_ps();
+        __asm__("" : "+x"(zero));
+        for (int64_t p = 0; p < kc; p++)
+            for (int64_t v = h; v < NR; v += 8)
+                _mm256_store_ps(dst + p * NR + v, zero);
+    }
+}
+
 /* The panels of A for a tile of MR rows (6 or 8, constant in each instance). */
 static inline __attribute__((always_inline)) AVX2 void pack_a_tile(
     const int MR, const float *a, int64_t lda, int trans, int64_t i0, int64_t rows, int64_t p0,
@@ -292,8 +340,8 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_tile(
         pack_b_rows_edge(NR, b, ldb, p0, kc, j0 + full * NR, cols - full * NR,
                          dst + full * NR * kc);
     else if (cols > full * NR)
-        pack_b_panel(b, ldb, trans, p0, kc, j0 + full * NR, cols - full * NR, NR,
-                     dst + full * NR * kc);
+        pack_b_cols_edge(NR, b, ldb, p0, kc, j0 + full * NR, cols - full * NR,
+                         dst + full * NR * kc);
 }
 
 AVX2 void gemm_pack_a_avx2(const float *a, int64_t lda, int trans, int64_t i0, int64_t rows,
@@ -316,4 +364,86 @@ AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, i
         pack_b_tile(48, b, ldb, trans, p0, kc, j0, cols, dst);
     else
         gemm_pack_b_generic(b, ldb, trans, p0, kc, j0, cols, nr, dst);
+}
+
+/* ---- AVX-512 -------------------------------------------------------------------------- */
+
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+
+/* Transpose the 16 x 16 block held in r[0..15] (r[i] is row i) in place: 64 shuffles for 256
+ * values, where two 8 x 8 AVX2 transposes per 128 values take 96 for as many. Within each
+ * 128-bit lane, unpack and shuffle_ps make 4 x 4 transposes (u[4g + q], lane l: column
+ * 4l + q of rows 4g .. 4g + 3); two rounds of shuffle_f32x4 then gather column c's four
+ * lanes. */
+static inline __attribute__((always_inline)) AVX512 void transpose16(__m512 r[16])
+{
+    __m512 t[16], u[16], v[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    /* v[q] (q < 4): lanes 0 and 2 of u[q] and u[q + 4]; v[q + 4]: lanes 1 and 3; the same
+     * for rows 8 .. 15 in v[8 ..] */
+    for (int h = 0; h < 16; h += 8)
+        for (int q = 0; q < 4; q++) {
+            v[h + q] = _mm512_shuffle_f32x4(u[h + q], u[h + q + 4], 0x88);
+            v[h + q + 4] = _mm512_shuffle_f32x4(u[h + q], u[h + q + 4], 0xDD);
+        }
+    for (int q = 0; q < 8; q++) {
+        r[q] = _mm512_shuffle_f32x4(v[q], v[q + 8], 0x88);
+        r[q + 8] = _mm512_shuffle_f32x4(v[q], v[q + 8], 0xDD);
+    }
+}
+
+/* B transposed, the `n` columns (1 <= n <= 16) at j0 of a panel whose rows are nr floats
+ * apart (a multiple of 16, so that every store fills one cache line): n rows of B, 16
+ * values of k at a time (the last step under a mask), zero rows for the columns past n. */
+static inline __attribute__((always_inline)) AVX512 void pack_b_cols16_512(
+    const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int n, int nr, float *dst)
+{
+    const float *src = b + j0 * ldb + p0;
+    for (int64_t p = 0; p < kc; p += 16) {
+        const int steps = kc - p < 16 ? (int)(kc - p) : 16;
+        const __mmask16 mask = (__mmask16)((1u << steps) - 1);
+        __m512 r[16];
+        for (int j = 0; j < 16; j++)
+            r[j] = j < n ? _mm512_maskz_loadu_ps(mask, src + j * ldb + p) : _mm512_setzero_ps();
+        transpose16(r);
+        float *d = dst + p * nr;
+        for (int q = 0; q < steps; q++)
+            _mm512_store_ps(d + q * nr, r[q]);
+    }
+}
+
+/* The AVX-512 kernel's packing: B transposed by 16 x 16 transposes into panels of nr (a
+ * multiple of 16) columns, each row of a panel written a cache line at a time (the AVX2
+ * version writes half lines); everything else as gemm_pack_b_avx2. The same values land in
+ * the same places, so products are bitwise those of the AVX2 packing. */
+AVX512 void gemm_pack_b_avx512(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                               int64_t j0, int64_t cols, int nr, float *dst)
+{
+    if (!trans || nr % 16) {
+        gemm_pack_b_avx2(b, ldb, trans, p0, kc, j0, cols, nr, dst);
+        return;
+    }
+    for (int64_t c = 0; c < cols; c += nr, dst += nr * kc) {
+        const int64_t width = cols - c < nr ? cols - c : nr;
+        int64_t h = 0;
+        for (; h < width; h += 16)
+            pack_b_cols16_512(b, ldb, p0, kc, j0 + c + h, width - h < 16 ? (int)(width - h) : 16,
+                              nr, dst + h);
+        if (h < nr) { /* zeros, kept from becoming a memset per row (pack_b_cols_edge) */
+            __m512 zero = _mm512_setzero_ps();
+            __asm__("" : "+v"(zero));
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t v = h; v < nr; v += 16)
+                    _mm512_store_ps(dst + p * nr + v, zero);
+        }
+    }
 }

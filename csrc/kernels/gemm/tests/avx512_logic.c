@@ -45,6 +45,14 @@ void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, int64_
     abort();
 }
 
+void gemm_pack_b_avx512(const float *b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                        int64_t j0, int64_t cols, int nr, float *dst)
+{
+    (void)b, (void)ldb, (void)trans, (void)p0, (void)kc, (void)j0, (void)cols, (void)nr;
+    (void)dst;
+    abort();
+}
+
 void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
                    float beta)
 {
