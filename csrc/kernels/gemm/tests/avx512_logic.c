@@ -113,6 +113,24 @@ static int check(int rows, int cols, int64_t kc, int a_layout, int b_in_place, f
             }
         }
     }
+    /* an edge version computes each element with the whole tile's instructions: its
+     * elements are bitwise those of the whole tile on the same A and B (whose columns past
+     * `cols` the whole tile reads too: every layout above holds all MR rows of A) */
+    if (ok && (rows < MR || cols < NR)) {
+        float *whole = malloc(sizeof(float) * (size_t)(MR * ldc));
+        for (int64_t i = 0; i < MR * ldc; i++)
+            whole[i] = c0[i];
+        tile_8x48(kc, a, rsa, csa, b, ldb, whole, ldc, beta);
+        for (int64_t i = 0; i < rows && ok; i++)
+            for (int64_t j = 0; j < cols && ok; j++)
+                if (memcmp(&c[i * ldc + j], &whole[i * ldc + j], sizeof(float)) != 0) {
+                    printf("%d x %d, kc=%ld a_layout=%d beta=%g at (%ld, %ld): %a, the whole "
+                           "tile's %a\n", rows, cols, (long)kc, a_layout, beta, (long)i,
+                           (long)j, c[i * ldc + j], whole[i * ldc + j]);
+                    ok = 0;
+                }
+        free(whole);
+    }
     /* the columns past `cols`, and the rows past `rows`, are untouched */
     for (int64_t i = 0; i < MR && ok; i++)
         for (int64_t j = i < rows ? cols : 0; j < ldc && ok; j++)
