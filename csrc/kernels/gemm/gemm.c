@@ -51,6 +51,10 @@
  * phase has TASKS_PER_THREAD tiles per thread, where passes of 4096 columns with a packing
  * phase each would give every phase only one to eight tasks.
  *
+ * When op(B) is larger than STREAM_B_FLOATS (1 MB), beyond what L2 keeps between the tiles
+ * that read it, whole tiles run the kernel's streaming version where it has one (tile_stream:
+ * the same sums, fetching B's rows a few steps of k ahead).
+ *
  * Parallelism is over both m and n: the grid has tiles of whole micro-panels in both
  * directions, sized from the thread count so that there are about TASKS_PER_THREAD tiles per
  * thread (none smaller than TILE_MIN_FLOPS), which keeps skinny products such as 64 x 784
@@ -94,6 +98,7 @@
 #define IN_TILE_GROUP_BLOCKS 2       /* b_in_tile: blocks of k per group, at most */
 #define ROW_GRAIN_FLOATS (1 << 14)   /* elements per chunk when scaling or combining C */
 #define IN_TILE_AHEAD 2              /* b_in_tile: prefetch the rows of the panel this far on */
+#define STREAM_B_FLOATS (1 << 18)    /* op(B) larger than this (1 MB): the streaming tile */
 
 static int64_t ceil_div(int64_t a, int64_t b)
 {
@@ -125,6 +130,7 @@ typedef struct gemm {
     int a_direct;    /* whole micro-panels of A are read in place, only the edge is packed */
     int b_direct;    /* the same for B */
     int b_in_tile;   /* B is packed by each tile, a micro-panel at a time, just before use */
+    gemm_tile_fn tile; /* the kernel's whole tile: its streaming version when B is large */
     int64_t rsa, csa; /* A(i, p) at a[i*rsa + p*csa] */
 
     /* the current pass: rows [i0, i0+mb) and columns [j0, j0+nb) of C, blocks [q0, q0+nq) of
@@ -241,6 +247,17 @@ static void pack_pass(gemm *g)
 
 /* ---- compute: one parallel loop over tiles x groups of k ------------------------------- */
 
+/* A micro-tile of the compute phase: whole ones by g->tile, edges as gemm_micro_tile does. */
+static inline void run_tile(const gemm *g, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                            const float *b, int64_t rsb, float *c, int64_t ldc, int64_t rows,
+                            int64_t cols, float beta)
+{
+    if (rows == g->kr->mr && cols == g->kr->nr)
+        g->tile(kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    else
+        gemm_micro_tile(g->kr, kc, a, rsa, csa, b, rsb, c, ldc, rows, cols, beta);
+}
+
 static void compute_task(const gemm *g, int64_t t)
 {
     const int mr = g->kr->mr, nr = g->kr->nr;
@@ -326,13 +343,13 @@ static void compute_task(const gemm *g, int64_t t)
                     __builtin_prefetch(r + last);
                 }
                 if (ir < a_full)
-                    gemm_micro_tile(g->kr, kcq, ad + ir * g->rsa, g->rsa, g->csa, b, rsb,
-                                    dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
-                                    min64(nr, cols_in - jr), beta);
+                    run_tile(g, kcq, ad + ir * g->rsa, g->rsa, g->csa, b, rsb,
+                             dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
+                             min64(nr, cols_in - jr), beta);
                 else
-                    gemm_micro_tile(g->kr, kcq, aq + (ir - g->ap0) * kcq, 1, mr, b, rsb,
-                                    dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
-                                    min64(nr, cols_in - jr), beta);
+                    run_tile(g, kcq, aq + (ir - g->ap0) * kcq, 1, mr, b, rsb,
+                             dst + ir * ldd + jr, ldd, min64(mr, rows_in - ir),
+                             min64(nr, cols_in - jr), beta);
             }
         }
     }
@@ -601,6 +618,8 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
     g.nkb = ceil_div(k, g.kc);
     g.rsa = g.trans_a ? 1 : lda;
     g.csa = g.trans_a ? lda : 1;
+    g.tile = kr->tile_stream && (double)k * (double)n > STREAM_B_FLOATS ? kr->tile_stream
+                                                                        : kr->tile;
     choose_direct(&g);
     return run_passes(&g);
 }

@@ -130,6 +130,8 @@ typedef struct gemm_kernel {
     const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
     int mr, nr;       /* register tile */
     gemm_tile_fn tile;
+    gemm_tile_fn tile_stream;    /* the same sums, fetching B's rows ahead, for products whose
+                                  * B streams from beyond L2 (gemm.c); NULL: tile */
     gemm_tile_part_fn tile_part; /* any edge tile; NULL: tile_rows and buffers serve */
     gemm_tile_rows_fn tile_rows; /* NULL: edge tiles go through a buffer */
     int part_cols;    /* tile_part computes whole vectors of this many columns */

@@ -113,6 +113,20 @@ static int check(int rows, int cols, int64_t kc, int a_layout, int b_in_place, f
             }
         }
     }
+    /* the streaming version of the whole tile (B's rows fetched ahead) sums the same way */
+    if (ok && rows == MR && cols == NR) {
+        float *stream = malloc(sizeof(float) * (size_t)(MR * ldc));
+        for (int64_t i = 0; i < MR * ldc; i++)
+            stream[i] = c0[i];
+        tile_8x48_stream(kc, a, rsa, csa, b, ldb, stream, ldc, beta);
+        for (int64_t i = 0; i < MR * ldc && ok; i++)
+            if (memcmp(&c[i], &stream[i], sizeof(float)) != 0) {
+                printf("streaming tile, kc=%ld a_layout=%d beta=%g at %ld: %a, the tile's %a\n",
+                       (long)kc, a_layout, beta, (long)i, stream[i], c[i]);
+                ok = 0;
+            }
+        free(stream);
+    }
     /* an edge version computes each element with the whole tile's instructions: its
      * elements are bitwise those of the whole tile on the same A and B (whose columns past
      * `cols` the whole tile reads too: every layout above holds all MR rows of A) */
