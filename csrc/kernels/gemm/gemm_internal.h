@@ -9,9 +9,10 @@
  *   small.c           small products: register tiles on A and B in place, one thread
  *   row.c             one or two rows of C: a vector times a matrix, B in place
  *   tile.c            one register tile at an edge of C; which strides L1 holds
- *   pack.c            packing A and B into micro-panels
+ *   pack.c            packing A and B into micro-panels (AVX2, and AVX-512 for B^T)
  *   kernel_avx2.c     6 x 16 tile (assembly k loop), the 3 x 4 dot and the row kernels
- *   kernel_avx512.c   8 x 48 tile
+ *   kernel_avx512.c   8 x 48 tile (a streaming version for large B, an 8 x 32 edge in
+ *                     assembly)
  *   kernel_generic.c  4 x 8 tile in plain C
  *   dispatch.c        the kernel for this CPU, PYRT_SGEMM_KERNEL
  *   workspace.c       per-thread packing buffers
