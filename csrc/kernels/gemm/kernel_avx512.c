@@ -241,20 +241,21 @@ TILE_R(8)
  * address "base[,index,scale])", completed with the byte offset of the vector. */
 #define ASM_STORE(M, V, OFF) "vmovups " V ", " #OFF "(" M "\n\t"
 #define ASM_UPDATE(M, V, OFF) "vfmadd231ps " #OFF "(" M ", %%zmm26, " V "\n\t" ASM_STORE(M, V, OFF)
-#define ASM_WRITE_C                                                                           \
+/* CROWS is ASM_C (or ASM_C2, the 8 x 32 tile's rows below) */
+#define ASM_WRITE_C(CROWS)                                                                    \
     "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"                                                    \
     "vucomiss %[beta], %%xmm26\n\t"                                                           \
     "jne 4f\n\t"                                                                              \
     "jp 4f\n\t"                                                                               \
-    ASM_C(ASM_STORE)                                                                          \
+    CROWS(ASM_STORE)                                                                          \
     "jmp 5f\n\t"                                                                              \
     "4:\n\t"                                                                                  \
     "vbroadcastss %[beta], %%zmm26\n\t"                                                       \
-    ASM_C(ASM_UPDATE)                                                                         \
+    CROWS(ASM_UPDATE)                                                                         \
     "5:\n\t"
 
 /* The k loop: pairs of steps, then an odd last step, then the tile to C. */
-#define ASM_TILE(STEP)                                                                        \
+#define ASM_TILE(STEP, CROWS)                                                                 \
     ASM_ZERO                                                                                  \
     "test %[n], %[n]\n\t"                                                                     \
     "jz 2f\n\t"                                                                               \
@@ -264,82 +265,13 @@ TILE_R(8)
     "2:\n\t"                                                                                  \
     "test %[odd], %[odd]\n\t"                                                                 \
     "jz 3f\n\t" STEP                                                                          \
-    "3:\n\t" ASM_WRITE_C
+    "3:\n\t" ASM_WRITE_C(CROWS)
 
 #define ASM_CLOBBERS                                                                          \
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",      \
         "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm29", "xmm30",      \
         "xmm31", "cc", "memory"
-
-/* The whole tile, with B's rows fetched ahead (`stream`) or not; `stream` is constant in each
- * instance below. */
-GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_8x48_asm(
-    const int stream, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *b,
-    int64_t rsb, float *c, int64_t ldc, float beta)
-{
-    /* the C tile is needed only at the end: start fetching its rows now */
-    for (int i = 0; i < MR; i++) {
-        __builtin_prefetch(c + i * ldc);
-        __builtin_prefetch(c + i * ldc + NR - 1);
-    }
-    int64_t pairs = kc / 2, odd = kc % 2;
-    const int64_t rsb_bytes = rsb * (int64_t)sizeof(float);
-    const int64_t ldc_bytes = ldc * (int64_t)sizeof(float);
-    float *c3 = c + 3 * ldc, *c6 = c + 6 * ldc;
-    /* (past the panel's last row, the fetches run into what follows it: harmless, and for a
-     * packed B the next micro-panel, read next) */
-    const char *pfb = (const char *)b + STREAM_AHEAD * rsb_bytes;
-    if (rsa == 1) {
-        /* packed A (csa == 8), or a transposed A read in place (csa == lda) */
-        const int64_t csa_bytes = csa * (int64_t)sizeof(float);
-#define TILE_ASM(STEP)                                                                        \
-    __asm__ volatile(ASM_TILE(STEP)                                                           \
-                     : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [pfb] "+r"(pfb)             \
-                     : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [csa] "r"(csa_bytes),            \
-                       [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),          \
-                       [beta] "v"(beta)                                                       \
-                     : ASM_CLOBBERS)
-        if (stream)
-            TILE_ASM(ASM_STEP_COL_STREAM);
-        else
-            TILE_ASM(ASM_STEP_COL);
-#undef TILE_ASM
-    } else {
-        /* the rows of A in place (csa == 1) */
-        const int64_t rsa_bytes = rsa * (int64_t)sizeof(float);
-        const float *r3 = a + 3 * rsa, *r6 = a + 6 * rsa;
-#define TILE_ASM(STEP)                                                                        \
-    __asm__ volatile(ASM_TILE(STEP)                                                           \
-                     : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [r3] "+r"(r3),              \
-                       [r6] "+r"(r6), [pfb] "+r"(pfb)                                         \
-                     : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [rsa] "r"(rsa_bytes),            \
-                       [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),          \
-                       [beta] "v"(beta)                                                       \
-                     : ASM_CLOBBERS)
-        if (stream)
-            TILE_ASM(ASM_STEP_ROW_STREAM);
-        else
-            TILE_ASM(ASM_STEP_ROW);
-#undef TILE_ASM
-    }
-}
-
-/* gemm_tile_fn: the whole tile */
-GEMM_AVX512_TARGET static void tile_8x48(int64_t kc, const float *a, int64_t rsa, int64_t csa,
-                                         const float *b, int64_t rsb, float *c, int64_t ldc,
-                                         float beta)
-{
-    tile_8x48_asm(0, kc, a, rsa, csa, b, rsb, c, ldc, beta);
-}
-
-/* gemm_tile_fn: the whole tile, B's rows fetched ahead */
-GEMM_AVX512_TARGET static void tile_8x48_stream(int64_t kc, const float *a, int64_t rsa,
-                                                int64_t csa, const float *b, int64_t rsb,
-                                                float *c, int64_t ldc, float beta)
-{
-    tile_8x48_asm(1, kc, a, rsa, csa, b, rsb, c, ldc, beta);
-}
 
 /* The same for a tile of 8 x 32 (two vectors of B per step): the right edge of a product
  * whose columns leave 32 in their last panel, such as the 128 outputs of a linear layer (48 +
@@ -374,65 +306,89 @@ GEMM_AVX512_TARGET static void tile_8x48_stream(int64_t kc, const float *a, int6
     ASM_C_ROW2(OP, "%[c3],%[ldc],2)", Z(15), Z(16))                                           \
     ASM_C_ROW2(OP, "%[c6])", Z(18), Z(19))                                                    \
     ASM_C_ROW2(OP, "%[c6],%[ldc],1)", Z(21), Z(22))
-#define ASM_WRITE_C2                                                                          \
-    "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"                                                    \
-    "vucomiss %[beta], %%xmm26\n\t"                                                           \
-    "jne 4f\n\t"                                                                              \
-    "jp 4f\n\t"                                                                               \
-    ASM_C2(ASM_STORE)                                                                         \
-    "jmp 5f\n\t"                                                                              \
-    "4:\n\t"                                                                                  \
-    "vbroadcastss %[beta], %%zmm26\n\t"                                                       \
-    ASM_C2(ASM_UPDATE)                                                                        \
-    "5:\n\t"
-#define ASM_TILE2(STEP)                                                                       \
-    ASM_ZERO                                                                                  \
-    "test %[n], %[n]\n\t"                                                                     \
-    "jz 2f\n\t"                                                                               \
-    "1:\n\t" STEP STEP                                                                        \
-    "dec %[n]\n\t"                                                                            \
-    "jnz 1b\n\t"                                                                              \
-    "2:\n\t"                                                                                  \
-    "test %[odd], %[odd]\n\t"                                                                 \
-    "jz 3f\n\t" STEP                                                                          \
-    "3:\n\t" ASM_WRITE_C2
+/* The tile's first 16 V columns (V = 3: the whole tile; V = 2: the 8 x 32 tile), with B's rows
+ * fetched ahead (`stream`, whole tile only) or not; V and `stream` are constant in each
+ * instance below. */
+GEMM_AVX512_TARGET static inline __attribute__((always_inline)) void tile_asm(
+    const int V, const int stream, int64_t kc, const float *a, int64_t rsa, int64_t csa,
+    const float *b, int64_t rsb, float *c, int64_t ldc, float beta)
+{
+    /* the C tile is needed only at the end: start fetching its rows now */
+    for (int i = 0; i < MR; i++) {
+        __builtin_prefetch(c + i * ldc);
+        __builtin_prefetch(c + i * ldc + 16 * V - 1);
+    }
+    int64_t pairs = kc / 2, odd = kc % 2;
+    const int64_t rsb_bytes = rsb * (int64_t)sizeof(float);
+    const int64_t ldc_bytes = ldc * (int64_t)sizeof(float);
+    float *c3 = c + 3 * ldc, *c6 = c + 6 * ldc;
+    /* (past the panel's last row, the fetches run into what follows it: harmless, and for a
+     * packed B the next micro-panel, read next) */
+    const char *pfb = (const char *)b + STREAM_AHEAD * rsb_bytes;
+    if (rsa == 1) {
+        /* packed A (csa == 8), or a transposed A read in place (csa == lda) */
+        const int64_t csa_bytes = csa * (int64_t)sizeof(float);
+#define TILE_ASM(STEP, CROWS)                                                                 \
+    __asm__ volatile(ASM_TILE(STEP, CROWS)                                                    \
+                     : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [pfb] "+r"(pfb)             \
+                     : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [csa] "r"(csa_bytes),            \
+                       [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),          \
+                       [beta] "v"(beta)                                                       \
+                     : ASM_CLOBBERS)
+        if (V == 2)
+            TILE_ASM(ASM_STEP_COL2, ASM_C2);
+        else if (stream)
+            TILE_ASM(ASM_STEP_COL_STREAM, ASM_C);
+        else
+            TILE_ASM(ASM_STEP_COL, ASM_C);
+#undef TILE_ASM
+    } else {
+        /* the rows of A in place (csa == 1) */
+        const int64_t rsa_bytes = rsa * (int64_t)sizeof(float);
+        const float *r3 = a + 3 * rsa, *r6 = a + 6 * rsa;
+#define TILE_ASM(STEP, CROWS)                                                                 \
+    __asm__ volatile(ASM_TILE(STEP, CROWS)                                                    \
+                     : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [r3] "+r"(r3),              \
+                       [r6] "+r"(r6), [pfb] "+r"(pfb)                                         \
+                     : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [rsa] "r"(rsa_bytes),            \
+                       [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),          \
+                       [beta] "v"(beta)                                                       \
+                     : ASM_CLOBBERS)
+        if (V == 2)
+            TILE_ASM(ASM_STEP_ROW2, ASM_C2);
+        else if (stream)
+            TILE_ASM(ASM_STEP_ROW_STREAM, ASM_C);
+        else
+            TILE_ASM(ASM_STEP_ROW, ASM_C);
+#undef TILE_ASM
+    }
+}
+
+/* gemm_tile_fn: the whole tile */
+GEMM_AVX512_TARGET static void tile_8x48(int64_t kc, const float *a, int64_t rsa, int64_t csa,
+                                         const float *b, int64_t rsb, float *c, int64_t ldc,
+                                         float beta)
+{
+    tile_asm(3, 0, kc, a, rsa, csa, b, rsb, c, ldc, beta);
+}
+
+/* gemm_tile_fn: the whole tile, B's rows fetched ahead */
+GEMM_AVX512_TARGET static void tile_8x48_stream(int64_t kc, const float *a, int64_t rsa,
+                                                int64_t csa, const float *b, int64_t rsb,
+                                                float *c, int64_t ldc, float beta)
+{
+    tile_asm(3, 1, kc, a, rsa, csa, b, rsb, c, ldc, beta);
+}
 
 /* part_fn for 8 rows and 17 to 32 columns: the assembly when the columns fill both vectors */
 GEMM_AVX512_TARGET static void tile_8x2_fast(int64_t kc, const float *a, int64_t rsa,
                                              int64_t csa, const float *b, int64_t rsb, float *c,
                                              int64_t ldc, float beta, int cols)
 {
-    if (cols != 32) {
+    if (cols == 32)
+        tile_asm(2, 0, kc, a, rsa, csa, b, rsb, c, ldc, beta);
+    else
         tile_8x2(kc, a, rsa, csa, b, rsb, c, ldc, beta, cols);
-        return;
-    }
-    for (int i = 0; i < MR; i++) {
-        __builtin_prefetch(c + i * ldc);
-        __builtin_prefetch(c + i * ldc + 31);
-    }
-    int64_t pairs = kc / 2, odd = kc % 2;
-    const int64_t rsb_bytes = rsb * (int64_t)sizeof(float);
-    const int64_t ldc_bytes = ldc * (int64_t)sizeof(float);
-    float *c3 = c + 3 * ldc, *c6 = c + 6 * ldc;
-    if (rsa == 1) {
-        const int64_t csa_bytes = csa * (int64_t)sizeof(float);
-        __asm__ volatile(ASM_TILE2(ASM_STEP_COL2)
-                         : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs)
-                         : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [csa] "r"(csa_bytes),
-                           [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),
-                           [beta] "v"(beta)
-                         : ASM_CLOBBERS);
-    } else {
-        const int64_t rsa_bytes = rsa * (int64_t)sizeof(float);
-        const float *r3 = a + 3 * rsa, *r6 = a + 6 * rsa;
-        __asm__ volatile(ASM_TILE2(ASM_STEP_ROW2)
-                         : [a] "+r"(a), [b] "+r"(b), [n] "+r"(pairs), [r3] "+r"(r3),
-                           [r6] "+r"(r6)
-                         : [odd] "r"(odd), [rsb] "r"(rsb_bytes), [rsa] "r"(rsa_bytes),
-                           [c] "r"(c), [c3] "r"(c3), [c6] "r"(c6), [ldc] "r"(ldc_bytes),
-                           [beta] "v"(beta)
-                         : ASM_CLOBBERS);
-    }
 }
 
 #else
