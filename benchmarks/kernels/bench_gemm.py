@@ -161,9 +161,23 @@ def avx2_child(controller, notes):
     return child
 
 
+def paired_speed(samples, shape, threads, peer):
+    """pyrt's speed over `peer`'s, pass by pass: the median over the passes of the peer's
+    sample over pyrt's sample of the same pass (None when either is missing). The passes take
+    the variants in turn, so the two samples of a pass meet the same moment of the machine,
+    whose speed drifts by more than the gap between libraries from one pass to the next."""
+    mine = samples.get((shape, "pyrt", threads))
+    theirs = samples.get((shape, peer, threads))
+    if not mine or not theirs:
+        return None
+    return statistics.median(t / p for p, t in zip(mine, theirs))
+
+
 def markdown(report):
     info, rows = report["machine"], report["summary"]
     index = {(r["shape"], r["variant"], r["threads"]): r for r in rows}
+    samples = {(r["shape"], r["variant"], r["threads"]): r["seconds"]
+               for r in report.get("samples", [])}
     cells = []
     peak = {int(t): statistics.median(v) for t, v in report.get("fma_peak", {}).items()}
     for shape, threads in dict.fromkeys((r["shape"], r["threads"]) for r in rows):
@@ -172,6 +186,7 @@ def markdown(report):
         t_row = index.get((shape, "torch", threads))
         v_row = index.get((shape, AVX2_LABEL, threads))
         flags = ("T" if mine["trans_a"] else "") + "·" + ("T" if mine["trans_b"] else "")
+        paired = paired_speed(samples, shape, threads, "torch")
         cells.append([
             mine["group"], shape, f"{mine['m']}, {mine['n']}, {mine['k']} ({flags})", threads,
             f"{mine['gflop_per_s']:.1f}",
@@ -180,19 +195,23 @@ def markdown(report):
             f"{v_row['gflop_per_s']:.1f}" if v_row else "-",
             f"{np_row['median_s'] / mine['median_s']:.2f}" if np_row else "-",
             f"{t_row['median_s'] / mine['median_s']:.2f}" if t_row else "-",
+            f"{paired:.2f}" if paired is not None else "-",
             f"{v_row['median_s'] / mine['median_s']:.2f}" if v_row else "-",
             *([" / ".join(f"{r['gflop_per_s'] / peak[threads]:.0%}" if r else "-"
                           for r in (mine, np_row, t_row))] if peak else [])])
     table = harness.markdown_table(
         ["group", "product", "m, n, k", "threads", "pyrt GFLOP/s", "numpy GFLOP/s",
-         "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ AVX2",
+         "torch GFLOP/s", "OpenBLAS AVX2 GFLOP/s", "÷ numpy", "÷ torch", "÷ torch, paired",
+         "÷ AVX2",
          *(["÷ peak: pyrt / numpy / torch"] if peak else [])], cells)
     method = (f"GFLOP/s = 2mnk / median time per call, median of "
               f"{harness.timing_phrase(report['settings'])}. `÷ numpy`, `÷ torch` and `÷ AVX2` "
               "are pyrt's speed over theirs at the same thread count (above 1: pyrt is "
               "faster); `OpenBLAS AVX2` is np.matmul in a child process with "
-              f"OPENBLAS_CORETYPE={AVX2_CORETYPE}. Shapes are (m, n, k) of op(A) [m, k] times "
-              "op(B) [k, n]; T marks a transposed operand.")
+              f"OPENBLAS_CORETYPE={AVX2_CORETYPE}. `÷ torch, paired` is the median over the "
+              "passes of torch's sample over pyrt's in the same pass, which the machine's drift "
+              "between passes moves less than the ratio of the medians. Shapes are (m, n, k) of "
+              "op(A) [m, k] times op(B) [k, n]; T marks a transposed operand.")
     if peak:
         method += (" `÷ peak` is each library's GFLOP/s over the machine's multiply-add peak "
                    "(benchmarks/kernels/fma_peak.c: chains of vector FMAs on registers, on "
