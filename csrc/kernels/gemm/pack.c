@@ -282,10 +282,25 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_cols8(const int NR
             dst[p * NR + j] = j < n ? src[j * ldb + p] : 0.0f;
 }
 
+/* Columns [h, nr) of the kc rows of a packed B panel (rows nr floats apart, h and nr multiples
+ * of 8): zeros. Zeros the compiler cannot see as such: a row's few zero vectors would otherwise
+ * become a call of memset (rep stos) per row, which took a third of the packing of 64 x 128 x
+ * 784 with B transposed (a linear layer's forward, whose last panel has 32 of 48 columns). */
+static inline __attribute__((always_inline)) AVX2 void pack_b_zero_columns(float *dst,
+                                                                           int64_t kc,
+                                                                           int64_t nr,
+                                                                           int64_t h)
+{
+    __m256 zero = _mm256_setzero_ps();
+    __asm__("" : "+x"(zero));
+    for (int64_t p = 0; p < kc; p++)
+        for (int64_t v = h; v < nr; v += 8)
+            _mm256_store_ps(dst + p * nr + v, zero);
+}
+
 /* B transposed, the last panel, of cols < NR columns: the columns in groups of 16, then of 8
- * (the last one padded with zeros), then zeros to NR. Element by element, the strided stores
- * of pack_b_panel took a tenth of 64 x 128 x 784 (a linear layer's forward, whose last panel
- * has 32 of 48 columns). */
+ * (the last one padded with zeros), then zeros to NR; pack_b_panel copied them element by
+ * element. */
 static inline __attribute__((always_inline)) AVX2 void pack_b_cols_edge(
     const int NR, const float *b, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t cols,
     float *dst)
@@ -295,15 +310,8 @@ static inline __attribute__((always_inline)) AVX2 void pack_b_cols_edge(
         pack_b_cols16(NR, b, ldb, p0, kc, j0 + h, dst + h);
     for (; h < cols; h += 8)
         pack_b_cols8(NR, b, ldb, p0, kc, j0 + h, cols - h < 8 ? (int)(cols - h) : 8, dst + h);
-    if (h < NR) {
-        /* zeros the compiler cannot see as such: a row's few zero vectors would otherwise
-         * become a call of memset (rep stos) per row, which took a third of the packing */
-        __m256 zero = _mm256_setzero_ps();
-        __asm__("" : "+x"(zero));
-        for (int64_t p = 0; p < kc; p++)
-            for (int64_t v = h; v < NR; v += 8)
-                _mm256_store_ps(dst + p * NR + v, zero);
-    }
+    if (h < NR)
+        pack_b_zero_columns(dst, kc, NR, h);
 }
 
 /* The panels of A for a tile of MR rows (6 or 8, constant in each instance). */
@@ -371,7 +379,7 @@ AVX2 void gemm_pack_b_avx2(const float *b, int64_t ldb, int trans, int64_t p0, i
 #define AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 /* Transpose the 16 x 16 block held in r[0..15] (r[i] is row i) in place: 64 shuffles for 256
- * values, where two 8 x 8 AVX2 transposes per 128 values take 96 for as many. Within each
+ * values, where 8 x 8 AVX2 transposes take 96 for as many. Within each
  * 128-bit lane, unpack and shuffle_ps make 4 x 4 transposes (u[4g + q], lane l: column
  * 4l + q of rows 4g .. 4g + 3); two rounds of shuffle_f32x4 then gather column c's four
  * lanes. */
@@ -438,12 +446,7 @@ AVX512 void gemm_pack_b_avx512(const float *b, int64_t ldb, int trans, int64_t p
         for (; h < width; h += 16)
             pack_b_cols16_512(b, ldb, p0, kc, j0 + c + h, width - h < 16 ? (int)(width - h) : 16,
                               nr, dst + h);
-        if (h < nr) { /* zeros, kept from becoming a memset per row (pack_b_cols_edge) */
-            __m512 zero = _mm512_setzero_ps();
-            __asm__("" : "+v"(zero));
-            for (int64_t p = 0; p < kc; p++)
-                for (int64_t v = h; v < nr; v += 16)
-                    _mm512_store_ps(dst + p * nr + v, zero);
-        }
+        if (h < nr)
+            pack_b_zero_columns(dst, kc, nr, h);
     }
 }
