@@ -178,11 +178,13 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi)
 /* Measured costs are remembered per (body, context, grain) in a small per-thread table, so a loop
  * called again and again (a kernel in a training step) is timed once every COST_REFRESH calls
  * rather than every time. A loop of a chunk or less (below any split, such as 64 elements of
- * an axpy: 28 ns) is timed once every COST_REFRESH_TINY calls and otherwise runs from
- * parallel_for's frameless fast path: timing it every 64 calls and the full function's frame
- * cost 2.5 ns a call (on a Sapphire Rapids Xeon: 28.9 ns on one thread, 30.0 on two, against
- * 27.6 and 28.1 now). Such a loop would have to become some 3 times slower before a split
- * paid; it is then noticed within COST_REFRESH_TINY calls. */
+ * an axpy: 28 ns) runs from parallel_for's frameless fast path, and the thread's calls that
+ * take it are counted together (tiny.countdown): every COST_REFRESH_TINY-th goes the checked
+ * way and times its loop again. Timing it every 64 calls and the full function's frame cost
+ * 2.5 ns a call (on a Sapphire Rapids Xeon: 28.9 ns on one thread, 30.0 on two, against 27.6
+ * and 28.1 without). Such a loop would have to become some 3 times slower before a split
+ * paid; it is then noticed within COST_REFRESH_TINY calls (one loop called alone), or as many
+ * of the thread's fast-path calls. */
 #define COST_SLOTS 16
 #define COST_REFRESH 64
 #define COST_REFRESH_TINY 1024
@@ -202,6 +204,20 @@ typedef struct cost_entry {
 } cost_entry;
 
 static __thread cost_entry cost_table[COST_SLOTS];
+
+/* The fast path's own state: the entry of its last hit, looked at before the table (a loop
+ * called again and again finds it without hashing its key), and the count of its hits left
+ * before one goes the checked way. Hashing the key took a 64-element axpy (51 ns a call on an
+ * AMD EPYC) 1.039-1.042 times its one-thread time on two threads, in paired runs
+ * (benchmarks/runtime/bench_loop_paired.py); looking at the last entry first, 1.006-1.010.
+ * `last` points into cost_table, or at no_entry, whose body matches no loop; an entry that
+ * has since been given to another loop no longer matches either. The count is 0 only before
+ * the thread's first checked call: every hit comes after one, which sets it. */
+static const cost_entry no_entry;
+static __thread struct {
+    const cost_entry *last;
+    unsigned countdown;
+} tiny = {&no_entry, 0};
 
 /* The slot of a key: the grain is hashed in too, so that one body and context asked with two
  * grains in turn (a kernel called for two layers of different widths) keeps both entries
@@ -298,6 +314,8 @@ static __attribute__((noinline)) int parallel_for_checked(int64_t n, int64_t gra
         return PYRT_EINVAL;
     if (n == 0)
         return PYRT_OK;
+    if (tiny.countdown == 0) /* the fast path's count ran out (or was never set) */
+        tiny.countdown = COST_REFRESH_TINY;
     const int threads = pyrt_get_num_threads();
     /* one thread, or fewer indices than a split needs: one chunk */
     if (threads <= 1 || (grain > 0 && n < grains(coarse ? 2 : 3, grain)))
@@ -310,12 +328,12 @@ static __attribute__((noinline)) int parallel_for_checked(int64_t n, int64_t gra
  * (two for a coarse loop), and a loop seen before to be at most one chunk of about
  * AUTO_CHUNK_US (by auto_grain's timing, or by run_range's finding a caller's grain too fine
  * to share). With a call to read the thread count, and the frame it forced, a 64-element axpy
- * took 35.4 ns on two threads and 33.5 on one (33.3 and 33.3 without). The found entry is
- * marked likely, so that the lookup runs straight through to the body without a taken branch;
- * GCC then no longer inlined this function into its two callers, hence always_inline. In
- * paired runs of that loop (benchmarks/runtime/bench_loop_paired.py), two threads took
- * 1.019-1.050 of one thread's time, median 1.022, against 1.028-1.061, median 1.056, with
- * the lookup's hit laid out as a jump. */
+ * took 35.4 ns on two threads and 33.5 on one (33.3 and 33.3 without). A hit on the last
+ * entry (tiny, above) is marked likely, so that the check runs straight through to the body
+ * without a taken branch; GCC then no longer inlined this function into its two callers,
+ * hence always_inline. In paired runs of that loop (benchmarks/runtime/bench_loop_paired.py),
+ * two threads took 1.019-1.050 of one thread's time, median 1.022, against 1.028-1.061,
+ * median 1.056, with the hit laid out as a jump. */
 static inline __attribute__((always_inline)) int parallel_for(int64_t n, int64_t grain,
                                                               pyrt_range_fn fn, void *ctx,
                                                               int coarse)
@@ -331,10 +349,19 @@ static inline __attribute__((always_inline)) int parallel_for(int64_t n, int64_t
              * small tensor, the commonest of all): one chunk */
             if (grain > 0 && n < grains(coarse ? 2 : 3, grain))
                 return fn(ctx, 0, n);
-            cost_entry *e = cost_slot(fn, ctx, grain);
-            if (__builtin_expect(e->fn == fn && e->ctx == ctx && e->grain == grain
-                                 && n <= e->chunk && ++e->uses % COST_REFRESH_TINY != 0, 1))
-                return fn(ctx, 0, n);
+            const cost_entry *l = tiny.last;
+            if (__builtin_expect(l->fn == fn && l->ctx == ctx && l->grain == grain
+                                 && n <= l->chunk, 1)) {
+                if (__builtin_expect(--tiny.countdown != 0, 1))
+                    return fn(ctx, 0, n);
+            } else {
+                const cost_entry *e = cost_slot(fn, ctx, grain);
+                if (e->fn == fn && e->ctx == ctx && e->grain == grain && n <= e->chunk
+                    && --tiny.countdown != 0) {
+                    tiny.last = e;
+                    return fn(ctx, 0, n);
+                }
+            }
         }
     }
     return parallel_for_checked(n, grain, fn, ctx, coarse);

@@ -177,6 +177,27 @@ static void check_rates_belong_to_their_grain(void)
     CHECK(shared > 0, "64 indices of 0.4 ms each ran on the caller alone in all %d calls", 10);
 }
 
+/* A loop of pyrt's grain first cheap (64 indices of a few ns: one chunk, run from
+ * parallel_for's fast path), then dear (64 indices of about 10 us): it must be timed again
+ * within COST_REFRESH_TINY (1024) of the fast path's calls, and from then on be split and
+ * shared. The dear calls stop at the first one shared; 3000 are allowed (parallel_for.c,
+ * tiny.countdown: a count that wrapped or was never set would never run out). */
+static void check_tiny_loop_grows(void)
+{
+    stress_set_threads(2);
+    struct dear_job j = {1, 0};
+    for (int k = 0; k < 5000; k++)
+        CHECK_RC(pyrt_parallel_for(64, 0, dear_chunk, &j), 0);
+    j.spins = 10000;
+    int calls = 0;
+    do {
+        CHECK_RC(pyrt_parallel_for(64, 0, dear_chunk, &j), 0);
+    } while (!atomic_load_explicit(&j.shared, memory_order_relaxed) && ++calls < 3000);
+    CHECK(dear_out[63] == dear_out[0] && dear_out[0] > 0.0f, "the dear loop's sums differ");
+    CHECK(calls < 3000, "64 indices of 10 us each, once cheap, ran on the caller alone in all "
+          "of %d calls", calls);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -191,6 +212,7 @@ int main(void)
     check_edges(&l);
     check_tiny_loops_stay();
     check_rates_belong_to_their_grain();
+    check_tiny_loop_grows();
 
     int threads = 1;
     for (int64_t k = 0; k < loops; k++) {
