@@ -65,6 +65,19 @@ def shapes(draw):
        seed=st.integers(0, 2**16), offset=st.sampled_from([0.0, 3.0, -1000.0]))
 def test_training_forward_and_backward_match_the_reference(shape, affine, threads, seed,
                                                             offset):
+    check_against_reference(shape, affine, threads, seed, offset)
+
+
+# Rows of features are summed in fixed groups of rows (csrc/kernels/batch_norm.c, row_groups):
+# one group, several, and as many as there may be (4096 rows of 512: 64 groups of 64 rows).
+@pytest.mark.parametrize("shape", [(3, 37), (70, 16), (2, 1000), (256, 512), (5000, 17),
+                                   (4096, 512)])
+@pytest.mark.parametrize("threads", THREADS)
+def test_rows_of_features_match_the_reference(shape, threads):
+    check_against_reference(shape, True, threads, seed=sum(shape), offset=3.0)
+
+
+def check_against_reference(shape, affine, threads, seed, offset):
     r = rng(seed)
     # an offset far from zero: the variance about the mean must not cancel away
     x = (r.standard_normal(shape) + offset).astype(F32)
@@ -118,15 +131,17 @@ def test_evaluation_uses_the_running_statistics():
     np.testing.assert_allclose(db, dy.sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-4)
 
 
-def test_results_are_bitwise_identical_across_thread_counts():
+@pytest.mark.parametrize("shape", [(64, 8, 28, 28), (4096, 40), (4096, 512)])
+def test_results_are_bitwise_identical_across_thread_counts(shape):
     r = rng(2)
-    x = (r.standard_normal((64, 8, 28, 28)) + 2).astype(F32)
+    x = (r.standard_normal(shape) + 2).astype(F32)
     dy = r.standard_normal(x.shape).astype(F32)
-    w, b = r.standard_normal(8).astype(F32), r.standard_normal(8).astype(F32)
+    c = shape[1]
+    w, b = r.standard_normal(c).astype(F32), r.standard_normal(c).astype(F32)
     results = []
     for threads in (1, 2, 3, 4):
         with pyrt.num_threads(threads):
-            rm, rv = np.zeros(8, F32), np.ones(8, F32)
+            rm, rv = np.zeros(c, F32), np.ones(c, F32)
             y, mean, invstd = ops.batch_norm(x, rm, rv, w, b, training=True)
             results.append((y, mean, invstd, rm, rv,
                             *ops.batch_norm_backward(dy, x, w, mean, invstd)))
