@@ -178,10 +178,12 @@ def test_transposed_b_packs_the_same_values(n, k):
 
 @pytest.mark.parametrize("m", [1, 2])
 @pytest.mark.parametrize("n,k", [(1, 1), (7, 300), (64, 256), (65, 257), (130, 784),
-                                 (1000, 33), (2100, 512)])
+                                 (1000, 33), (2100, 512), (9000, 43)])
 @pytest.mark.parametrize("trans_a", [False, True])
 def test_one_or_two_rows_sum_as_the_blocked_path(m, n, k, trans_a):
-    # a vector (or two) times a matrix runs its own kernel, B read in place; with 200 rows
+    # a vector (or two) times a matrix runs its own kernel, B read in place (one row across
+    # spans of more than 64 columns sweeps B a few rows at a time, in pieces of up to 2048
+    # columns: 9000 columns on one thread are spans of 2304); with 200 rows
     # more the product is blocked and packed, and its first m rows must come out bitwise the
     # same (the same blocks of k, each summed in order from zero); the same at any thread count
     rng = np.random.default_rng(m * n + k)

@@ -530,6 +530,7 @@ static const gemm_kernel avx512_kernel = {
     /* the row kernel sums each element as this tile does (FMAs in k order from zero, a fused
      * beta update); the packers have AVX2 paths for this tile */
     .row = gemm_row_avx2,
+    .row_sweep = gemm_row_sweep_avx2,
     /* one row only: two rows run faster through the 8 x 48 tile with B in place (small.c,
      * gemm_few_rows; 2 x 2048 x 512: 154 us against 244) */
     .row_max_m = 1,

@@ -32,6 +32,7 @@ typedef struct row_job {
     int64_t lda, ldb, ldc;
     float *c;
     int64_t span; /* columns per task, a multiple of GEMM_ROW_NB */
+    int sweep;    /* the kernel's row_sweep, in pieces of up to GEMM_ROW_SWEEP_NB columns */
 } row_job;
 
 static int64_t min64(int64_t x, int64_t y)
@@ -44,8 +45,9 @@ int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m)
     return kr->row && !trans_b && m <= kr->row_max_m;
 }
 
-/* Row i, columns [j0, j0 + cols) of C (cols <= GEMM_ROW_NB), over all blocks of k. */
-static void row_block(const row_job *r, int64_t i, int64_t j0, int cols)
+/* Row i, columns [j0, j0 + cols) of C (cols <= GEMM_ROW_NB, or GEMM_ROW_SWEEP_NB for a
+ * sweep), over all blocks of k. */
+static void row_block(const row_job *r, int64_t i, int64_t j0, int64_t cols)
 {
     float scaled[GEMM_KC_MAX];
     for (int64_t p0 = 0; p0 < r->k; p0 += r->kc) {
@@ -60,19 +62,25 @@ static void row_block(const row_job *r, int64_t i, int64_t j0, int cols)
                                                    : r->a[i * r->lda + p0 + p]);
             a = scaled;
         }
-        r->kr->row(kc, a, r->b + p0 * r->ldb + j0, r->ldb, r->c + i * r->ldc + j0, cols,
-                   p0 == 0 ? r->beta : 1.0f);
+        const float *b = r->b + p0 * r->ldb + j0;
+        float *c = r->c + i * r->ldc + j0;
+        const float beta = p0 == 0 ? r->beta : 1.0f;
+        if (r->sweep)
+            r->kr->row_sweep(kc, a, b, r->ldb, c, cols, beta);
+        else
+            r->kr->row(kc, a, b, r->ldb, c, (int)cols, beta);
     }
 }
 
 static int row_range(void *ctx, int64_t start, int64_t stop)
 {
     const row_job *r = ctx;
+    const int64_t piece = r->sweep ? GEMM_ROW_SWEEP_NB : GEMM_ROW_NB;
     for (int64_t t = start; t < stop; t++) {
         const int64_t j1 = min64((t + 1) * r->span, r->n);
-        for (int64_t j = t * r->span; j < j1; j += GEMM_ROW_NB)
+        for (int64_t j = t * r->span; j < j1; j += piece)
             for (int64_t i = 0; i < r->m; i++)
-                row_block(r, i, j, (int)min64(GEMM_ROW_NB, j1 - j));
+                row_block(r, i, j, min64(piece, j1 - j));
     }
     return 0;
 }
@@ -90,6 +98,8 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
         .lda = lda, .ldb = ldb, .ldc = ldc,
         .c = c,
         .span = span,
+        /* one row across more columns than the register kernel holds */
+        .sweep = kr->row_sweep && m == 1 && span > GEMM_ROW_NB,
     };
     gemm_for_each((n + span - 1) / span, row_range, &r);
 }
