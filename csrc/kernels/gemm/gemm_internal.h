@@ -126,11 +126,12 @@ typedef void (*gemm_dot_fn)(int rows, int cols, int64_t kc, const float *const a
 #define GEMM_ROW_NB 64
 typedef void (*gemm_row_fn)(int64_t kc, const float *a, const float *b, int64_t rsb, float *c,
                             int cols, float beta);
-/* The same for 1 <= cols <= GEMM_ROW_SWEEP_NB, the same sums: B read a few rows at a time
- * across all the columns, the sums parked in L1 between (row.c). */
-#define GEMM_ROW_SWEEP_NB 2048
-typedef void (*gemm_row_sweep_fn)(int64_t kc, const float *a, const float *b, int64_t rsb,
-                                  float *c, int64_t cols, float beta);
+/* The same for `rows` (1 or 2) rows of C, row r from a[r] into c + r * ldc, and
+ * 1 <= cols <= GEMM_ROW_SWEEP_NB, the same sums: B read a few rows at a time across all the
+ * columns, the sums parked in L1 between (row.c). */
+#define GEMM_ROW_SWEEP_NB 1024
+typedef void (*gemm_row_sweep_fn)(int64_t kc, int rows, const float *const *a, const float *b,
+                                  int64_t rsb, float *c, int64_t ldc, int64_t cols, float beta);
 
 typedef struct gemm_kernel {
     const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
@@ -272,8 +273,8 @@ void gemm_pack_b_avx512(const float *b, int64_t ldb, int trans, int64_t p0, int6
                         int64_t j0, int64_t cols, int nr, float *dst);
 
 /* The AVX2 row and dot-product kernels (kernel_avx2.c), which the AVX-512 kernel uses too. */
-void gemm_row_sweep_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c,
-                         int64_t cols, float beta);
+void gemm_row_sweep_avx2(int64_t kc, int rows, const float *const *a, const float *b,
+                         int64_t rsb, float *c, int64_t ldc, int64_t cols, float beta);
 void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c, int cols,
                    float beta);
 void gemm_dot_avx2(int rows, int cols, int64_t kc, const float *const a[GEMM_DOT_MA],

@@ -303,71 +303,93 @@ void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, floa
 
 /* gemm_row_sweep_fn: B read SWEEP_ROWS rows at a time across all `cols` columns, each row a
  * contiguous stream, the sums parked in a buffer in L1 between sweeps (a load and a store of
- * a vector per SWEEP_ROWS FMAs). Each element's sum is row_body's: one FMA per step of k, in
- * order, from zero, then the same write to C. Reading B down columns of 64 (row_body) met
- * each row in 4 lines, a page apart from the next row's: one row times 2048 x 512 took
- * 1.2-1.35 times torch.matmul's time, times 4096 x 1024 (B from memory) 3.4-4.1 times; swept,
- * 0.85-1.16 and 0.86-0.88 (on an AMD EPYC, Zen 3). Sweeps of 4 rows read 1.0-1.08 and
- * 1.06-1.22. */
+ * a vector per SWEEP_ROWS FMAs); with two rows of C, each vector of B read serves both. Each
+ * element's sum is row_body's: one FMA per step of k, in order, from zero, then the same
+ * write to C. Reading B down columns of 64 (row_body) met each row in 4 lines, a page apart
+ * from the next row's: one row times 2048 x 512 took 1.2-1.35 times torch.matmul's time,
+ * times 4096 x 1024 (B from memory) 3.4-4.1 times, two rows times 4096 x 1024 2.8 times;
+ * swept, one row read 0.85-1.16 and 0.86-0.88 (on an AMD EPYC, Zen 3). Sweeps of 4 rows of B
+ * read 1.0-1.08 and 1.06-1.22. */
 #define SWEEP_ROWS 8
 
-__attribute__((target("avx2,fma"))) void gemm_row_sweep_avx2(int64_t kc, const float *a,
-                                                             const float *b, int64_t rsb,
-                                                             float *c, int64_t cols, float beta)
+/* park[r][v] += sum over the sweep's rows q of x[r][q] * bq[q][v], in order of q */
+#define SWEEP_STEP(R, Q, LOAD, OFFSET)                                                        \
+    do {                                                                                      \
+        __m256 acc[2];                                                                        \
+        for (int r_ = 0; r_ < (R); r_++)                                                      \
+            acc[r_] = _mm256_load_ps(park[r_] + (OFFSET));                                    \
+        for (int q_ = 0; q_ < (Q); q_++) {                                                    \
+            const __m256 bv_ = LOAD(bq[q_] + (OFFSET));                                       \
+            for (int r_ = 0; r_ < (R); r_++)                                                  \
+                acc[r_] = _mm256_fmadd_ps(x[r_][q_], bv_, acc[r_]);                           \
+        }                                                                                     \
+        for (int r_ = 0; r_ < (R); r_++)                                                      \
+            _mm256_store_ps(park[r_] + (OFFSET), acc[r_]);                                    \
+    } while (0)
+
+/* A sweep of Q rows of B from row p, over every vector of the columns. */
+#define SWEEP(R, Q)                                                                           \
+    do {                                                                                      \
+        __m256 x[2][SWEEP_ROWS];                                                              \
+        const float *bq[SWEEP_ROWS];                                                          \
+        for (int q = 0; q < (Q); q++) {                                                       \
+            for (int r = 0; r < (R); r++)                                                     \
+                x[r][q] = _mm256_broadcast_ss(a[r] + p + q);                                  \
+            bq[q] = b + (p + q) * rsb;                                                        \
+        }                                                                                     \
+        for (int64_t v = 0; v < whole; v++)                                                   \
+            SWEEP_STEP(R, Q, _mm256_loadu_ps, 8 * v);                                         \
+        if (whole < vectors)                                                                  \
+            SWEEP_STEP(R, Q, MASKED_LOAD, 8 * whole);                                         \
+    } while (0)
+
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+sweep_body(const int R, int64_t kc, const float *const *a, const float *b, int64_t rsb,
+           float *c, int64_t ldc, int64_t cols, float beta)
 {
-    _Alignas(32) float park[GEMM_ROW_SWEEP_NB];
+    _Alignas(32) float park[2][GEMM_ROW_SWEEP_NB];
     const int64_t whole = cols / 8, vectors = (cols + 7) / 8;
     /* the last vector's columns, when cols is not a multiple of 8 (its other lanes stay 0) */
     const __m256i mask = _mm256_loadu_si256((const __m256i *)(tail_mask + 8 * vectors - cols));
-    for (int64_t v = 0; v < vectors; v++)
-        _mm256_store_ps(park + 8 * v, _mm256_setzero_ps());
+#define MASKED_LOAD(ptr) _mm256_maskload_ps((ptr), mask)
+    for (int r = 0; r < R; r++)
+        for (int64_t v = 0; v < vectors; v++)
+            _mm256_store_ps(park[r] + 8 * v, _mm256_setzero_ps());
     int64_t p = 0;
-    for (; p + SWEEP_ROWS <= kc; p += SWEEP_ROWS) {
-        __m256 x[SWEEP_ROWS];
-        const float *bq[SWEEP_ROWS];
-        for (int q = 0; q < SWEEP_ROWS; q++) {
-            x[q] = _mm256_broadcast_ss(a + p + q);
-            bq[q] = b + (p + q) * rsb;
-        }
-        for (int64_t v = 0; v < whole; v++) {
-            __m256 acc = _mm256_load_ps(park + 8 * v);
-            for (int q = 0; q < SWEEP_ROWS; q++)
-                acc = _mm256_fmadd_ps(x[q], _mm256_loadu_ps(bq[q] + 8 * v), acc);
-            _mm256_store_ps(park + 8 * v, acc);
-        }
-        if (whole < vectors) {
-            const int64_t o = 8 * whole;
-            __m256 acc = _mm256_load_ps(park + o);
-            for (int q = 0; q < SWEEP_ROWS; q++)
-                acc = _mm256_fmadd_ps(x[q], _mm256_maskload_ps(bq[q] + o, mask), acc);
-            _mm256_store_ps(park + o, acc);
-        }
-    }
-    for (; p < kc; p++) { /* the last rows of the block, one at a time */
-        const __m256 x = _mm256_broadcast_ss(a + p);
-        const float *bp = b + p * rsb;
-        for (int64_t v = 0; v < whole; v++)
-            _mm256_store_ps(park + 8 * v, _mm256_fmadd_ps(x, _mm256_loadu_ps(bp + 8 * v),
-                                                          _mm256_load_ps(park + 8 * v)));
-        if (whole < vectors)
-            _mm256_store_ps(park + 8 * whole,
-                            _mm256_fmadd_ps(x, _mm256_maskload_ps(bp + 8 * whole, mask),
-                                            _mm256_load_ps(park + 8 * whole)));
-    }
+    for (; p + SWEEP_ROWS <= kc; p += SWEEP_ROWS)
+        SWEEP(R, SWEEP_ROWS);
+    for (; p < kc; p++) /* the last rows of the block, one at a time */
+        SWEEP(R, 1);
+#undef MASKED_LOAD
     /* the write to C, as row_body's */
     const __m256 bv = _mm256_set1_ps(beta);
-    for (int64_t v = 0; v < whole; v++) {
-        const __m256 acc = _mm256_load_ps(park + 8 * v);
-        _mm256_storeu_ps(c + 8 * v, beta == 0.0f ? acc
-                                                 : _mm256_fmadd_ps(_mm256_loadu_ps(c + 8 * v),
-                                                                   bv, acc));
+    for (int r = 0; r < R; r++) {
+        float *cr = c + r * ldc;
+        for (int64_t v = 0; v < whole; v++) {
+            const __m256 acc = _mm256_load_ps(park[r] + 8 * v);
+            _mm256_storeu_ps(cr + 8 * v,
+                             beta == 0.0f ? acc
+                                          : _mm256_fmadd_ps(_mm256_loadu_ps(cr + 8 * v), bv, acc));
+        }
+        if (whole < vectors) {
+            __m256 acc = _mm256_load_ps(park[r] + 8 * whole);
+            if (beta != 0.0f)
+                acc = _mm256_fmadd_ps(_mm256_maskload_ps(cr + 8 * whole, mask), bv, acc);
+            _mm256_maskstore_ps(cr + 8 * whole, mask, acc);
+        }
     }
-    if (whole < vectors) {
-        __m256 acc = _mm256_load_ps(park + 8 * whole);
-        if (beta != 0.0f)
-            acc = _mm256_fmadd_ps(_mm256_maskload_ps(c + 8 * whole, mask), bv, acc);
-        _mm256_maskstore_ps(c + 8 * whole, mask, acc);
-    }
+}
+
+__attribute__((target("avx2,fma"))) void gemm_row_sweep_avx2(int64_t kc, int rows,
+                                                             const float *const *a,
+                                                             const float *b, int64_t rsb,
+                                                             float *c, int64_t ldc, int64_t cols,
+                                                             float beta)
+{
+    if (rows == 2)
+        sweep_body(2, kc, a, b, rsb, c, ldc, cols, beta);
+    else
+        sweep_body(1, kc, a, b, rsb, c, ldc, cols, beta);
 }
 
 static const gemm_kernel avx2_kernel = {

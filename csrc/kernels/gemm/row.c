@@ -5,13 +5,14 @@
  * With m = 1 the tile path keeps two accumulators (one row of the 6 x 16 tile) and each step of
  * k waits for the last: the FMA latency leaves three quarters of the FMA rate unused, and
  * packing B, which is read once, doubles the memory traffic of a product that is nearly all B.
- * Here B is read in place and each row of C is computed on its own (two rows read B twice, the
- * second time from cache).
- *
- * The kernel (gemm_row_fn) holds GEMM_ROW_NB columns of the row in eight vector accumulators,
- * enough independent chains to hide the latency, and runs down a block of k of B. (Sweeping a
- * few rows of B at a time across a wide span, partial sums parked in L1, read B in fewer
- * streams but ran no faster here: the parking costs what the streams save.)
+ * Here B is read in place, by one of two kernels:
+ *   - gemm_row_fn holds GEMM_ROW_NB columns of a row in eight vector accumulators, enough
+ *     independent chains to hide the latency, and runs down a block of k of B (two rows read
+ *     B twice, the second time from cache). It serves spans of at most GEMM_ROW_NB columns.
+ *   - gemm_row_sweep_fn reads a few rows of B at a time across up to GEMM_ROW_SWEEP_NB
+ *     columns, each a contiguous stream, for both rows of C at once, the partial sums parked
+ *     in L1. Down columns of 64, every row of B was met in 4 lines a page from the next row's,
+ *     and a B from memory ran at a quarter of torch's speed (kernel_avx2.c gives the figures).
  *
  * Sums: k is cut into the blocks of the packed path (gemm_kc), and each element of C is
  * beta * C + acc_0, then + acc_1, ... over the blocks in order, acc_q summed in increasing k
@@ -45,30 +46,35 @@ int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m)
     return kr->row && !trans_b && m <= kr->row_max_m;
 }
 
-/* Row i, columns [j0, j0 + cols) of C (cols <= GEMM_ROW_NB, or GEMM_ROW_SWEEP_NB for a
- * sweep), over all blocks of k. */
-static void row_block(const row_job *r, int64_t i, int64_t j0, int64_t cols)
+/* Rows [i0, i1) of C (at most two), columns [j0, j0 + cols) (cols <= GEMM_ROW_NB, or
+ * GEMM_ROW_SWEEP_NB for a sweep), over all blocks of k: the register kernel a row at a time,
+ * a sweep all the rows at once. */
+static void row_block(const row_job *r, int64_t i0, int64_t i1, int64_t j0, int64_t cols)
 {
-    float scaled[GEMM_KC_MAX];
+    float scaled[2][GEMM_KC_MAX];
     for (int64_t p0 = 0; p0 < r->k; p0 += r->kc) {
         const int64_t kc = min64(r->kc, r->k - p0);
-        const float *a;
-        if (r->alpha == 1.0f && !r->trans_a) {
-            a = r->a + i * r->lda + p0;
-        } else {
-            /* A(i, p) times alpha, as packing would hold it */
-            for (int64_t p = 0; p < kc; p++)
-                scaled[p] = r->alpha * (r->trans_a ? r->a[(p0 + p) * r->lda + i]
-                                                   : r->a[i * r->lda + p0 + p]);
-            a = scaled;
+        const float *a[2];
+        for (int64_t i = i0; i < i1; i++) {
+            if (r->alpha == 1.0f && !r->trans_a) {
+                a[i - i0] = r->a + i * r->lda + p0;
+            } else {
+                /* A(i, p) times alpha, as packing would hold it */
+                float *s = scaled[i - i0];
+                for (int64_t p = 0; p < kc; p++)
+                    s[p] = r->alpha * (r->trans_a ? r->a[(p0 + p) * r->lda + i]
+                                                  : r->a[i * r->lda + p0 + p]);
+                a[i - i0] = s;
+            }
         }
         const float *b = r->b + p0 * r->ldb + j0;
-        float *c = r->c + i * r->ldc + j0;
+        float *c = r->c + i0 * r->ldc + j0;
         const float beta = p0 == 0 ? r->beta : 1.0f;
         if (r->sweep)
-            r->kr->row_sweep(kc, a, b, r->ldb, c, cols, beta);
+            r->kr->row_sweep(kc, (int)(i1 - i0), a, b, r->ldb, c, r->ldc, cols, beta);
         else
-            r->kr->row(kc, a, b, r->ldb, c, (int)cols, beta);
+            for (int64_t i = i0; i < i1; i++)
+                r->kr->row(kc, a[i - i0], b, r->ldb, c + (i - i0) * r->ldc, (int)cols, beta);
     }
 }
 
@@ -78,9 +84,15 @@ static int row_range(void *ctx, int64_t start, int64_t stop)
     const int64_t piece = r->sweep ? GEMM_ROW_SWEEP_NB : GEMM_ROW_NB;
     for (int64_t t = start; t < stop; t++) {
         const int64_t j1 = min64((t + 1) * r->span, r->n);
-        for (int64_t j = t * r->span; j < j1; j += piece)
-            for (int64_t i = 0; i < r->m; i++)
-                row_block(r, i, j, min64(piece, j1 - j));
+        for (int64_t j = t * r->span; j < j1; j += piece) {
+            const int64_t cols = min64(piece, j1 - j);
+            if (r->sweep) {
+                row_block(r, 0, r->m, j, cols);
+            } else {
+                for (int64_t i = 0; i < r->m; i++)
+                    row_block(r, i, i + 1, j, cols);
+            }
+        }
     }
     return 0;
 }
@@ -98,8 +110,8 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
         .lda = lda, .ldb = ldb, .ldc = ldc,
         .c = c,
         .span = span,
-        /* one row across more columns than the register kernel holds */
-        .sweep = kr->row_sweep && m == 1 && span > GEMM_ROW_NB,
+        /* across more columns than the register kernel holds */
+        .sweep = kr->row_sweep && m <= 2 && span > GEMM_ROW_NB,
     };
     gemm_for_each((n + span - 1) / span, row_range, &r);
 }

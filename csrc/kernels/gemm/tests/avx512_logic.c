@@ -60,10 +60,11 @@ void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, floa
     abort();
 }
 
-void gemm_row_sweep_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, float *c,
-                         int64_t cols, float beta)
+void gemm_row_sweep_avx2(int64_t kc, int rows, const float *const *a, const float *b,
+                         int64_t rsb, float *c, int64_t ldc, int64_t cols, float beta)
 {
-    (void)kc, (void)a, (void)b, (void)rsb, (void)c, (void)cols, (void)beta;
+    (void)kc, (void)rows, (void)a, (void)b, (void)rsb, (void)c, (void)ldc, (void)cols;
+    (void)beta;
     abort();
 }
 
