@@ -1,8 +1,8 @@
 """The 64-element parallel_for on one thread and on several, in turns in one process.
 
 A loop too small to split runs whole on the caller at any thread count; on several threads
-parallel_for first looks up what the loop costs (csrc/runtime/parallel_for.c, the fast path),
-on one it does not. The difference is a nanosecond or two of a call of about 30: fresh
+parallel_for first checks that it knows the loop to be that small (csrc/runtime/parallel_for.c,
+the fast path), on one it does not. The difference is about a nanosecond of a call of 30-50: fresh
 processes, one per thread count as in `python -m pyrt bench scaling`, meet different drifts of
 a shared machine's speed and part by 10-15% either way. benchmarks/runtime/loop/loop_paired.c
 times batches of 1000 calls on one thread and on --threads in turns (a round runs one batch of
