@@ -68,10 +68,12 @@ def test_training_forward_and_backward_match_the_reference(shape, affine, thread
     check_against_reference(shape, affine, threads, seed, offset)
 
 
-# Rows of features are summed in fixed groups of rows (csrc/kernels/batch_norm.c, row_groups):
-# one group, several, and as many as there may be (4096 rows of 512: 64 groups of 64 rows).
+# Rows of features are summed in fixed groups of rows (csrc/kernels/batch_norm.c, row_groups),
+# each over spans of 4096 channels: one group, several, as many as there may be (4096 rows of
+# 512: 64 groups of 64 rows), one row per group over several spans (3 x 20000, 40 x 9000), and
+# fewer groups than rows where their sums would take too much memory (20 x 70000: 7 groups).
 @pytest.mark.parametrize("shape", [(3, 37), (70, 16), (2, 1000), (256, 512), (5000, 17),
-                                   (4096, 512)])
+                                   (4096, 512), (3, 20000), (40, 9000), (20, 70000)])
 @pytest.mark.parametrize("threads", THREADS)
 def test_rows_of_features_match_the_reference(shape, threads):
     check_against_reference(shape, True, threads, seed=sum(shape), offset=3.0)
@@ -131,7 +133,7 @@ def test_evaluation_uses_the_running_statistics():
     np.testing.assert_allclose(db, dy.sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape", [(64, 8, 28, 28), (4096, 40), (4096, 512)])
+@pytest.mark.parametrize("shape", [(64, 8, 28, 28), (4096, 40), (4096, 512), (40, 9000)])
 def test_results_are_bitwise_identical_across_thread_counts(shape):
     r = rng(2)
     x = (r.standard_normal(shape) + 2).astype(F32)

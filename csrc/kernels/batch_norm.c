@@ -157,40 +157,53 @@ static int block_range(void *ctx, int64_t b0, int64_t b1)
  * last. A block of BLOCK channels across the rows read a line of each row, 2 KB apart for 512
  * channels, and waited on every one: BatchNorm1d of [256, 512] took 1.4 times PyTorch's time
  * (1.2 with the block's sums kept in registers). Read row by row, each group adds a row's
- * values to its own vector of sums, a contiguous stream in and out of L1. */
+ * values to its own vector of sums, a contiguous stream in and out of L1. The groups' vectors
+ * take 2 c doubles each, so wide rows get fewer groups (at most ROW_SUMS_MAX doubles in all,
+ * or one group), and the channels are cut into spans of SPAN_CHANNELS too: a task is a group's
+ * rows over one span, so that a few wide rows still share out. */
 #define ROW_GROUPS_MAX 64
+#define ROW_SUMS_MAX (1 << 20)
+#define SPAN_CHANNELS 4096
 
 static int64_t row_groups(int64_t n, int64_t c)
 {
     const int64_t rows = c >= CHUNK_VALUES ? 1 : CHUNK_VALUES / c; /* per group, at least */
-    const int64_t groups = (n + rows - 1) / rows;
-    return groups < ROW_GROUPS_MAX ? groups : ROW_GROUPS_MAX;
+    int64_t groups = (n + rows - 1) / rows;
+    if (groups > ROW_GROUPS_MAX)
+        groups = ROW_GROUPS_MAX;
+    if (groups > 1 && groups > ROW_SUMS_MAX / (2 * c))
+        groups = ROW_SUMS_MAX / (2 * c) > 1 ? ROW_SUMS_MAX / (2 * c) : 1;
+    return groups;
 }
 
-/* Groups [g0, g1): group g sums its rows, in order, into j->sums + 2 c g (two vectors of c:
- * what the reduction sums, and for the gradient sum(dy (x - mean)) beside it). */
-BN_INLINE int row_group_range_body(void *ctx, int64_t g0, int64_t g1)
+/* Tasks [t0, t1), task t the rows of group t / spans over the channels of span t % spans:
+ * their sums, in order of the rows, into the group's vectors at j->sums + 2 c g (what the
+ * reduction sums, and for the gradient sum(dy (x - mean)) beside it). */
+BN_INLINE int row_group_range_body(void *ctx, int64_t t0, int64_t t1)
 {
     const bn_job *j = ctx;
     const int64_t n = j->n, c = j->c, groups = row_groups(n, c);
+    const int64_t spans = (c + SPAN_CHANNELS - 1) / SPAN_CHANNELS;
     const float *restrict mean = j->mean;
-    for (int64_t g = g0; g < g1; g++) {
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t g = t / spans, c0 = t % spans * SPAN_CHANNELS;
+        const int64_t c1 = c - c0 < SPAN_CHANNELS ? c : c0 + SPAN_CHANNELS;
         /* restrict: the sums are a buffer of their own, apart from x, dy and the mean */
         double *restrict s0 = j->sums + 2 * c * g, *restrict s1 = s0 + c;
-        for (int64_t ch = 0; ch < 2 * c; ch++)
-            s0[ch] = 0.0;
+        for (int64_t ch = c0; ch < c1; ch++)
+            s0[ch] = s1[ch] = 0.0;
         const int64_t i0 = n * g / groups, i1 = n * (g + 1) / groups;
         for (int64_t i = i0; i < i1; i++) {
             const float *restrict x = j->x + i * c;
             if (j->kind == SUM_X) {
-                for (int64_t ch = 0; ch < c; ch++)
+                for (int64_t ch = c0; ch < c1; ch++)
                     s0[ch] += x[ch];
             } else if (j->kind == SUM_SQUARES) {
-                for (int64_t ch = 0; ch < c; ch++)
+                for (int64_t ch = c0; ch < c1; ch++)
                     s0[ch] += (x[ch] - mean[ch]) * (x[ch] - mean[ch]);
             } else {
                 const float *restrict dy = j->dy + i * c;
-                for (int64_t ch = 0; ch < c; ch++) {
+                for (int64_t ch = c0; ch < c1; ch++) {
                     s0[ch] += dy[ch];
                     s1[ch] += dy[ch] * (x[ch] - mean[ch]);
                 }
@@ -200,18 +213,19 @@ BN_INLINE int row_group_range_body(void *ctx, int64_t g0, int64_t g1)
     return 0;
 }
 
-BN_DISPATCHED(row_group_range, (void *ctx, int64_t g0, int64_t g1), (ctx, g0, g1))
+BN_DISPATCHED(row_group_range, (void *ctx, int64_t t0, int64_t t1), (ctx, t0, t1))
 
-/* sums[2 ch] (and [2 ch + 1]) for rows of features: the groups in parallel, then their
- * vectors added in group order. */
+/* sums[2 ch] (and [2 ch + 1]) for rows of features: the groups' tasks in parallel, then the
+ * groups' vectors added in group order. */
 static int reduce_rows(bn_job *j, double *sums)
 {
     const int64_t c = j->c, groups = row_groups(j->n, c);
+    const int64_t spans = (c + SPAN_CHANNELS - 1) / SPAN_CHANNELS;
     double *part = pyrt_buffer_alloc(2 * (size_t)c * (size_t)groups * sizeof(double));
     if (!part)
         return PYRT_ENOMEM;
     j->sums = part;
-    int rc = pyrt_parallel_for(groups, 1, row_group_range, j);
+    int rc = pyrt_parallel_for(groups * spans, 1, row_group_range, j);
     /* into group 0's vectors, a group at a time (a vector loop), then out in pairs */
     for (int64_t g = 1; !rc && g < groups; g++) {
         const double *restrict from = part + 2 * c * g;
