@@ -160,6 +160,18 @@ static int dear_chunk(void *ctx, int64_t start, int64_t stop)
     return 0;
 }
 
+/* Calls of the 64-index dear loop (grain `grain`) run until one is shared, at most `most`;
+ * returns how many ran unshared before it (`most` if none was shared). */
+static int calls_until_shared(struct dear_job *j, int64_t grain, int most)
+{
+    int calls = 0;
+    do {
+        CHECK_RC(pyrt_parallel_for(64, grain, dear_chunk, j), 0);
+    } while (!atomic_load_explicit(&j->shared, memory_order_relaxed) && ++calls < most);
+    CHECK(dear_out[63] == dear_out[0] && dear_out[0] > 0.0f, "the dear loop's sums differ");
+    return calls;
+}
+
 static void check_rates_belong_to_their_grain(void)
 {
     stress_set_threads(2);
@@ -167,14 +179,8 @@ static void check_rates_belong_to_their_grain(void)
     for (int k = 0; k < 200; k++)
         CHECK_RC(pyrt_parallel_for(3000, 100, dear_chunk, &j), 0);
     j.spins = 400000;
-    int shared = 0;
-    for (int k = 0; k < 10; k++) {
-        atomic_store_explicit(&j.shared, 0, memory_order_relaxed);
-        CHECK_RC(pyrt_parallel_for(64, 1, dear_chunk, &j), 0);
-        shared += atomic_load_explicit(&j.shared, memory_order_relaxed);
-    }
-    CHECK(dear_out[63] == dear_out[0] && dear_out[0] > 0.0f, "the dear loop's sums differ");
-    CHECK(shared > 0, "64 indices of 0.4 ms each ran on the caller alone in all %d calls", 10);
+    const int calls = calls_until_shared(&j, 1, 10);
+    CHECK(calls < 10, "64 indices of 0.4 ms each ran on the caller alone in all %d calls", calls);
 }
 
 /* A loop of pyrt's grain first cheap (64 indices of a few ns: one chunk, run from
@@ -189,11 +195,7 @@ static void check_tiny_loop_grows(void)
     for (int k = 0; k < 5000; k++)
         CHECK_RC(pyrt_parallel_for(64, 0, dear_chunk, &j), 0);
     j.spins = 10000;
-    int calls = 0;
-    do {
-        CHECK_RC(pyrt_parallel_for(64, 0, dear_chunk, &j), 0);
-    } while (!atomic_load_explicit(&j.shared, memory_order_relaxed) && ++calls < 3000);
-    CHECK(dear_out[63] == dear_out[0] && dear_out[0] > 0.0f, "the dear loop's sums differ");
+    const int calls = calls_until_shared(&j, 0, 3000);
     CHECK(calls < 3000, "64 indices of 10 us each, once cheap, ran on the caller alone in all "
           "of %d calls", calls);
 }
