@@ -177,8 +177,8 @@ def test_transposed_b_packs_the_same_values(n, k):
 
 
 @pytest.mark.parametrize("m", [1, 2])
-@pytest.mark.parametrize("n,k", [(1, 1), (7, 300), (64, 256), (65, 257), (130, 784),
-                                 (1000, 33), (2100, 512), (9000, 43)])
+@pytest.mark.parametrize("n,k", [(1, 1), (7, 300), (64, 256), (65, 257), (65, 385),
+                                 (130, 784), (1000, 33), (2100, 512), (9000, 43)])
 @pytest.mark.parametrize("trans_a", [False, True])
 def test_one_or_two_rows_sum_as_the_blocked_path(m, n, k, trans_a):
     # a vector (or two) times a matrix runs its own kernel, B read in place (one row across
@@ -274,7 +274,7 @@ def test_bitwise_identical_across_thread_counts(m, n, k, trans_a, trans_b):
     (9, 50176, 8, True, False),   # B packed a micro-panel at a time inside each tile
     (16, 12544, 72, False, False),
     (140, 300, 40, True, True),
-    (8, 5000, 300, False, True),  # ... with several blocks of k
+    (8, 5000, 800, False, True),  # ... with several blocks of k (3 or 4 by the kernel)
     (150, 9000, 8, False, True),  # short k: one pass wider than 4096 columns of packed B
     (200, 5000, 20, True, False),
 ])

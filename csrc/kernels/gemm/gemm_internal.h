@@ -31,6 +31,9 @@
  * a multiple of 8) are aligned for vector loads. */
 #define GEMM_ALIGN 64
 
+/* The longest block of k of any kernel (AVX2: 384): buffers on the stack are sized by it. */
+#define GEMM_KC_LIMIT 384
+
 /* The largest register tile, mr * nr, of any kernel (AVX-512: 8 x 48). */
 #define GEMM_TILE_MAX (8 * 48)
 /* The widest register tile, nr, of any kernel, and the tallest, mr. */
@@ -136,6 +139,8 @@ typedef void (*gemm_row_sweep_fn)(int64_t kc, int rows, const float *const *a, c
 typedef struct gemm_kernel {
     const char *name; /* what pyrt_sgemm_kernel() reports: "avx512", "avx2" or "generic" */
     int mr, nr;       /* register tile */
+    int kc_max;       /* k runs in blocks of at most this many steps (gemm_kc; gemm.c says
+                       * why), at most GEMM_KC_LIMIT */
     gemm_tile_fn tile;
     gemm_tile_fn tile_stream;    /* the same sums, fetching B's rows ahead, for products whose
                                   * B streams from beyond L2 (gemm.c); NULL: tile */
@@ -169,19 +174,18 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
               int64_t ldc);
 
-/* The blocks of k of the packed path: as few as GEMM_KC_MAX allows, all of length
- * gemm_kc(k) but the last. */
-#define GEMM_KC_MAX 256
-static inline int64_t gemm_kc(int64_t k)
+/* The blocks of k of the packed path: as few as the kernel's kc_max allows, all of length
+ * gemm_kc(kr, k) but the last. */
+static inline int64_t gemm_kc(const gemm_kernel *kr, int64_t k)
 {
-    const int64_t blocks = (k + GEMM_KC_MAX - 1) / GEMM_KC_MAX;
+    const int64_t blocks = (k + kr->kc_max - 1) / kr->kc_max;
     return (k + blocks - 1) / blocks;
 }
 
 /* Products too small for packing or threads to pay (small.c): whether the product suits the
  * path (the shape alone decides), and the product itself (pyrt_sgemm's arguments, already
- * checked; alpha != 0, k >= 1). Its packed panels live on the stack: k is at most
- * GEMM_SMALL_MAX_K, one block of k of the packed path. */
+ * checked; alpha != 0, k >= 1). k is at most GEMM_SMALL_MAX_K, no more than one block of k of
+ * the packed path with any kernel. */
 #define GEMM_SMALL_MAX_K 256
 int gemm_small_suits(int64_t m, int64_t n, int64_t k);
 void gemm_small(const gemm_kernel *kr, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,

@@ -396,6 +396,7 @@ static const gemm_kernel avx2_kernel = {
     .name = "avx2",
     .mr = MR,
     .nr = NR,
+    .kc_max = 384,
     .tile = tile_6x16,
     .tile_rows = tile_rows_6x16,
     .dot = gemm_dot_avx2,

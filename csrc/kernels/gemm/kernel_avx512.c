@@ -516,6 +516,7 @@ static const gemm_kernel avx512_kernel = {
     .name = "avx512",
     .mr = MR,
     .nr = NR,
+    .kc_max = 256,
     .tile = tile_8x48,
     .tile_stream = tile_8x48_stream,
     .tile_part = tile_part_8x48,

@@ -39,6 +39,7 @@ static const gemm_kernel generic_kernel = {
     .name = "generic",
     .mr = MR,
     .nr = NR,
+    .kc_max = 256,
     .tile = tile_4x8,
     .pack_a = gemm_pack_a_generic,
     .pack_b = gemm_pack_b_generic,

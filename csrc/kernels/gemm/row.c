@@ -51,7 +51,7 @@ int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m)
  * a sweep all the rows at once. */
 static void row_block(const row_job *r, int64_t i0, int64_t i1, int64_t j0, int64_t cols)
 {
-    float scaled[2][GEMM_KC_MAX];
+    float scaled[2][GEMM_KC_LIMIT];
     for (int64_t p0 = 0; p0 < r->k; p0 += r->kc) {
         const int64_t kc = min64(r->kc, r->k - p0);
         const float *a[2];
@@ -104,7 +104,7 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
     const int64_t span = gemm_column_span(m, n, k, GEMM_ROW_NB);
     row_job r = {
         .kr = kr, .trans_a = trans_a,
-        .m = m, .n = n, .k = k, .kc = gemm_kc(k),
+        .m = m, .n = n, .k = k, .kc = gemm_kc(kr, k),
         .alpha = alpha, .beta = beta,
         .a = a, .b = b,
         .lda = lda, .ldb = ldb, .ldc = ldc,

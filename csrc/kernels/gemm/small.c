@@ -76,8 +76,9 @@ static void small_columns(const small_job *s, int64_t j0, int64_t j1)
     const int64_t a_end = !a_direct ? 0 : kr->tile_rows || kr->tile_part ? m : m / mr * mr;
     const int b_direct = !s->trans_b && (gemm_l1_holds(ldb, s->kc) || m <= 2 * mr);
     const int64_t b_end = b_direct ? s->n / nr * nr : 0;
-    float bpanel[GEMM_SMALL_MAX_K * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));
-    float apanel[GEMM_SMALL_MAX_K * GEMM_MR_MAX] __attribute__((aligned(GEMM_ALIGN)));
+    /* one block of k (gemm_few_rows: the packed path's blocks) of a packed panel of each */
+    float bpanel[GEMM_KC_LIMIT * GEMM_NR_MAX] __attribute__((aligned(GEMM_ALIGN)));
+    float apanel[GEMM_KC_LIMIT * GEMM_MR_MAX] __attribute__((aligned(GEMM_ALIGN)));
     /* block of k outermost: a block's rows of B (at most kc pages of B, for any span of
      * columns) stay in the TLB and the caches while its column panels go by; a column panel
      * taken down the whole of a long k first missed the TLB on every row of B (a new page
@@ -136,7 +137,7 @@ void gemm_few_rows(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int
     const int64_t span = gemm_column_span(m, n, k, kr->nr);
     const small_job s = {
         .kr = kr, .trans_a = trans_a, .trans_b = 0,
-        .m = m, .n = n, .k = k, .kc = gemm_kc(k),
+        .m = m, .n = n, .k = k, .kc = gemm_kc(kr, k),
         .alpha = alpha, .beta = beta,
         .a = a, .b = b, .lda = lda, .ldb = ldb, .ldc = ldc, .c = c,
         .span = span,
