@@ -119,20 +119,23 @@ def test_skinny_products(side, other, k, rows_small, trans_a, trans_b, alpha, be
 
 @pytest.mark.parametrize("path,m,n,k,trans_a", [
     ("small", 64, 128, 10, False), ("small", 10, 128, 64, True), ("small", 13, 40, 200, False),
-    ("small", 13, 41, 200, True), ("few rows", 5, 1000, 600, False),
-    ("few rows", 8, 300, 700, True), ("few rows", 4, 2048, 512, False),
-    ("few rows", 3, 97, 300, False),
+    ("small", 13, 41, 200, True), ("few rows", 8, 300, 700, True),
+    ("few rows", 5, 60, 700, False), ("few rows", 6, 50, 900, True),
+    ("sweep", 5, 1000, 600, False), ("sweep", 4, 2048, 512, False), ("sweep", 3, 97, 300, False),
+    ("sweep", 5, 700, 389, True), ("sweep", 3, 2100, 800, False), ("few rows", 6, 700, 389, False),
 ])
 def test_in_place_paths_sum_as_the_blocked_path(path, m, n, k, trans_a):
-    # small products (up to 2^17 multiply-adds, k <= 256: on the calling thread) and a few
-    # rows at any size (spans of columns spread over the threads) are computed from A and B in
-    # place; with 200 rows more the product is packed, and its first m rows must come out
-    # bitwise the same (the same blocks of k, each summed in the same order by the same kernel
-    # and added to C in order), at 1, 2 and 3 threads
+    # small products (up to 2^17 multiply-adds, k <= 256: on the calling thread), a few rows
+    # in spans of columns spread over the threads (AVX2: up to 5 rows swept across spans of
+    # more than 64 columns, a few rows of B at a time; the tiles of a few rows otherwise)
+    # are computed from A and B in place; with 200 rows more the product is packed, and its
+    # first m rows must come out bitwise the same (the same blocks of k, each summed in the
+    # same order by the same kernel and added to C in order), at 1, 2 and 3 threads
     if path == "small":
         assert m * n * k <= 2**17 < (m + 200) * n * k and k <= 256
     else:
         assert m <= 8 and (m * n * k > 2**17 or k > 256)
+        assert (path == "sweep") == (m <= 5 and n > 64)
     rng = np.random.default_rng(m + n + k)
     a, b = operands(rng, m, n, k, trans_a, False)
     more = rng.standard_normal((k, 200) if trans_a else (200, k)).astype(np.float32)

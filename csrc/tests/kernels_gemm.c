@@ -2,7 +2,8 @@
  * kernels_gemm.c - pyrt_sgemm on every one of its paths, against a product summed in double.
  *
  * The shapes below are chosen from csrc/kernels/gemm/gemm.c's rules (AVX2's 6 x 16 tiles) so
- * that each path is taken: one or two rows (row.c), small products and a few rows (small.c),
+ * that each path is taken: one or two rows and the sweep of a few (row.c), small products and
+ * a few rows over narrow spans (small.c),
  * A B^T with a small side (dot.c, one chunk of k and several), and the packed path with B read
  * in place,
  * B packed by each tile (b_in_tile), a separate packing phase, several passes over rows, over
@@ -44,10 +45,16 @@ static const gemm_case CASES[] = {
     {"dot long k", 0, 1, 50, 300, 784, 4, 3, 0, 1.0f, 0.25f, 0},
     {"dot chunks of k", 0, 1, 3, 5, 3000, 0, 0, 2, 1.5f, 0.0f, 0},
     {"dot few columns", 0, 1, 200, 7, 2500, 0, 0, 0, 1.0f, 1.0f, 0},
-    /* small.c, few rows: m <= mr (6 here), B not transposed, any size */
-    {"few rows, k blocks, tasks", 0, 0, 5, 2100, 600, 3, 5, 1, 1.0f, 0.5f, 0},
-    {"few rows A^T alpha", 1, 0, 6, 300, 700, 2, 0, 4, 0.5f, -0.5f, 0},
-    {"few rows, right edge", 0, 0, 3, 1001, 257, 0, 11, 0, 1.0f, 0.0f, 0},
+    /* row.c, the sweep: 3 to 5 rows, B not transposed, spans of more than 64 columns */
+    {"sweep, k blocks, tasks", 0, 0, 5, 2100, 600, 3, 5, 1, 1.0f, 0.5f, 0},
+    {"sweep A^T alpha", 1, 0, 5, 300, 700, 2, 0, 4, 0.5f, -0.5f, 0},
+    {"sweep, pieces, right edge", 0, 0, 3, 1001, 257, 0, 11, 0, 1.0f, 0.0f, 0},
+    {"sweep 4 rows, ragged k", 0, 0, 4, 700, 389, 1, 2, 3, 1.0f, 1.0f, 0},
+    /* small.c, few rows: m <= mr (6 here), B not transposed, spans of 64 columns at most
+     * (or 6 rows) */
+    {"few rows", 0, 0, 5, 60, 700, 3, 5, 1, 1.0f, 0.5f, 0},
+    {"few rows, 6 of them", 0, 0, 6, 300, 700, 0, 0, 0, 1.0f, 0.0f, 0},
+    {"few rows A^T alpha", 1, 0, 6, 50, 900, 2, 0, 4, 0.5f, -0.5f, 0},
     /* packed path */
     {"packed A and B in place", 0, 0, 100, 100, 300, 0, 0, 0, 1.0f, 0.0f, 0},
     {"packed, packing phase", 1, 1, 150, 130, 300, 5, 0, 7, 0.5f, 0.25f, 0},

@@ -1,14 +1,18 @@
 /*
  * gemm.c - single-precision GEMM: C = alpha * op(A) op(B) + beta * C, row-major.
  *
- * pyrt_sgemm picks one of five paths, by the arguments alone:
+ * pyrt_sgemm picks one of six paths, by the arguments alone:
  *   - one row (two with the AVX2 kernel) times B not transposed: a kernel that keeps eight
- *     accumulators on one row of C and reads B in place (row.c);
+ *     accumulators on one row of C and reads B in place, or across wider spans of columns
+ *     the sweep below (row.c);
  *   - small products (up to 2^17 multiply-adds, k <= 256): the micro-kernel's tiles on A and
  *     B read in place, on the calling thread, no workspace (small.c);
  *   - A B^T with a small side (m or n <= 64): dot products of rows read in place (dot.c), also
  *     for small products whose few columns would leave the small path's tiles mostly empty
  *     (dot_before_small);
+ *   - up to five rows (AVX2) times B not transposed, more than 64 columns: the sweep, which
+ *     reads B in place a few rows at a time across spans of columns, all the rows of C at
+ *     once, the partial sums parked in L1 (row.c);
  *   - up to mr rows (one row panel) times B not transposed: the small path's tiles at any
  *     size, B read in place, spans of columns spread over the threads (small.c);
  *   - everything else: the Goto/BLIS scheme below.
@@ -599,6 +603,10 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
         }
         if (dot)
             return gemm_dot(kr, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        if (gemm_sweep_suits(kr, trans_b, m, n)) {
+            gemm_row(kr, trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            return PYRT_OK;
+        }
         if (gemm_few_rows_suits(kr, trans_b, m)) {
             gemm_few_rows(kr, trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
             return PYRT_OK;

@@ -129,10 +129,18 @@ typedef void (*gemm_dot_fn)(int rows, int cols, int64_t kc, const float *const a
 #define GEMM_ROW_NB 64
 typedef void (*gemm_row_fn)(int64_t kc, const float *a, const float *b, int64_t rsb, float *c,
                             int cols, float beta);
-/* The same for `rows` (1 or 2) rows of C, row r from a[r] into c + r * ldc, and
- * 1 <= cols <= GEMM_ROW_SWEEP_NB, the same sums: B read a few rows at a time across all the
- * columns, the sums parked in L1 between (row.c). */
+/* The same for `rows` rows of C (1 <= rows <= GEMM_ROW_SWEEP_MAX_M), row r from a[r] into
+ * c + r * ldc, and 1 <= cols <= gemm_sweep_cols(rows), the same sums: B read a few rows at a
+ * time across all the columns, the sums parked in L1 between (row.c): at most
+ * GEMM_ROW_SWEEP_FLOATS of them, and GEMM_ROW_SWEEP_NB columns. */
 #define GEMM_ROW_SWEEP_NB 1024
+#define GEMM_ROW_SWEEP_MAX_M 5
+#define GEMM_ROW_SWEEP_FLOATS 2048
+static inline int64_t gemm_sweep_cols(int rows)
+{
+    const int64_t cols = GEMM_ROW_SWEEP_FLOATS / rows / 16 * 16;
+    return cols < GEMM_ROW_SWEEP_NB ? cols : GEMM_ROW_SWEEP_NB;
+}
 typedef void (*gemm_row_sweep_fn)(int64_t kc, int rows, const float *const *a, const float *b,
                                   int64_t rsb, float *c, int64_t ldc, int64_t cols, float beta);
 
@@ -153,6 +161,9 @@ typedef struct gemm_kernel {
     gemm_row_fn row;  /* NULL: products of one or two rows take the other paths */
     gemm_row_sweep_fn row_sweep; /* NULL: one row takes `row` too */
     int row_max_m;    /* products of up to this many rows (1 or 2) take the row kernel */
+    int sweep_max_m;  /* ... and of up to this many (at least row_max_m, at most
+                       * GEMM_ROW_SWEEP_MAX_M) across more than GEMM_ROW_NB columns, the
+                       * sweep */
     gemm_pack_a_fn pack_a;
     gemm_pack_b_fn pack_b;
 } gemm_kernel;
@@ -167,9 +178,11 @@ int gemm_dot(const gemm_kernel *kr, int64_t m, int64_t n, int64_t k, float alpha
              int64_t ldc);
 
 /* Products of one or two rows with B not transposed, a vector (or two) times a matrix
- * (row.c): whether the path suits them, and the product (pyrt_sgemm's arguments, already
- * checked; alpha != 0, k >= 1). k is cut into the blocks of the packed path (gemm_kc). */
+ * (row.c): whether the path suits them; whether a few more rows (up to the kernel's
+ * sweep_max_m) suit its sweep; and the product (pyrt_sgemm's arguments, already checked;
+ * alpha != 0, k >= 1). k is cut into the blocks of the packed path (gemm_kc). */
 int gemm_row_suits(const gemm_kernel *kr, int trans_b, int64_t m);
+int gemm_sweep_suits(const gemm_kernel *kr, int trans_b, int64_t m, int64_t n);
 void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t k, float alpha,
               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
               int64_t ldc);
@@ -239,9 +252,10 @@ void gemm_ws_release(float *buf, int owned);
 void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx);
 
 /* Columns per task for a product of m rows that splits C into spans of columns (row.c,
- * small.c): n over about SPAN_TASKS_PER_THREAD tasks per thread, none under SPAN_MIN_FLOPS
- * of work, rounded up to whole `unit`s of the kernel's columns (tasks.c). */
-int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit);
+ * small.c): n over about tasks_per_thread tasks per thread (one task on one thread), none
+ * under SPAN_MIN_FLOPS of work, rounded up to whole `unit`s of the kernel's columns
+ * (tasks.c). */
+int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit, int tasks_per_thread);
 
 /* A grid of C tiles for one parallel phase: pm x pn blocks of micro-panels, starting from
  * *tiles_m x 1 tiles (what the cache allows), split further while threads > 1, the dimension

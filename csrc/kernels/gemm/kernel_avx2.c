@@ -303,58 +303,76 @@ void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, floa
 
 /* gemm_row_sweep_fn: B read SWEEP_ROWS rows at a time across all `cols` columns, each row a
  * contiguous stream, the sums parked in a buffer in L1 between sweeps (a load and a store of
- * a vector per SWEEP_ROWS FMAs); with two rows of C, each vector of B read serves both. Each
- * element's sum is row_body's: one FMA per step of k, in order, from zero, then the same
- * write to C. Reading B down columns of 64 (row_body) met each row in 4 lines, a page apart
- * from the next row's: one row times 2048 x 512 took 1.2-1.35 times torch.matmul's time,
- * times 4096 x 1024 (B from memory) 3.4-4.1 times, two rows times 4096 x 1024 2.8 times;
- * swept, one row read 0.85-1.16 and 0.86-0.88 (on an AMD EPYC, Zen 3). Sweeps of 4 rows of B
- * read 1.0-1.08 and 1.06-1.22. */
+ * a vector per SWEEP_ROWS FMAs for each row of C); with several rows of C, each vector of B
+ * read serves them all. Each element's sum is row_body's: one FMA per step of k, in order,
+ * from zero, then the same write to C. Figures from an AMD EPYC (Zen 3), one thread:
+ *   - Reading B down columns of 64 (row_body) met each row in 4 lines, a page apart from the
+ *     next row's: one row times 2048 x 512 took 1.2-1.35 times torch.matmul's time, times
+ *     4096 x 1024 (B from memory) 3.4-4.1 times, two rows times 4096 x 1024 2.8 times; swept,
+ *     one row read 0.85-1.16 and 0.86-0.88. Sweeps of 4 rows of B read 1.0-1.08 and 1.06-1.22.
+ *   - Longer pieces of B's rows read faster: one sweep across a span of 1024 columns instead
+ *     of four across 256 (row.c) took one row times 4096 x 1024 from 1.63 to 1.01 times
+ *     OpenBLAS's sgemv time, two rows from 0.52 to 0.40 times its sgemm's.
+ *   - Three to five rows took the 6 x 16 tiles of the few-rows path, which read B down
+ *     columns of 16: swept, 3 rows times 4096 x 1024 ran in 0.36 of OpenBLAS's time instead
+ *     of 0.74, 4 rows times 1024 x 1024 in 0.62 instead of 1.01. Six rows fill the tile,
+ *     which then ran faster than the sweep (0.56 against 0.64 times 4096 x 128). */
 #define SWEEP_ROWS 8
 
-/* park[r][v] += sum over the sweep's rows q of x[r][q] * bq[q][v], in order of q */
-#define SWEEP_STEP(R, Q, LOAD, OFFSET)                                                        \
+/* park[r][v .. v + V) += sum over the sweep's rows q of x[r][q] * bq[q][v], in order of q:
+ * R x V accumulators, each a chain of Q FMAs */
+#define SWEEP_STEP(R, Q, V, LOAD, OFFSET)                                                     \
     do {                                                                                      \
-        __m256 acc[2];                                                                        \
+        __m256 acc[GEMM_ROW_SWEEP_MAX_M][2];                                                  \
         for (int r_ = 0; r_ < (R); r_++)                                                      \
-            acc[r_] = _mm256_load_ps(park[r_] + (OFFSET));                                    \
-        for (int q_ = 0; q_ < (Q); q_++) {                                                    \
-            const __m256 bv_ = LOAD(bq[q_] + (OFFSET));                                       \
-            for (int r_ = 0; r_ < (R); r_++)                                                  \
-                acc[r_] = _mm256_fmadd_ps(x[r_][q_], bv_, acc[r_]);                           \
-        }                                                                                     \
+            for (int v_ = 0; v_ < (V); v_++)                                                  \
+                acc[r_][v_] = _mm256_load_ps(park + r_ * stride + (OFFSET) + 8 * v_);         \
+        for (int q_ = 0; q_ < (Q); q_++)                                                      \
+            for (int v_ = 0; v_ < (V); v_++) {                                                \
+                const __m256 bv_ = LOAD(bq[q_] + (OFFSET) + 8 * v_);                          \
+                for (int r_ = 0; r_ < (R); r_++)                                              \
+                    acc[r_][v_] = _mm256_fmadd_ps(x[r_][q_], bv_, acc[r_][v_]);               \
+            }                                                                                 \
         for (int r_ = 0; r_ < (R); r_++)                                                      \
-            _mm256_store_ps(park[r_] + (OFFSET), acc[r_]);                                    \
+            for (int v_ = 0; v_ < (V); v_++)                                                  \
+                _mm256_store_ps(park + r_ * stride + (OFFSET) + 8 * v_, acc[r_][v_]);         \
     } while (0)
 
-/* A sweep of Q rows of B from row p, over every vector of the columns. */
+/* A sweep of Q rows of B from row p, over every vector of the columns: V vectors at a time,
+ * then the rest one at a time. */
 #define SWEEP(R, Q)                                                                           \
     do {                                                                                      \
-        __m256 x[2][SWEEP_ROWS];                                                              \
+        __m256 x[GEMM_ROW_SWEEP_MAX_M][SWEEP_ROWS];                                           \
         const float *bq[SWEEP_ROWS];                                                          \
         for (int q = 0; q < (Q); q++) {                                                       \
             for (int r = 0; r < (R); r++)                                                     \
                 x[r][q] = _mm256_broadcast_ss(a[r] + p + q);                                  \
             bq[q] = b + (p + q) * rsb;                                                        \
         }                                                                                     \
-        for (int64_t v = 0; v < whole; v++)                                                   \
-            SWEEP_STEP(R, Q, _mm256_loadu_ps, 8 * v);                                         \
+        int64_t v = 0;                                                                        \
+        for (; v + V <= whole; v += V)                                                        \
+            SWEEP_STEP(R, Q, V, _mm256_loadu_ps, 8 * v);                                      \
+        for (; v < whole; v++)                                                                \
+            SWEEP_STEP(R, Q, 1, _mm256_loadu_ps, 8 * v);                                      \
         if (whole < vectors)                                                                  \
-            SWEEP_STEP(R, Q, MASKED_LOAD, 8 * whole);                                         \
+            SWEEP_STEP(R, Q, 1, MASKED_LOAD, 8 * whole);                                      \
     } while (0)
 
+/* One row or two: one vector at a time (R chains per step), the broadcast values of A in
+ * registers. Three to six rows: two vectors at a time, 2R chains, the values of A read from
+ * the stack as the FMAs' operands (6 x 8 of them do not fit the registers). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
 sweep_body(const int R, int64_t kc, const float *const *a, const float *b, int64_t rsb,
            float *c, int64_t ldc, int64_t cols, float beta)
 {
-    _Alignas(32) float park[2][GEMM_ROW_SWEEP_NB];
-    const int64_t whole = cols / 8, vectors = (cols + 7) / 8;
+    _Alignas(32) float park[GEMM_ROW_SWEEP_FLOATS];
+    const int V = R <= 2 ? 1 : 2;
+    const int64_t whole = cols / 8, vectors = (cols + 7) / 8, stride = 8 * vectors;
     /* the last vector's columns, when cols is not a multiple of 8 (its other lanes stay 0) */
     const __m256i mask = _mm256_loadu_si256((const __m256i *)(tail_mask + 8 * vectors - cols));
 #define MASKED_LOAD(ptr) _mm256_maskload_ps((ptr), mask)
-    for (int r = 0; r < R; r++)
-        for (int64_t v = 0; v < vectors; v++)
-            _mm256_store_ps(park[r] + 8 * v, _mm256_setzero_ps());
+    for (int64_t i = 0; i < R * stride; i += 8)
+        _mm256_store_ps(park + i, _mm256_setzero_ps());
     int64_t p = 0;
     for (; p + SWEEP_ROWS <= kc; p += SWEEP_ROWS)
         SWEEP(R, SWEEP_ROWS);
@@ -365,14 +383,15 @@ sweep_body(const int R, int64_t kc, const float *const *a, const float *b, int64
     const __m256 bv = _mm256_set1_ps(beta);
     for (int r = 0; r < R; r++) {
         float *cr = c + r * ldc;
+        const float *pr = park + r * stride;
         for (int64_t v = 0; v < whole; v++) {
-            const __m256 acc = _mm256_load_ps(park[r] + 8 * v);
+            const __m256 acc = _mm256_load_ps(pr + 8 * v);
             _mm256_storeu_ps(cr + 8 * v,
                              beta == 0.0f ? acc
                                           : _mm256_fmadd_ps(_mm256_loadu_ps(cr + 8 * v), bv, acc));
         }
         if (whole < vectors) {
-            __m256 acc = _mm256_load_ps(park[r] + 8 * whole);
+            __m256 acc = _mm256_load_ps(pr + 8 * whole);
             if (beta != 0.0f)
                 acc = _mm256_fmadd_ps(_mm256_maskload_ps(cr + 8 * whole, mask), bv, acc);
             _mm256_maskstore_ps(cr + 8 * whole, mask, acc);
@@ -380,16 +399,27 @@ sweep_body(const int R, int64_t kc, const float *const *a, const float *b, int64
     }
 }
 
-__attribute__((target("avx2,fma"))) void gemm_row_sweep_avx2(int64_t kc, int rows,
-                                                             const float *const *a,
-                                                             const float *b, int64_t rsb,
-                                                             float *c, int64_t ldc, int64_t cols,
-                                                             float beta)
+#define SWEEP_R(R)                                                                            \
+    __attribute__((target("avx2,fma"))) static void sweep_##R(                                \
+        int64_t kc, const float *const *a, const float *b, int64_t rsb, float *c, int64_t ldc, \
+        int64_t cols, float beta)                                                             \
+    {                                                                                         \
+        sweep_body(R, kc, a, b, rsb, c, ldc, cols, beta);                                     \
+    }
+SWEEP_R(1)
+SWEEP_R(2)
+SWEEP_R(3)
+SWEEP_R(4)
+SWEEP_R(5)
+
+void gemm_row_sweep_avx2(int64_t kc, int rows, const float *const *a, const float *b,
+                         int64_t rsb, float *c, int64_t ldc, int64_t cols, float beta)
 {
-    if (rows == 2)
-        sweep_body(2, kc, a, b, rsb, c, ldc, cols, beta);
-    else
-        sweep_body(1, kc, a, b, rsb, c, ldc, cols, beta);
+    typedef void (*sweep_fn)(int64_t, const float *const *, const float *, int64_t, float *,
+                             int64_t, int64_t, float);
+    static const sweep_fn by_rows[GEMM_ROW_SWEEP_MAX_M] = {sweep_1, sweep_2, sweep_3,
+                                                           sweep_4, sweep_5};
+    by_rows[rows - 1](kc, a, b, rsb, c, ldc, cols, beta);
 }
 
 static const gemm_kernel avx2_kernel = {
@@ -407,6 +437,7 @@ static const gemm_kernel avx2_kernel = {
     /* two rows too: through the 6 x 16 tile with B in place (small.c, gemm_few_rows) they ran
      * 1.4 times as long (2 x 2048 x 512) */
     .row_max_m = 2,
+    .sweep_max_m = 5,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx2,
 };

@@ -535,6 +535,7 @@ static const gemm_kernel avx512_kernel = {
     /* one row only: two rows run faster through the 8 x 48 tile with B in place (small.c,
      * gemm_few_rows; 2 x 2048 x 512: 154 us against 244) */
     .row_max_m = 1,
+    .sweep_max_m = 1,
     .pack_a = gemm_pack_a_avx2,
     .pack_b = gemm_pack_b_avx512,
 };

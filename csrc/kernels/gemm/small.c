@@ -36,6 +36,7 @@
 #include "gemm_internal.h"
 
 #define SMALL_MAX_MNK (1 << 17)
+#define FEW_ROWS_TASKS_PER_THREAD 4 /* spans of columns, for balance */
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -134,7 +135,7 @@ void gemm_few_rows(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int
                    float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                    float beta, float *c, int64_t ldc)
 {
-    const int64_t span = gemm_column_span(m, n, k, kr->nr);
+    const int64_t span = gemm_column_span(m, n, k, kr->nr, FEW_ROWS_TASKS_PER_THREAD);
     const small_job s = {
         .kr = kr, .trans_a = trans_a, .trans_b = 0,
         .m = m, .n = n, .k = k, .kc = gemm_kc(kr, k),

@@ -71,11 +71,13 @@ static int64_t ceil_div(int64_t a, int64_t b)
 }
 
 #define SPAN_MIN_FLOPS (1 << 18) /* a task is at least ~2 us of work: worth a steal */
-#define SPAN_TASKS_PER_THREAD 4
 
-int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit)
+int64_t gemm_column_span(int64_t m, int64_t n, int64_t k, int64_t unit, int tasks_per_thread)
 {
-    const int64_t tasks = (int64_t)pyrt_max_concurrency() * SPAN_TASKS_PER_THREAD;
+    /* one thread: one span, as long as the kernel takes (a row sweep's pieces of B's rows
+     * are as long as the span) */
+    const int threads = pyrt_max_concurrency();
+    const int64_t tasks = threads == 1 ? 1 : (int64_t)threads * tasks_per_thread;
     int64_t span = ceil_div(n, tasks);
     const int64_t least = SPAN_MIN_FLOPS / (2 * m * k) + 1;
     if (span < least)
