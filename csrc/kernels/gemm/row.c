@@ -120,11 +120,11 @@ void gemm_row(const gemm_kernel *kr, int trans_a, int64_t m, int64_t n, int64_t 
               const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
               int64_t ldc)
 {
-    /* one or two rows: the sweep where the spans are wider than the register kernel's
-     * columns; more rows: the sweep (gemm_sweep_suits) */
-    const int sweep = kr->row_sweep && m <= kr->sweep_max_m
-                      && (m > kr->row_max_m
-                          || gemm_column_span(m, n, k, GEMM_ROW_NB, ROW_TASKS_PER_THREAD)
+    /* more rows than the register kernel takes come through gemm_sweep_suits; one or two
+     * sweep where the spans are wider than the register kernel's columns */
+    const int sweep = m > kr->row_max_m
+                      || (kr->row_sweep
+                          && gemm_column_span(m, n, k, GEMM_ROW_NB, ROW_TASKS_PER_THREAD)
                                  > GEMM_ROW_NB);
     const int64_t span = gemm_column_span(m, n, k, GEMM_ROW_NB,
                                           sweep ? SWEEP_TASKS_PER_THREAD : ROW_TASKS_PER_THREAD);
