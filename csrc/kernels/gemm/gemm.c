@@ -317,9 +317,9 @@ static void compute_task(const gemm *g, int64_t t)
             int64_t rsb;
             if (g->b_in_tile) {
                 const int64_t in_chunk = (jr - c0) / nr % chunk;
-                if (in_chunk == 0)
+                if (in_chunk == 0) /* the tile's columns only: the next tile packs its own */
                     g->kr->pack_b(g->b, g->ldb, g->trans_b, p0, kcq, g->j0 + jr,
-                                  min64(chunk * nr, g->nb - jr), nr, bpanel);
+                                  min64(chunk * nr, min64(c1, g->nb) - jr), nr, bpanel);
                 b = bpanel + in_chunk * kcq * nr;
                 rsb = nr;
             } else if (jr < b_full) {

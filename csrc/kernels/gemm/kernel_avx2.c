@@ -359,8 +359,8 @@ void gemm_row_avx2(int64_t kc, const float *a, const float *b, int64_t rsb, floa
     } while (0)
 
 /* One row or two: one vector at a time (R chains per step), the broadcast values of A in
- * registers. Three to six rows: two vectors at a time, 2R chains, the values of A read from
- * the stack as the FMAs' operands (6 x 8 of them do not fit the registers). */
+ * registers. Three to five rows: two vectors at a time, 2R chains, the values of A read from
+ * the stack as the FMAs' operands (up to 5 x 8 of them do not fit the registers). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
 sweep_body(const int R, int64_t kc, const float *const *a, const float *b, int64_t rsb,
            float *c, int64_t ldc, int64_t cols, float beta)
