@@ -79,10 +79,22 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         if bottom or right:
             x = pad(x, (0, right, 0, bottom))
     options = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-    y = ops.conv2d(x.data, weight.data, None if bias is None else bias.data, **options)
+    b = None if bias is None else bias.data
+    backward_op = ops.conv2d_backward
+    if weight._requires_grad and is_grad_enabled() and _xp(weight.data) is not np:
+        # on the GPU the forward's column matrix of x serves the weight gradient too (the
+        # CUDA op refuses x and weight on different devices, as ops.conv2d would)
+        from pyrt.cuda.ops import conv as cuda_conv
+
+        y, columns = cuda_conv.conv2d_keeping_columns(x.data, weight.data, b, **options)
+        backward_op = cuda_conv.conv2d_backward
+        if columns is not None:
+            options["columns"] = columns
+    else:
+        y = ops.conv2d(x.data, weight.data, b, **options)
 
     def backward(g):
-        dx, dw, db = ops.conv2d_backward(
+        dx, dw, db = backward_op(
             x.data, weight.data, g, needs_input_grad=x._requires_grad,
             needs_weight_grad=weight._requires_grad,
             needs_bias_grad=bias is not None and bias._requires_grad, **options)

@@ -295,6 +295,63 @@ def test_conv2d_forward_backward(stride, padding, dilation, groups):
         close(d, r, atol=1e-3)
 
 
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 1, 1, 1), ((2, 1), 1, (1, 3), 1), (1, 1, 2, 4)])
+def test_conv2d_kept_columns_give_the_same_results(stride, padding, dilation, groups):
+    from pyrt.cuda.ops import conv as cuda_conv
+
+    opts = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    x, w, b = g(f32(3, 4, 9, 8)), g(f32(8, 4 // groups, 3, 3, seed=1)), g(f32(8, seed=2))
+    y, cols = cuda_conv.conv2d_keeping_columns(x, w, b, **opts)
+    assert cols is not None and cols.shape[0] == 3
+    np.testing.assert_array_equal(cupy.asnumpy(y), cupy.asnumpy(ops.conv2d(x, w, b, **opts)))
+    gy = g(f32(*y.shape, seed=3))
+    kept = cuda_conv.conv2d_backward(x, w, gy, columns=cols, **opts)
+    made = cuda_conv.conv2d_backward(x, w, gy, **opts)
+    for k, m in zip(kept, made):
+        np.testing.assert_array_equal(cupy.asnumpy(k), cupy.asnumpy(m))
+    assert kept[1].shape == w.shape and kept[1].base is None  # an array of its own
+    with pytest.raises(ValueError, match="columns"):
+        cuda_conv.conv2d_backward(x, w, gy, columns=cols[:, :-1], **opts)
+
+
+def test_conv2d_keeps_columns_up_to_its_limit(monkeypatch):
+    from pyrt.cuda.ops import conv as cuda_conv
+
+    x, w = g(f32(2, 3, 8, 8)), g(f32(4, 3, 3, 3, seed=1))
+    cols_bytes = 2 * 27 * 36 * 4
+    monkeypatch.setattr(cuda_conv, "KEEP_COLUMNS_BYTES", cols_bytes)
+    assert cuda_conv.conv2d_keeping_columns(x, w)[1] is not None
+    monkeypatch.setattr(cuda_conv, "KEEP_COLUMNS_BYTES", cols_bytes - 1)
+    y, cols = cuda_conv.conv2d_keeping_columns(x, w)
+    assert cols is None
+    np.testing.assert_array_equal(cupy.asnumpy(y), cupy.asnumpy(ops.conv2d(x, w)))
+
+
+@pytest.mark.parametrize("input_grad", [False, True])
+def test_conv2d_layer_makes_its_columns_once_a_step(monkeypatch, input_grad):
+    """Autograd's conv2d hands the forward's column matrix to the weight gradient, and the
+    weight's .grad is the kernel's own array (no copy of a view)."""
+    from pyrt.cuda.ops import conv as cuda_conv
+
+    made = []
+    im2col = cuda_conv._im2col
+    monkeypatch.setattr(cuda_conv, "_im2col", lambda *a: made.append(1) or im2col(*a))
+    pyrt.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3, padding=1).to("cuda")
+    x = pyrt.tensor(f32(2, 3, 8, 8), requires_grad=input_grad, device="cuda")
+    conv(x).sum().backward()
+    assert len(made) == 1
+    assert conv.weight.grad.data.base is None
+    pyrt.manual_seed(0)
+    host = nn.Conv2d(3, 4, 3, padding=1)
+    xh = pyrt.tensor(f32(2, 3, 8, 8), requires_grad=input_grad)
+    host(xh).sum().backward()
+    close(conv.weight.grad.data, host.weight.grad.numpy(), atol=1e-4)
+    if input_grad:
+        close(x.grad.data, xh.grad.numpy(), atol=1e-4)
+
+
 @pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 1, 1), (3, 2, 1)])
 @pytest.mark.parametrize("ceil,include", [(False, True), (True, True), (True, False)])
 def test_pools(k, s, p, ceil, include):

@@ -5,7 +5,8 @@
   values), pyrt eager and with CUDA-graph capture;
 - the bias-gradient reduction at the CNN's shapes at batch 256 (and, to separate bandwidth
   from launch latency, conv1's at batch 4096) against the device-to-device copy bandwidth of
-  the same bytes (cupy copy).
+  the same bytes (cupy copy) and against PyTorch's sum over the same axes, with an empty
+  kernel's time as the floor under any launch.
 
 Device times come from CUDA events; each figure is the median of several repeats. Results go
 to benchmarks/results/cuda.{json,md}, naming the device.
@@ -87,6 +88,33 @@ def _graph_timed(fn, steps, repeats):
             stop.record(stream)
             stop.synchronize()
             times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3 / steps)
+    return statistics.median(times)
+
+
+def _torch_graph_timed(fn, steps, repeats):
+    """_graph_timed for a PyTorch call: `steps` calls captured into one torch.cuda.CUDAGraph,
+    its replays timed by CUDA events."""
+    import torch
+
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        fn()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(steps):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop) / 1e3 / steps)
     return statistics.median(times)
 
 
@@ -219,8 +247,29 @@ def bench_bias_grad(steps, repeats):
             row["device_error"] = f"{type(exc).__name__}: {exc}"
             print(f"bench_cuda: {label}: device-time measurement failed: {row['device_error']}",
                   file=sys.stderr)
+        # PyTorch's reduction of the same array over the same axes, on the device alone
+        try:
+            import torch
+
+            tg = torch.as_tensor(g, device="cuda")
+            axes = (0, 2, 3) if layout == "planes" else tuple(range(g.ndim - 1))
+            row["torch_device_us"] = _torch_graph_timed(lambda tg=tg, axes=axes: tg.sum(axes),
+                                                        steps, repeats) * 1e6
+        except Exception as exc:  # noqa: BLE001 (pyrt's figures still stand)
+            row["torch_error"] = f"{type(exc).__name__}: {exc}"
+            print(f"bench_cuda: {label}: torch's reduction failed: {row['torch_error']}",
+                  file=sys.stderr)
         rows.append(row)
     return rows
+
+
+def bench_empty_kernel(steps, repeats):
+    """Device time of an empty kernel in a CUDA graph: the floor under any one launch."""
+    import cupy
+
+    empty = cupy.RawKernel('extern "C" __global__ void pyrt_bench_empty() {}',
+                           "pyrt_bench_empty")
+    return _graph_timed(lambda: empty((1,), (32,), ()), steps, repeats) * 1e6
 
 
 def main():
@@ -237,6 +286,7 @@ def main():
               "repeats": args.repeats, "steps": args.steps,
               "models": bench_models(args.steps, args.repeats), "bias_grad": []}
     try:
+        result["empty_kernel_device_us"] = bench_empty_kernel(args.steps, args.repeats)
         result["bias_grad"] = bench_bias_grad(args.steps, args.repeats)
     except Exception as exc:  # noqa: BLE001 (the model figures are still written)
         result["bias_grad_error"] = f"{type(exc).__name__}: {exc}"
@@ -258,17 +308,25 @@ def main():
     for r in result["models"]:
         lines.append(f"| {r['model']} | {r['batch']} | {r['torch_eager_us']:.1f} | "
                      f"{cells(r, 'pyrt_eager')} | {cells(r, 'pyrt_graph')} |")
-    lines += ["", ("Bias gradient against a copy of the same array: calls timed back to back "
-                   "(launches included), and on the device alone (the calls replayed from a "
-                   "CUDA graph)."), "",
-              ("| bias gradient | reduce GB/s | copy GB/s | fraction | device: reduce GB/s | "
-               "copy GB/s | fraction |"), "|---|---|---|---|---|---|---|"]
+    floor = result.get("empty_kernel_device_us")
+    lines += ["", ("Bias gradient against a copy of the same array (read and written: twice "
+                   "its bytes): calls timed back to back (launches included), and on the "
+                   "device alone (the calls replayed from a CUDA graph), with PyTorch's sum "
+                   "over the same axes timed the same way."
+                   + (f" An empty kernel takes {floor:.2f} us there." if floor else "")), "",
+              ("| bias gradient | reduce GB/s | copy GB/s | fraction | device: reduce us | "
+               "copy us | fraction | torch us | pyrt / torch |"),
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in result["bias_grad"]:
-        device = (f"{r['device_bias_grad_GBs']:.0f} | {r['device_copy_GBs']:.0f} | "
+        device = (f"{r['device_bias_grad_us']:.2f} | {r['device_copy_us']:.2f} | "
                   f"{r['device_fraction_of_copy']:.2f}" if "device_copy_GBs" in r
                   else "failed | - | -")
+        torch_cells = (f"{r['torch_device_us']:.2f} | "
+                       f"{r['device_bias_grad_us'] / r['torch_device_us']:.2f}"
+                       if "torch_device_us" in r and "device_bias_grad_us" in r
+                       else "- | -")
         lines.append(f"| {r['shape']} | {r['bias_grad_GBs']:.0f} | {r['copy_GBs']:.0f} | "
-                     f"{r['fraction_of_copy']:.2f} | {device} |")
+                     f"{r['fraction_of_copy']:.2f} | {device} | {torch_cells} |")
     (RESULTS / "cuda.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

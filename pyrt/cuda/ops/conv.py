@@ -5,8 +5,10 @@ conv2d is im2col + one strided-batched GEMM (kernels/conv.cu explains the layout
 backward pass reuses the same column layout: the weight gradient is a batched GEMM summed
 over the batch, the bias gradient the plane-sum kernel, the input gradient a GEMM followed
 by the gather-form col2im. With groups, the rows of the columns and the filters split into
-groups, and each GEMM is batched over the groups too (group g's filters times its rows). The GEMMs are cuBLAS's, or pyrt's own kernel while a CUDA
-graph is being captured (pyrt/cuda/ops/gemm.py).
+groups, and each GEMM is batched over the groups too (group g's filters times its rows). The
+GEMMs are cuBLAS's, or pyrt's own kernel while a CUDA graph is being captured
+(pyrt/cuda/ops/gemm.py). Autograd's conv2d keeps a small column matrix from the forward pass
+for the weight gradient (conv2d_keeping_columns) rather than making it again.
 """
 
 import cupy
@@ -19,8 +21,8 @@ from pyrt.ops._checks import F32, I64, check_shape
 from pyrt.ops.conv import _check_4d, conv_geometry
 from pyrt.ops.pool import _pool_geometry, backward_geometry
 
-__all__ = ["avg_pool2d", "avg_pool2d_backward", "conv2d", "conv2d_backward", "max_pool2d",
-           "max_pool2d_backward"]
+__all__ = ["avg_pool2d", "avg_pool2d_backward", "conv2d", "conv2d_backward",
+           "conv2d_keeping_columns", "max_pool2d", "max_pool2d_backward"]
 
 
 def _dims(shape):
@@ -50,30 +52,55 @@ def _grouped(weight, groups):
     return weight.reshape(groups, weight.shape[0] // groups, -1)
 
 
-def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None):
-    """Cross-correlation of x [n, c, h, w] with weight [k, c / groups, kh, kw], plus bias [k]:
-    the [n, k, oh, ow] result of torch.nn.functional.conv2d."""
+# The largest column matrix conv2d_keeping_columns keeps for the backward pass. An eager step
+# is issued from the host, where making the matrix again costs a launch and an allocation
+# (tens of microseconds on a GPU host) while a small convolution's kernels take a few on the
+# device; a large convolution's matrix would hold its memory until the backward pass (up to
+# gigabytes), and making it again costs little beside its products.
+KEEP_COLUMNS_BYTES = 32 * 2 ** 20
+
+
+def _conv2d(x, weight, bias, stride, padding, dilation, groups, out, keep):
+    """conv2d's result and, with `keep`, its column matrix (None where it has none)."""
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
     n, k, g = x.shape[0], weight.shape[0], shape.groups
     if bias is not None:
         bias = check_shape(as_f32(bias, "bias"), "bias", (k,))
     res = out_f32(out, (n, k, oh, ow), disjoint=((x, "x"), (weight, "weight"), (bias, "bias")))
     if res.size == 0:
-        return res
+        return res, None
     cols = _im2col(x, shape)
     # weight [g, k/g, rows/g] @ cols [n, g, rows/g, oh*ow] -> [n, g, k/g, oh*ow], which is
     # [n, k, oh*ow]: NCHW without a transpose
     matmul(_grouped(weight, g), cols.reshape(n, g, -1, oh * ow),
-                out=res.reshape(n, g, k // g, oh * ow))
+           out=res.reshape(n, g, k // g, oh * ow))
     if bias is not None:
         bias_planes_(res, bias)
-    return res
+    return res, cols if keep else None
+
+
+def conv2d(x, weight, bias=None, *, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """Cross-correlation of x [n, c, h, w] with weight [k, c / groups, kh, kw], plus bias [k]:
+    the [n, k, oh, ow] result of torch.nn.functional.conv2d."""
+    return _conv2d(x, weight, bias, stride, padding, dilation, groups, out, False)[0]
+
+
+def conv2d_keeping_columns(x, weight, bias=None, *, stride=1, padding=0, dilation=1,
+                           groups=1):
+    """conv2d's result and the column matrix [n, c * kh * kw, oh * ow] of x it multiplied,
+    for conv2d_backward(columns=...), which then need not make it again; None in its place
+    where it is larger than KEEP_COLUMNS_BYTES (or the result is empty)."""
+    res, cols = _conv2d(x, weight, bias, stride, padding, dilation, groups, None, True)
+    return res, cols if cols is not None and cols.nbytes <= KEEP_COLUMNS_BYTES else None
 
 
 def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, groups=1,
-                    needs_input_grad=True, needs_weight_grad=True, needs_bias_grad=True):
+                    needs_input_grad=True, needs_weight_grad=True, needs_bias_grad=True,
+                    columns=None):
     """Gradients of conv2d with respect to x, weight and bias, given grad_output
-    [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested."""
+    [n, k, oh, ow]: (grad_input, grad_weight, grad_bias), each None unless requested.
+    `columns`: x's column matrix as conv2d_keeping_columns returned it, or None to make it
+    here."""
     x, weight, shape, oh, ow = _conv_args(x, weight, stride, padding, dilation, groups)
     n, k, groups = x.shape[0], weight.shape[0], shape.groups
     grad_output = check_shape(as_f32(grad_output, "grad_output"), "grad_output", (n, k, oh, ow))
@@ -81,11 +108,16 @@ def conv2d_backward(x, weight, grad_output, *, stride=1, padding=0, dilation=1, 
     gx = gw = gb = None
     if needs_weight_grad:
         # dW[group] = sum over images of g[i, group] @ cols[i, group]^T
-        cols = _im2col(x, shape).reshape(n, groups, -1, oh * ow)
+        if columns is None:
+            columns = _im2col(x, shape)
+        else:
+            columns = check_shape(as_f32(columns, "columns"), "columns",
+                                  (n, shape.c * shape.kh * shape.kw, oh * ow))
+        cols = columns.reshape(n, groups, -1, oh * ow)
         # (the products of all images, then their sum over the batch by the column-sum
-        # kernel: one launch, in a fixed order)
+        # kernel: one launch, in a fixed order, into an array of weight's shape)
         per_image = matmul(g, cols.transpose(0, 1, 3, 2))
-        gw = bias_grad_raw(per_image.reshape(n, -1)).reshape(weight.shape)
+        gw = bias_grad_raw(per_image.reshape(n, -1), weight.shape)
     if needs_bias_grad:
         gb = bias_grad_planes(grad_output)
     if needs_input_grad:

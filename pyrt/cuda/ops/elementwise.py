@@ -228,11 +228,13 @@ def _aligned(a):
     return a.data.ptr % 16 == 0
 
 
-def bias_grad_raw(grad):
-    """The column sums of a C-contiguous float32 grad [..., cols], unchecked."""
+def bias_grad_raw(grad, shape=None):
+    """The column sums of a C-contiguous float32 grad [..., cols], unchecked, in a new array
+    of `shape` (cols elements; (cols,) by default): an array of its own, not a view, so
+    autograd can keep it as a leaf's gradient without a copy."""
     cols = grad.shape[-1]
     rows = grad.size // cols if cols else 0
-    res = cupy.empty((cols,), F32)
+    res = cupy.empty((cols,) if shape is None else shape, F32)
     if rows == 0 or cols == 0:
         res.fill(0)
         return res
