@@ -64,8 +64,10 @@ def test_bias_act(act):
 
 @pytest.mark.parametrize("shape", [(1, 1), (64, 10), (256, 128), (3, 1000), (50176, 8),
                                    (12544, 16), (7, 300), (1000, 257), (5000, 300),
-                                   (3001, 1000), (40000, 3)])
+                                   (3001, 1000), (40000, 3), (5, 7), (16, 12), (4000, 12)])
 def test_bias_grad(shape):
+    """Shapes for every path: one slice and several, narrow rows (float32 and float4, an odd
+    number of column groups a block among them) and wide ones."""
     x, y = f32(*shape), f32(*shape, seed=1)
     # back to back on one stream, no sync between: the second launch reuses the workspace
     # and needs the tickets the first one reset
