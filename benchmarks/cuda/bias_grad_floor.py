@@ -9,7 +9,7 @@ sum is printed beside it. Needs an NVIDIA GPU (the cluster variants sm_90).
     python benchmarks/cuda/bias_grad_floor.py
 """
 
-import statistics
+import sys
 from pathlib import Path
 
 import cupy
@@ -17,6 +17,9 @@ import numpy as np
 
 from pyrt.cuda import _module
 from pyrt.cuda.ops.elementwise import bias_grad_planes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_cuda
 
 VARIANTS = ["v_flag256", "v_flag256u2", "v_flag512", "v_atomic256", "v_partial256",
             "v_cluster1024", "v_cluster512", "v_cluster256", "v_empty", "v_copy4"]
@@ -32,57 +35,19 @@ def _kernels():
     return {name: module.get_function(name) for name in VARIANTS}
 
 
-def graph_time(fn, flush, steps=200, repeats=7, cold=False):
-    """Median microseconds a call of fn() on the device: `steps` calls (each after a fill of
-    `flush` when cold) captured into a graph, its replays timed by CUDA events."""
-    stream = cupy.cuda.Stream(non_blocking=True)
-    with stream:
+def cold_time(fn, flush, steps=50, repeats=7):
+    """Median microseconds fn() adds on the device after a fill of `flush` (256 MiB, which
+    evicts the array from L2): graphs of `steps` (fill, call) pairs and of fills alone."""
+    def pairs():
+        flush.fill(1.0)
         fn()
-        stream.synchronize()
-        stream.begin_capture()
-        for _ in range(steps):
-            if cold:
-                flush.fill(1.0)
-            fn()
-        graph = stream.end_capture()
-        graph.launch(stream=stream)
-        stream.synchronize()
-        times = []
-        for _ in range(repeats):
-            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record(stream)
-            graph.launch(stream=stream)
-            stop.record(stream)
-            stop.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, stop) / steps * 1e3)
-    return statistics.median(times)
+
+    return (bench_cuda._graph_timed(pairs, steps, repeats)
+            - bench_cuda._graph_timed(lambda: flush.fill(1.0), steps, repeats)) * 1e6
 
 
-def torch_time(g, steps=200, repeats=7):
-    import torch
-
-    tg = torch.as_tensor(g, device="cuda")
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        tg.sum((0, 2, 3))
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(steps):
-                tg.sum((0, 2, 3))
-        graph.replay()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeats):
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop) / steps * 1e3)
-    return statistics.median(times)
+def hot_time(fn):
+    return bench_cuda._graph_timed(fn, 200, 7) * 1e6
 
 
 def run(label, shape, kernels, sms, flush):
@@ -132,17 +97,20 @@ def run(label, shape, kernels, sms, flush):
                     fn()
                     got = out
                 check = f"err {float(cupy.abs(got - ref).max()):.2e}"
-            hot = graph_time(fn, flush)
+            hot = hot_time(fn)
             cold = float("nan")
             if name in cold_cases or name.startswith(("v_flag256 ", "v_cluster")):
-                cold = (graph_time(fn, flush, steps=50, cold=True)
-                        - graph_time(lambda: None, flush, steps=50, cold=True))
+                cold = cold_time(fn, flush)
             print(f"{name:32s} hot {hot:7.2f} us  cold-extra {cold:7.2f} us  {check}",
                   flush=True)
         except Exception as exc:  # noqa: BLE001 (a variant the device refuses is reported)
             print(f"{name:32s} FAILED {type(exc).__name__}: {exc}", flush=True)
     try:
-        print(f"{'torch sum((0,2,3))':32s} hot {torch_time(g):7.2f} us", flush=True)
+        import torch
+
+        tg = torch.as_tensor(g, device="cuda")
+        t = bench_cuda._torch_graph_timed(lambda: tg.sum((0, 2, 3)), 200, 7) * 1e6
+        print(f"{'torch sum((0,2,3))':32s} hot {t:7.2f} us", flush=True)
     except Exception as exc:  # noqa: BLE001 (the other figures stand)
         print("torch failed", type(exc).__name__, exc)
 
