@@ -79,6 +79,21 @@ def test_rows_of_features_match_the_reference(shape, threads):
     check_against_reference(shape, True, threads, seed=sum(shape), offset=3.0)
 
 
+@pytest.mark.parametrize("row", [0, 3])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_rows_holding_a_non_finite_value_give_numpys_statistics(row, value):
+    """Rows of features are summed in one pass about each channel's value in row 0: a
+    channel holding an infinity or a NaN there, or further down, still gets the mean and
+    variance of its values (inf or nan, as NumPy's), and the other channels their own."""
+    x = rng(0).standard_normal((9, 5)).astype(F32)
+    x[row, 2] = value
+    _, mean, invstd = ops.batch_norm(x, training=True, eps=1e-5)
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(mean, x64.mean(axis=0), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(invstd, 1 / np.sqrt(x64.var(axis=0) + 1e-5), rtol=1e-4)
+
+
 def check_against_reference(shape, affine, threads, seed, offset):
     r = rng(seed)
     # an offset far from zero: the variance about the mean must not cancel away

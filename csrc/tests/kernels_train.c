@@ -410,6 +410,7 @@ int main(void)
     check_batch_norm(&rng, 64, 8, 784, 0.0f, 0); /* the same in evaluation */
     check_batch_norm(&rng, 3, 5, 7, 1000.0f, 1); /* odd planes, far from zero */
     check_batch_norm(&rng, 300, 13, 1, -5.0f, 1); /* rows of features */
+    check_batch_norm(&rng, 7, 600, 1, 300.0f, 1); /* rows: four at once, then three */
     check_batch_norm(&rng, 64, 40, 1, 0.5f, 1);   /* blocks of channels: 16, 16 and 8 */
     check_batch_norm(&rng, 64, 40, 1, 0.5f, 0);
     check_batch_norm(&rng, 5, 20, 9, 0.0f, 1);

@@ -187,13 +187,16 @@ def check_shape(x, name, expected):
     return x
 
 
+_FLOATS, _INT64S = ffi.typeof("float[]"), ffi.typeof("int64_t[]")  # (parsed once)
+
+
 def fptr(a):
     """A float * to a contiguous float32 array's data."""
-    return ffi.from_buffer("float[]", a)
+    return ffi.from_buffer(_FLOATS, a)
 
 
 def iptr(a):
-    return ffi.from_buffer("int64_t[]", a)
+    return ffi.from_buffer(_INT64S, a)
 
 
 def axis_index(axis, ndim, name="axis", expected="an integer or None"):
