@@ -5,10 +5,11 @@
  * one plane in every image. Three kinds of pass, and per-channel arithmetic in double between
  * them:
  *
- *   statistics   per channel the mean and the biased variance of its n * m values, in one
- *                reduction of the values and their squares about one of the channel's own
- *                values (little cancellation however far the values sit from zero; see
- *                statistics())
+ *   statistics   per channel the mean and the biased variance of its n * m values: for rows
+ *                of features in one reduction of the values and their squares about one of
+ *                the channel's own values, for planes in two (the mean, then the squares
+ *                about it); little or no cancellation however far the values sit from zero
+ *                (see statistics())
  *   forward      y = (x - mean[ch]) * scale[ch] + shift[ch], scale = weight * invstd and
  *                shift = bias (x is centred before it is scaled, as in PyTorch)
  *   gradient     per channel sum(dy) and sum(dy * (x - mean)): dbias, and dweight times
@@ -20,8 +21,8 @@
  * (from n, c and m alone), each plane summed in eight lanes and then a fixed tree, the leaves
  * and planes added in double. So a layer of few channels still uses every thread. Rows of
  * features (m == 1) are read row by row instead (row_groups): fixed groups of rows, each
- * summed in order into its own vector of per-channel sums, then the groups' vectors added in
- * group order. Every statistic and gradient is bitwise the same at any thread count. The
+ * summed in order, four rows at a time (ROWS_AT_ONCE), into its own vector of per-channel
+ * sums, then the groups' vectors added in group order. Every statistic and gradient is bitwise the same at any thread count. The
  * elementwise passes are a parallel loop over the planes (over the rows, for rows of
  * features).
  */
@@ -355,8 +356,7 @@ static int check_sizes(int64_t n, int64_t c, int64_t m)
  * (sum(d) / N)^2. The shift is one of the channel's own values, a few deviations from its
  * mean at most for any but a far outlier, so the difference cancels little of the variance
  * however far the values sit from zero, and it is taken in double. The pass reads the rows
- * once instead of twice (BatchNorm1d of [256, 512]: the forward call from 100 to 82 us).
- * Planes, and rows whose shifts are not all finite (a channel holding an infinity or a NaN,
+ * once instead of twice. Planes, and rows whose shifts are not all finite (a channel holding an infinity or a NaN,
  * whose statistics follow from them), take two reductions: the mean, then the squares about
  * it. (For planes, which a leaf sums one at a time from L1, one pass of both sums was
  * slower.) */
@@ -372,32 +372,30 @@ static int statistics(bn_job *j, double *mean, double *var)
         mean32[ch] = j->x[ch]; /* the channel's value in row 0: its shift */
         one_pass = isfinite(mean32[ch]);
     }
-    if (!rc && one_pass) {
+    if (one_pass) {
         j->mean = mean32;
-        rc = reduce_channels(j, SUM_SHIFTED, acc);
+        if (!rc)
+            rc = reduce_channels(j, SUM_SHIFTED, acc);
         for (int64_t ch = 0; !rc && ch < c; ch++) {
             const double d = acc[2 * ch] / count, v = acc[2 * ch + 1] / count - d * d;
             mean[ch] = mean32[ch] + d;
             var[ch] = v < 0.0 ? 0.0 : v; /* rounding below zero; a NaN stays */
         }
-        j->mean = NULL;
-        pyrt_buffer_free(acc);
-        pyrt_buffer_free(mean32);
-        return rc;
-    }
-    if (!rc)
-        rc = reduce_channels(j, SUM_X, acc);
-    for (int64_t ch = 0; !rc && ch < c; ch++) {
-        mean[ch] = acc[2 * ch] / count;
-        mean32[ch] = (float)mean[ch];
-    }
-    /* the squares about the float32 mean the other passes centre on: no cancellation */
-    j->mean = mean32;
-    if (!rc)
-        rc = reduce_channels(j, SUM_SQUARES, acc);
-    for (int64_t ch = 0; !rc && ch < c; ch++) {
-        const double shift = mean[ch] - mean32[ch];
-        var[ch] = acc[2 * ch] / count - shift * shift;
+    } else {
+        if (!rc)
+            rc = reduce_channels(j, SUM_X, acc);
+        for (int64_t ch = 0; !rc && ch < c; ch++) {
+            mean[ch] = acc[2 * ch] / count;
+            mean32[ch] = (float)mean[ch];
+        }
+        /* the squares about the float32 mean the other passes centre on: no cancellation */
+        j->mean = mean32;
+        if (!rc)
+            rc = reduce_channels(j, SUM_SQUARES, acc);
+        for (int64_t ch = 0; !rc && ch < c; ch++) {
+            const double shift = mean[ch] - mean32[ch];
+            var[ch] = acc[2 * ch] / count - shift * shift;
+        }
     }
     j->mean = NULL;
     pyrt_buffer_free(acc);
