@@ -23,9 +23,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-import pyrt  # noqa: E402
-from pyrt import nn, optim  # noqa: E402
-from pyrt.cli.models import build_model  # noqa: E402
+import pyrt
+from pyrt import nn, optim
+from pyrt.cli.models import build_model
 
 # the modules that call the C library through a module-level `lib`
 LIB_USERS = ["pyrt.ops._checks", "pyrt.ops._memory", "pyrt.ops.batch_norm", "pyrt.ops.conv",
