@@ -657,6 +657,77 @@ def test_sequential_fuses_linear_and_activation(act, monkeypatch):
     assert calls == [1]
 
 
+def _conv_relu_pool_input(r, shape, kind):
+    """Inputs that stress the order of ReLU and max pooling: windows all negative, ties of
+    zeros and positives, NaN, infinities."""
+    x = r.standard_normal(shape).astype(F32)
+    if kind == "rounded":  # many exact ties, zeros among them
+        x = np.round(x).astype(F32)
+    elif kind == "specials":
+        flat = x.reshape(-1)
+        picks = r.choice(flat.size, size=max(1, flat.size // 10), replace=False)
+        flat[picks] = r.choice(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], F32), picks.size)
+    elif kind == "negative":
+        x = -np.abs(x)
+    return x
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 3), c=st.integers(1, 3), h=st.integers(3, 9), w=st.integers(3, 9),
+       kernel=st.integers(2, 3), stride=st.sampled_from([None, 1, 2]), padding=st.integers(0, 1),
+       ceil_mode=st.booleans(), kind=st.sampled_from(["normal", "rounded", "specials",
+                                                      "negative"]),
+       threads=st.sampled_from([1, 2, 4]), seed=st.integers(0, 2**16))
+def test_sequential_pools_before_relu_with_the_same_values_and_gradients(
+        n, c, h, w, kernel, stride, padding, ceil_mode, kind, threads, seed):
+    r = rng(seed)
+    pyrt.manual_seed(seed)
+    conv = nn.Conv2d(c, 2, 3, padding=1)
+    pool = nn.MaxPool2d(kernel, stride, padding=min(padding, kernel // 2), ceil_mode=ceil_mode)
+    model = nn.Sequential(conv, nn.ReLU(), pool)
+    x = _conv_relu_pool_input(r, (n, c, h, w), kind)
+    with pyrt.num_threads(threads):
+        # the modules in the order written
+        xr = pyrt.tensor(x, requires_grad=True)
+        y_ref = pool(F.relu(conv(xr)))
+        g = r.standard_normal(y_ref.shape).astype(F32)
+        y_ref.backward(g)
+        ref = [xr.grad.data.copy(), conv.weight.grad.data.copy(), conv.bias.grad.data.copy()]
+        conv.zero_grad()
+        xs = pyrt.tensor(x, requires_grad=True)
+        y = model(xs)
+        y.backward(g)
+    assert np.array_equal(y.data, y_ref.data, equal_nan=True)
+    assert np.array_equal(np.signbit(y.data), np.signbit(y_ref.data))
+    for a, b in zip([xs.grad.data, conv.weight.grad.data, conv.bias.grad.data], ref):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_sequential_runs_relu_on_the_pooled_tensor_only_where_that_is_exact(monkeypatch):
+    pyrt.manual_seed(0)
+    x = pyrt.tensor(rng(1).standard_normal((2, 3, 8, 8)))
+    seen = []
+    real = F.relu
+    monkeypatch.setattr(F, "relu", lambda t: seen.append(t.shape) or real(t))
+    nn.Sequential(nn.ReLU(), nn.MaxPool2d(2))(x)
+    assert seen == [(2, 3, 4, 4)]
+    # dilated windows (one may hold padding alone, -inf, which ReLU would make 0), returned
+    # indices, and a pooling that is not a plain MaxPool2d keep the written order
+    for pool in (nn.MaxPool2d(2, dilation=2), nn.MaxPool2d(2, return_indices=True),
+                 nn.AvgPool2d(2)):
+        seen.clear()
+        nn.Sequential(nn.ReLU(), pool)(x)
+        assert seen == [(2, 3, 8, 8)], pool
+    # an option changed after the first call is seen by the next one
+    pool = nn.MaxPool2d(2)
+    model = nn.Sequential(nn.ReLU(), pool)
+    model(x)
+    pool.return_indices = True
+    seen.clear()
+    y, _ = model(x)
+    assert seen == [(2, 3, 8, 8)] and y.shape == (2, 3, 4, 4)
+
+
 # ---- layers against NumPy and torch ----------------------------------------------------------
 
 

@@ -355,6 +355,24 @@ class Identity(Module):
 # the activation a Linear can fuse into its bias pass (F.linear's `act`)
 _FUSABLE = {ReLU: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
 _CHAIN = object()  # the act of a Sequential step that is a LinearChain
+# the act of a Sequential step that is a ReLU and the MaxPool2d after it, run pool first
+_POOL_RELU = object()
+
+
+def _pool_then_relu(relu, pool, y):
+    """ReLU then max pooling, computed as max pooling then ReLU: the same values and the same
+    gradients, bitwise, on a quarter of the elements for 2 x 2 windows. ReLU is monotone, so
+    the maximum of a window's ReLUs is the ReLU of its maximum; where that maximum is positive
+    both orders pick the same first pixel, and where it is not both give 0 and pass a gradient
+    of 0 (ReLU's at x <= 0) to every pixel of the window; a NaN wins both ways and passes its
+    gradient both ways. Kept to windows that always hold a pixel (dilation 1: a window of
+    padding alone has -inf, which ReLU would turn into 0) and to pools that do not return
+    their indices (in a window of zeros and negatives ReLU first picks the first pixel, the
+    pool alone the largest). CPU arrays only: the CUDA kernels are not checked against this."""
+    if (type(y.data) is np.ndarray and not pool.return_indices
+            and pool.dilation in (1, (1, 1))):
+        return relu(pool(y))
+    return pool(relu(y))
 
 
 # ---- containers --------------------------------------------------------------------------
@@ -433,6 +451,8 @@ class Sequential(_Indexed):
             for module, act in plan[1]:
                 if act is False:
                     y = module(y)
+                elif act is _POOL_RELU:
+                    y = _pool_then_relu(*module, y)
                 elif act is _CHAIN:
                     z = module(y)  # a LinearChain; None: its layers must run one by one
                     if z is None:
@@ -458,7 +478,8 @@ class Sequential(_Indexed):
         """The modules as (module, act) steps, act False for a module simply called. Linear
         then ReLU/Sigmoid/Tanh becomes one step, the Linear with its activation fused (one
         GEMM and one fused bias+activation pass, the same numbers as the two modules in turn
-        with one pass less over the output)."""
+        with one pass less over the output). ReLU then MaxPool2d becomes one step that pools
+        first (_pool_then_relu)."""
         def plain(module, kinds):
             # of one of these exact types, with the class's forward (not one set on it)
             return type(module) in kinds and "forward" not in module.__dict__
@@ -469,6 +490,9 @@ class Sequential(_Indexed):
             module = modules[i]
             if plain(module, (Linear,)) and i + 1 < n and plain(modules[i + 1], _FUSABLE):
                 steps.append((module, _FUSABLE[type(modules[i + 1])]))
+                i += 2
+            elif plain(module, (ReLU,)) and i + 1 < n and plain(modules[i + 1], (MaxPool2d,)):
+                steps.append(((module, modules[i + 1]), _POOL_RELU))
                 i += 2
             else:
                 # act None: an exact Linear without activation; False: call the module
@@ -482,7 +506,7 @@ class Sequential(_Indexed):
         and one backward for the whole run."""
         run = []
         for step in steps + [(None, False)]:
-            if step[1] is not False:
+            if step[1] is not False and step[1] is not _POOL_RELU:
                 run.append(step)
                 continue
             if len(run) >= 2:
