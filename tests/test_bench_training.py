@@ -6,7 +6,9 @@ import pytest
 
 import pyrt
 from pyrt import nn, optim
+from pyrt._pyrt_cffi import lib
 from pyrt.bench import training
+from pyrt.ops import linalg
 
 
 def test_the_numpy_xor_step_trains_the_same_network_as_pyrt():
@@ -45,9 +47,6 @@ def _profile_step_module():
 
 def test_profile_step_times_every_c_call_of_a_step_and_puts_the_library_back():
     profile_step = _profile_step_module()
-    from pyrt._pyrt_cffi import lib
-    from pyrt.ops import linalg
-
     before = pyrt.get_num_threads()
     result = profile_step.profile("cnn", [1, 2], steps=4, rounds=1)
     assert pyrt.get_num_threads() == before
