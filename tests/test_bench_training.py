@@ -3,10 +3,10 @@ and update as pyrt's, and the paired run times what it says it times."""
 
 import numpy as np
 import pytest
+from pyrt._pyrt_cffi import lib
 
 import pyrt
 from pyrt import nn, optim
-from pyrt._pyrt_cffi import lib
 from pyrt.bench import training
 from pyrt.ops import linalg
 
