@@ -298,6 +298,10 @@ typedef struct pyrt_conv_shape {
      * channels has k/groups filters of its own, and the weight is [k, c/groups, kh, kw].
      * groups == c is a depthwise convolution. Pooling takes 0 or 1. */
     int64_t groups;
+    /* max pooling only (0 otherwise): 1 gives the ReLU of each maximum (0 for a maximum of
+     * 0 or less, NaN kept), and -1 as the index of such a window, so that the backward pass
+     * gives it no gradient, as ReLU's backward would: relu(max_pool2d(x)) in one pass. */
+    int64_t relu;
 } pyrt_conv_shape;
 
 /* Check the geometry, compute oh, ow and write 1 for a dilation or groups of 0. Returns

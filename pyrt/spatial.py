@@ -126,6 +126,21 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     return out
 
 
+def max_pool2d_relu(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+    """relu(max_pool2d(x)) in one pass over x (a CPU tensor): the ReLU of each window's
+    maximum; the backward pass gives a window whose maximum was 0 or less no gradient, as
+    ReLU's does, and the rest to their maximum's pixel."""
+    _check_tensors("max_pool2d", input=x)
+    window = (kernel_size, stride, padding, 1)
+    if not (x._requires_grad and is_grad_enabled()):
+        return _make(ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode, relu=True), (x,), None)
+    y, idx = ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode, return_indices=True,
+                            relu=True)
+    shape = x.shape
+    return _make(y, (x,), lambda g: (
+        ops.max_pool2d_backward(g, idx, shape, *window, ceil_mode=ceil_mode),))
+
+
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """The mean of each window of x [n, c, h, w], the padding counted as zeros in it unless
     count_include_pad is False."""

@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt.ops.pool import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
+from pyrt.ops.pool import (
+    _pool_geometry,
+    avg_pool2d,
+    avg_pool2d_backward,
+    max_pool2d,
+    max_pool2d_backward,
+)
 
 THREADS = [1, 2, 4]
 
@@ -139,6 +146,46 @@ def test_max_pool_matches_reference(case, threads, nans, seed):
     np.testing.assert_array_equal(y_only, ry)
     np.testing.assert_array_equal(ind, rind)
     np.testing.assert_allclose(dx, ref_max_backward(dy, rind, shape), rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=pool_cases(dilated=True), threads=st.sampled_from(THREADS), nans=st.booleans(),
+       signs=st.sampled_from(["mixed", "negative", "zeros"]), seed=st.integers(0, 2**16))
+def test_max_pool_with_relu_is_relu_of_the_maxima_with_no_gradient_where_it_is_zero(
+        case, threads, nans, signs, seed):
+    shape, kernel, stride, padding, dilation = case
+    x = with_ties_and_nans(random(shape, seed), seed, nans)
+    if signs == "negative":
+        x = -np.abs(x)
+    elif signs == "zeros":  # exact zeros, of both signs, beside negatives
+        x = np.where(x > 0, np.float32(0.0), x)
+        x[..., ::2] = np.copysign(np.float32(0.0), -1 * np.ones_like(x[..., ::2]))
+    with pyrt.num_threads(threads):
+        y, ind = max_pool2d(x, kernel, stride, padding, dilation, return_indices=True,
+                            relu=True)
+        y_only = max_pool2d(x, kernel, stride, padding, dilation, relu=True)
+        dy = random(y.shape, seed + 1)
+        dx = max_pool2d_backward(dy, ind, shape, kernel, stride, padding, dilation)
+    ry, rind = ref_max_pool(x, kernel, stride, padding, dilation)
+    dead = ry <= 0  # (a NaN maximum is not: ReLU keeps it and passes its gradient)
+    ry = np.where(dead, np.float32(0.0), ry)
+    rind = np.where(dead, -1, rind)
+    np.testing.assert_array_equal(y, ry)
+    assert not np.signbit(y[y == 0]).any()  # +0, as ReLU gives
+    np.testing.assert_array_equal(y_only, ry)
+    np.testing.assert_array_equal(ind, rind)
+    np.testing.assert_allclose(dx, ref_max_backward(dy, rind, shape), rtol=1e-6, atol=1e-6)
+
+
+def test_relu_is_max_pooling_s_alone():
+    x = random((1, 2, 4, 4), 0)
+    with pytest.raises(TypeError, match="relu must be a bool"):
+        max_pool2d(x, 2, relu="yes")
+    shape, _, _ = _pool_geometry(x.shape, 2, None, 0, relu=True)
+    out = np.empty((1, 2, 2, 2), np.float32)
+    ptr = ffi.from_buffer("float[]", x)
+    assert lib.pyrt_avg_pool2d_forward(shape, ptr, ffi.from_buffer("float[]", out)) \
+        == lib.PYRT_EINVAL
 
 
 @settings(max_examples=200, deadline=None)

@@ -130,7 +130,8 @@ int pyrt_conv_shape_init(pyrt_conv_shape *s)
     const int64_t extent_w = s->dilation_w * (s->kw - 1) + 1;
     if (s->h + 2 * s->pad_h < extent_h || s->w + 2 * s->pad_w < extent_w)
         return PYRT_EINVAL; /* the window does not fit in the padded input */
-    if ((s->ceil_mode != 0 && s->ceil_mode != 1) || (s->exclude_pad != 0 && s->exclude_pad != 1))
+    if ((s->ceil_mode != 0 && s->ceil_mode != 1) || (s->exclude_pad != 0 && s->exclude_pad != 1)
+        || (s->relu != 0 && s->relu != 1))
         return PYRT_EINVAL;
     s->oh = out_size(s->h, extent_h, s->stride_h, s->pad_h, s->ceil_mode);
     s->ow = out_size(s->w, extent_w, s->stride_w, s->pad_w, s->ceil_mode);
@@ -149,7 +150,8 @@ static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
     if (rc)
         return rc;
     if (s->k < 0 || s->k > INT32_MAX || !product_ok(s->n, s->k, s->oh, s->ow)
-        || !product_ok(s->k, s->c, s->kh, s->kw) || s->c % s->groups || s->k % s->groups)
+        || !product_ok(s->k, s->c, s->kh, s->kw) || s->c % s->groups || s->k % s->groups
+        || s->relu)
         return PYRT_EINVAL;
     return PYRT_OK;
 }

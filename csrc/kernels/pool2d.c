@@ -19,6 +19,12 @@
  * everything (the last NaN of the window), and a window of -inf reports its first pixel. The
  * running maximum is kept with selects rather than branches, and windows two columns wide at
  * stride 2 (2x2 pooling) are computed 8 at a time in vectors.
+ *
+ * Max pooling with s->relu stores the ReLU of each maximum and -1 for the index of a window
+ * whose maximum is 0 or less (or -inf: a window of padding alone), which the backward pass
+ * already skips: the gradient of relu(max_pool2d(x)), whose ReLU then runs on the pooled
+ * values rather than on every input (ReLU is monotone: the ReLU of the maximum is the
+ * maximum of the ReLUs).
  */
 #include <math.h>
 
@@ -60,7 +66,8 @@ static inline void dilated_window(int64_t o, int64_t stride, int64_t pad, int64_
 }
 
 /* Check the geometry into j->s; *empty is set when there is nothing to compute. Pooling has
- * no groups, and average pooling no dilation (`dilated` 0). */
+ * no groups, and average pooling no dilation and no ReLU (`dilated` 0: max pooling takes
+ * both). */
 static int pool_shape(const pyrt_conv_shape *in, pool_job *j, int dilated, int *empty)
 {
     if (!in)
@@ -68,7 +75,8 @@ static int pool_shape(const pyrt_conv_shape *in, pool_job *j, int dilated, int *
     j->s = *in;
     int rc = pyrt_conv_shape_init(&j->s);
     *empty = j->s.n * j->s.c == 0;
-    if (rc || j->s.groups != 1 || (!dilated && (j->s.dilation_h != 1 || j->s.dilation_w != 1)))
+    if (rc || j->s.groups != 1
+        || (!dilated && (j->s.dilation_h != 1 || j->s.dilation_w != 1 || j->s.relu)))
         return PYRT_EINVAL;
     /* planes without rows or columns: padding alone could "fit" a window there, but a window
      * of padding has no maximum and no average */
@@ -139,6 +147,10 @@ static void max_plane(const pyrt_conv_shape *s, const float *x, float *y, int64_
             for (int64_t ty = 0, iy = y0; ty < ny; ty++, iy += dh)
                 for (int64_t tx = 0, ix = x0; tx < nx; tx++, ix += dw)
                     take_max(x[iy * s->w + ix], iy * s->w + ix, &best, &at);
+            if (s->relu && best <= 0.0f) { /* ReLU: 0, and no gradient (NaN stays) */
+                best = 0.0f;
+                at = -1;
+            }
             y[oy * s->ow + ox] = best;
             if (ind)
                 ind[oy * s->ow + ox] = at;
@@ -161,7 +173,7 @@ CONV_INLINE void take_max8(const conv_vec *v, const conv_ivec *idx, conv_vec *be
  * as max_plane does. A row's 16 values may run into the next row, never past `avail` values
  * from x: the ones that would are copied out first. */
 CONV_INLINE void max8_cols2(const float *x, int64_t w, int64_t avail, int64_t y0, int64_t y1,
-                            int64_t ox0, int64_t n, int spill, float *y, int64_t *ind)
+                            int64_t ox0, int64_t n, int spill, int relu, float *y, int64_t *ind)
 {
     const conv_ivec even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = even + 1;
     conv_vec best = vsplat(0.0f);
@@ -185,6 +197,11 @@ CONV_INLINE void max8_cols2(const float *x, int64_t w, int64_t avail, int64_t y0
             take_max8(&left, &idx, &best, &at);
         }
         take_max8(&right, &idx_right, &best, &at);
+    }
+    if (relu) { /* lanes whose maximum is 0 or less: 0 (all bits clear) and index -1 */
+        const conv_ivec keep = ~(best <= vsplat(0.0f));
+        best = (conv_vec)((conv_ivec)best & keep);
+        at |= ~keep;
     }
     /* n < 8 lanes: all 8 are stored when `spill` allows it (the extra ones land on outputs
      * of the same plane that are computed later), which saves a lane-by-lane store */
@@ -213,15 +230,17 @@ CONV_INLINE void max_plane_cols2_body(const pyrt_conv_shape *s, const float *x, 
         if (s->ow < CONV_VEC) {
             /* the extra lanes may land on the plane's later rows, if it has enough */
             const int spill = (s->oh - 1 - oy) * s->ow >= CONV_VEC - s->ow;
-            max8_cols2(x, s->w, avail, y0, y1, 0, s->ow, spill, yr, ir);
+            max8_cols2(x, s->w, avail, y0, y1, 0, s->ow, spill, (int)s->relu, yr, ir);
             continue;
         }
         int64_t ox = 0;
         for (; ox + CONV_VEC <= s->ow; ox += CONV_VEC)
-            max8_cols2(x, s->w, avail, y0, y1, ox, CONV_VEC, 1, yr + ox, ir ? ir + ox : NULL);
+            max8_cols2(x, s->w, avail, y0, y1, ox, CONV_VEC, 1, (int)s->relu, yr + ox,
+                       ir ? ir + ox : NULL);
         if (ox < s->ow) { /* the last 8 outputs again, rather than reading past the row */
             ox = s->ow - CONV_VEC;
-            max8_cols2(x, s->w, avail, y0, y1, ox, CONV_VEC, 1, yr + ox, ir ? ir + ox : NULL);
+            max8_cols2(x, s->w, avail, y0, y1, ox, CONV_VEC, 1, (int)s->relu, yr + ox,
+                       ir ? ir + ox : NULL);
         }
     }
 }

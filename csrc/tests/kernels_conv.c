@@ -227,6 +227,10 @@ static void pool_reference(pool_job *j)
                             at = r * s->w + col;
                         }
                     }
+                if (s->relu && best <= 0) { /* the ReLU of the maximum, and no gradient */
+                    best = 0;
+                    at = -1;
+                }
                 j->want_y[o] = best;
                 j->want_idx[o] = at;
                 j->want_avg_y[o] = sum / div;
@@ -235,10 +239,10 @@ static void pool_reference(pool_job *j)
             }
 }
 
-/* Average pooling takes no dilation: with one it refuses the geometry. */
+/* Average pooling takes no dilation and no ReLU: with either it refuses the geometry. */
 static int pool_avg(const pool_job *j)
 {
-    return j->s.dilation_h == 1 && j->s.dilation_w == 1;
+    return j->s.dilation_h == 1 && j->s.dilation_w == 1 && !j->s.relu;
 }
 
 static void pool_run(void *ctx)
@@ -269,13 +273,13 @@ static void pool_check(void *ctx)
 
 static void run_pool(stress_rng *r, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
                      int64_t kw, int64_t stride, int64_t pad, int64_t ceil_mode,
-                     int64_t exclude_pad, int64_t dilation)
+                     int64_t exclude_pad, int64_t dilation, int64_t relu)
 {
     pool_job j = {0};
     j.s = (pyrt_conv_shape){.n = n, .c = c, .h = h, .w = w, .kh = kh, .kw = kw,
                             .stride_h = stride, .stride_w = stride, .pad_h = pad, .pad_w = pad,
                             .ceil_mode = ceil_mode, .exclude_pad = exclude_pad,
-                            .dilation_h = dilation, .dilation_w = dilation};
+                            .dilation_h = dilation, .dilation_w = dilation, .relu = relu};
     CHECK_RC(pyrt_conv_shape_init(&j.s), PYRT_OK);
     const int64_t nx = x_size(&j.s), ny = y_size(&j.s, c);
     float *x = kc_floats(nx), *dy = kc_floats(ny);
@@ -335,6 +339,15 @@ static void check_errors(void)
     CHECK_RC(pyrt_conv_shape_init(&g), PYRT_EINVAL);
     g.dilation_h = -1;
     CHECK_RC(pyrt_conv_shape_init(&g), PYRT_EINVAL);
+    /* the ReLU is max pooling's alone, and takes 0 or 1 */
+    g.dilation_h = 1;
+    g.relu = 1;
+    CHECK_RC(pyrt_conv2d_forward(&g, x, wt, NULL, x), PYRT_EINVAL);
+    p.groups = 1;
+    p.relu = 1;
+    CHECK_RC(pyrt_avg_pool2d_forward(&p, x, y), PYRT_EINVAL);
+    p.relu = 2;
+    CHECK_RC(pyrt_max_pool2d_forward(&p, x, y, idx), PYRT_EINVAL);
 }
 
 int main(void)
@@ -345,16 +358,23 @@ int main(void)
     check_errors();
     for (size_t i = 0; i < sizeof CONVS / sizeof CONVS[0]; i++)
         run_conv(&rng, &CONVS[i]);
-    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0, 1);  /* windows tile the input */
-    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0, 1);   /* overlapping, into the padding */
-    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 0, 1);   /* stride 1: every value in 9 windows */
-    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1, 0, 0, 1); /* uneven window */
-    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0, 1);   /* ceil_mode: a last half window */
-    run_pool(&rng, 1, 4, 10, 8, 3, 3, 2, 1, 1, 1, 1);  /* ceil_mode, padding left out */
-    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1, 1);   /* padding left out of the divisor */
-    run_pool(&rng, 2, 3, 11, 10, 3, 3, 1, 1, 0, 0, 2); /* max, dilation 2, into the padding */
-    run_pool(&rng, 1, 2, 12, 9, 2, 2, 2, 0, 1, 0, 3);  /* max, dilation 3, ceil_mode */
-    run_pool(&rng, 2, 2, 1, 5, 2, 2, 1, 1, 0, 0, 2);   /* max, windows of padding alone */
-    printf("kernels_conv: %zu convolutions, 10 poolings\n", sizeof CONVS / sizeof CONVS[0]);
+    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0, 1, 0);  /* windows tile the input */
+    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0, 1, 0);   /* overlapping, into the padding */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 0, 1, 0);   /* stride 1: every value in 9 windows */
+    run_pool(&rng, 2, 5, 33, 31, 2, 3, 2, 1, 0, 0, 1, 0); /* uneven window */
+    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0, 1, 0);   /* ceil_mode: a last half window */
+    run_pool(&rng, 1, 4, 10, 8, 3, 3, 2, 1, 1, 1, 1, 0);  /* ceil_mode, padding left out */
+    run_pool(&rng, 3, 2, 6, 6, 3, 3, 1, 1, 0, 1, 1, 0);   /* padding left out of the divisor */
+    run_pool(&rng, 2, 3, 11, 10, 3, 3, 1, 1, 0, 0, 2, 0); /* max, dilation 2, into the padding */
+    run_pool(&rng, 1, 2, 12, 9, 2, 2, 2, 0, 1, 0, 3, 0);  /* max, dilation 3, ceil_mode */
+    run_pool(&rng, 2, 2, 1, 5, 2, 2, 1, 1, 0, 0, 2, 0);   /* max, windows of padding alone */
+    /* with the ReLU: 2x2 windows (the vector path, a row of fewer than 8 outputs among them),
+     * overlapping windows into the padding, ceil_mode, and windows of padding alone */
+    run_pool(&rng, 2, 3, 8, 10, 2, 2, 2, 0, 0, 0, 1, 1);
+    run_pool(&rng, 2, 3, 28, 28, 2, 2, 2, 0, 0, 0, 1, 1);
+    run_pool(&rng, 1, 4, 9, 7, 3, 3, 2, 1, 0, 0, 1, 1);
+    run_pool(&rng, 2, 3, 7, 9, 2, 2, 2, 0, 1, 0, 1, 1);
+    run_pool(&rng, 2, 2, 1, 5, 2, 2, 1, 1, 0, 0, 2, 1);
+    printf("kernels_conv: %zu convolutions, 15 poolings\n", sizeof CONVS / sizeof CONVS[0]);
     return stress_end("kernels_conv", t0);
 }

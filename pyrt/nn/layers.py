@@ -17,7 +17,7 @@ from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import FORWARD_PATCHES, Module
 from pyrt.nn.parameter import Parameter
 from pyrt.shapes import dim_index
-from pyrt.spatial import PAD_MODES, conv_padding, same_padding
+from pyrt.spatial import PAD_MODES, conv_padding, max_pool2d_relu, same_padding
 from pyrt.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
@@ -360,8 +360,8 @@ _POOL_RELU = object()
 
 
 def _pool_then_relu(relu, pool, y):
-    """ReLU then max pooling, computed as max pooling then ReLU: the same values and the same
-    gradients, bitwise, on a quarter of the elements for 2 x 2 windows. ReLU is monotone, so
+    """ReLU then max pooling, computed as max pooling then ReLU, in one pass over the input
+    (max_pool2d_relu): the same values and the same gradients, bitwise. ReLU is monotone, so
     the maximum of a window's ReLUs is the ReLU of its maximum; where that maximum is positive
     both orders pick the same first pixel, and where it is not both give 0 and pass a gradient
     of 0 (ReLU's at x <= 0) to every pixel of the window; a NaN wins both ways and passes its
@@ -371,7 +371,7 @@ def _pool_then_relu(relu, pool, y):
     pool alone the largest). CPU arrays only: the CUDA kernels are not checked against this."""
     if (type(y.data) is np.ndarray and not pool.return_indices
             and pool.dilation in (1, (1, 1))):
-        return relu(pool(y))
+        return max_pool2d_relu(y, pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode)
     return pool(relu(y))
 
 

@@ -40,13 +40,14 @@ __all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backwa
 
 
 def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
-                   count_include_pad=True, dilation=1):
+                   count_include_pad=True, dilation=1, relu=False):
     """pyrt_conv_shape, oh, ow for pooling an [n, c, h, w] input (shapes from the cache of
     pyrt.ops.conv, under a key of their own)."""
     ceil_mode, exclude_pad = _flag(ceil_mode, "ceil_mode"), not _flag(count_include_pad,
                                                                        "count_include_pad")
+    relu = _flag(relu, "relu")
     key = _cache_key("pool", x_shape, kernel_size, stride, padding, int(ceil_mode),
-                     int(exclude_pad), dilation)
+                     int(exclude_pad), dilation, int(relu))
     hit = _CACHE.get(key) if key is not None else None
     if hit is not None:
         return hit
@@ -62,7 +63,7 @@ def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,
                          f"for kernel_size {kernel}")
     shape, oh, ow = _geometry(x_shape, kernel, steps, pad, "kernel_size",
                               dilation=_pair(dilation, "dilation", 1))
-    shape.ceil_mode, shape.exclude_pad = int(ceil_mode), int(exclude_pad)
+    shape.ceil_mode, shape.exclude_pad, shape.relu = int(ceil_mode), int(exclude_pad), int(relu)
     if ceil_mode:  # the output sizes rounded up, by the kernels' own rule
         check_rc(lib.pyrt_conv_shape_init(shape), "pooling")
         oh, ow = shape.oh, shape.ow
@@ -99,14 +100,16 @@ def backward_geometry(input_shape, kernel_size, stride, padding, ceil_mode=False
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, *, ceil_mode=False,
-               return_indices=False, out=None):
+               return_indices=False, relu=False, out=None):
     """Maximum over each kernel_size window of x [n, c, h, w] (its taps `dilation` apart);
     with return_indices, also the int64 flat index (within the h*w plane) of each maximum, for
-    max_pool2d_backward. `out` (the maxima) must not overlap x."""
+    max_pool2d_backward. With relu, relu(max_pool2d(x)) in one pass: the ReLU of each maximum,
+    and -1 as the index of a window whose maximum is 0 or less, to which max_pool2d_backward
+    then passes no gradient, as ReLU's backward would. `out` (the maxima) must not overlap x."""
     x = as_f32(x, "x")
     _check_4d(x.shape, "x", "[n, c, h, w]")
     shape, oh, ow = _pool_geometry(x.shape, kernel_size, stride, padding, ceil_mode,
-                                   dilation=dilation)
+                                   dilation=dilation, relu=relu)
     n, c = x.shape[:2]
     y = out_f32(out, (n, c, oh, ow), disjoint=((x, "x"),))
     indices = empty((n, c, oh, ow), I64) if return_indices else None
