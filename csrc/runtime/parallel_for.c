@@ -35,6 +35,13 @@
  * that ends without having split keeps the rate of all its indices (remember_rate), so that
  * the next calls of a loop this small run from parallel_for's fast path. */
 #define SPLIT_SEEN_US 0.25
+/* A rate remembered from an earlier call lets a loop split before its first chunk only if it
+ * puts the whole loop at this much work or more, and only such loops remember the rate they
+ * split at. A rate read off a chunk that met a miss or lost the CPU can be several times too
+ * high: kept for a loop near SPLIT_MIN_US, it split that loop's next call at once (a 1024-float
+ * axpy in chunks of 32, 0.73 us, on two threads 1.037-1.045 times its one-thread time, against
+ * 1.011-1.033 without). */
+#define EAGER_SPLIT_US 8.0
 
 typedef struct loop {
     pyrt_range_fn fn;
@@ -113,7 +120,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi, double per_in
     const int64_t split_min = grains(2, grain);
     const int64_t wake_min = grains(lp->coarse ? 2 : WAKE_MIN_CHUNKS, grain);
     int ran = lp->coarse || per_index > 0.0;
-    const int64_t first = lo;
+    const int64_t first = lo, last = hi;
     const uint64_t start = ticks();
     int64_t look_again = lo; /* SPLIT_MIN_US: no rate read before this index */
     int judged = 0;          /* split, or found not worth splitting (its rate remembered) */
@@ -155,7 +162,8 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi, double per_in
                 rt->per_index = lp->coarse ? 0.0 : per_index;
                 task_push(w, &rt->task, range_task_fn, rt);
                 /* the rate, for the loop's next call to split before its first chunk */
-                if (measured && lp->asked > 0 && !lp->coarse)
+                if (measured && lp->asked > 0 && !lp->coarse
+                    && per_index * (double)(last - first) >= EAGER_SPLIT_US * ticks_per_us())
                     remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, ticks() - start);
                 hi = mid;
                 judged = 1;
@@ -416,8 +424,11 @@ static __attribute__((noinline)) int parallel_for_split(int64_t n, int64_t grain
      * indices of an AUTO_CHUNK_US chunk): the range may then split before its first chunk */
     double per_index = 0.0;
     const cost_entry *e = cost_slot(fn, ctx, asked);
-    if (!coarse && e->fn == fn && e->ctx == ctx && e->grain == asked)
+    if (!coarse && e->fn == fn && e->ctx == ctx && e->grain == asked) {
         per_index = AUTO_CHUNK_US * ticks_per_us() / (double)e->chunk;
+        if (per_index * (double)(n - start) < EAGER_SPLIT_US * ticks_per_us())
+            per_index = 0.0; /* near the threshold: time its own chunks first */
+    }
     loop lp = {fn, ctx, grain, asked, coarse, 0};
     run_range(w, &lp, start, n, per_index);
     worker_leave(w);
