@@ -104,7 +104,7 @@ static void range_task_fn(void *arg)
 /* Runs [lo, hi) of a loop, chunk by chunk, offering halves to idle workers. `per_index` is
  * what an index of this loop is known to cost, in ticks (0: not known): the rate its owner had
  * measured when it split off this range, or the rate the loop's last call left in the cost
- * table. With it the range may split before its first chunk. Without it a thief ran a whole
+ * table (EAGER_SPLIT_US). With it the range may split before its first chunk. Without it a thief ran a whole
  * chunk before it could offer half of its range on, and a loop spread over the pool one chunk
  * time per halving: a ReLU over 401408 floats (24 chunks of 16384, 6.5 us each on a 16-core
  * Xeon) ran 160 us on 1 thread and 45-53 on 4 to 16, most of them spent before the last
@@ -132,8 +132,9 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi, double per_in
             /* the range's own rate once it has run long enough to tell, else the one it was
              * given; a coarse loop's first look, with neither, splits */
             int measured = 0;
+            uint64_t spent = 0;
             if (demand && lo > first) {
-                const uint64_t spent = ticks() - start;
+                spent = ticks() - start;
                 if ((double)spent >= SPLIT_SEEN_US * ticks_per_us()) {
                     per_index = (double)spent / (double)(lo - first);
                     measured = 1;
@@ -147,7 +148,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi, double per_in
                 demand = 0;
                 look_again = lo + (lo > first ? lo - first : 1);
                 if (measured) {
-                    remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, ticks() - start);
+                    remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, spent);
                     judged = 1;
                 }
             }
@@ -164,7 +165,7 @@ static void run_range(worker *w, loop *lp, int64_t lo, int64_t hi, double per_in
                 /* the rate, for the loop's next call to split before its first chunk */
                 if (measured && lp->asked > 0 && !lp->coarse
                     && per_index * (double)(last - first) >= EAGER_SPLIT_US * ticks_per_us())
-                    remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, ticks() - start);
+                    remember_rate(lp->fn, lp->ctx, lp->asked, lo - first, spent);
                 hi = mid;
                 judged = 1;
                 if (demand == 2)
