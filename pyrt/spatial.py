@@ -112,33 +112,29 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     """The maximum of each window of x [n, c, h, w] (its taps `dilation` apart); with
     return_indices also the flat index of each maximum within its h * w plane, an int64
     tensor, as PyTorch's."""
-    _check_tensors("max_pool2d", input=x)
-    window = (kernel_size, stride, padding, dilation)
-    need = x._requires_grad and is_grad_enabled()
-    if not (need or return_indices):
-        return _make(ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode), (x,), None)
-    y, idx = ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode, return_indices=True)
-    shape = x.shape
-    out = _make(y, (x,), lambda g: (
-        ops.max_pool2d_backward(g, idx, shape, *window, ceil_mode=ceil_mode),))
-    if return_indices:
-        return out, type(out)(idx.copy())  # a copy: writing the indices cannot move gradients
-    return out
+    return _max_pool2d(x, (kernel_size, stride, padding, dilation), ceil_mode, return_indices)
 
 
 def max_pool2d_relu(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """relu(max_pool2d(x)) in one pass over x (a CPU tensor): the ReLU of each window's
     maximum; the backward pass gives a window whose maximum was 0 or less no gradient, as
     ReLU's does, and the rest to their maximum's pixel."""
+    return _max_pool2d(x, (kernel_size, stride, padding, 1), ceil_mode, False, relu=True)
+
+
+def _max_pool2d(x, window, ceil_mode, return_indices, relu=False):
     _check_tensors("max_pool2d", input=x)
-    window = (kernel_size, stride, padding, 1)
-    if not (x._requires_grad and is_grad_enabled()):
-        return _make(ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode, relu=True), (x,), None)
-    y, idx = ops.max_pool2d(x.data, *window, ceil_mode=ceil_mode, return_indices=True,
-                            relu=True)
+    options = {"ceil_mode": ceil_mode, "relu": relu} if relu else {"ceil_mode": ceil_mode}
+    need = x._requires_grad and is_grad_enabled()
+    if not (need or return_indices):
+        return _make(ops.max_pool2d(x.data, *window, **options), (x,), None)
+    y, idx = ops.max_pool2d(x.data, *window, return_indices=True, **options)
     shape = x.shape
-    return _make(y, (x,), lambda g: (
+    out = _make(y, (x,), lambda g: (
         ops.max_pool2d_backward(g, idx, shape, *window, ceil_mode=ceil_mode),))
+    if return_indices:
+        return out, type(out)(idx.copy())  # a copy: writing the indices cannot move gradients
+    return out
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):

@@ -355,7 +355,8 @@ class Identity(Module):
 # the activation a Linear can fuse into its bias pass (F.linear's `act`)
 _FUSABLE = {ReLU: "relu", Sigmoid: "sigmoid", Tanh: "tanh"}
 _CHAIN = object()  # the act of a Sequential step that is a LinearChain
-# the act of a Sequential step that is a ReLU and the MaxPool2d after it, run pool first
+# the act of a Sequential step that is a ReLU and the MaxPool2d after it, run as one pooling
+# that applies the ReLU to its maxima
 _POOL_RELU = object()
 
 
@@ -478,8 +479,8 @@ class Sequential(_Indexed):
         """The modules as (module, act) steps, act False for a module simply called. Linear
         then ReLU/Sigmoid/Tanh becomes one step, the Linear with its activation fused (one
         GEMM and one fused bias+activation pass, the same numbers as the two modules in turn
-        with one pass less over the output). ReLU then MaxPool2d becomes one step that pools
-        first (_pool_then_relu)."""
+        with one pass less over the output). ReLU then MaxPool2d becomes one pooling that applies
+        the ReLU to its maxima (_pool_then_relu)."""
         def plain(module, kinds):
             # of one of these exact types, with the class's forward (not one set on it)
             return type(module) in kinds and "forward" not in module.__dict__
