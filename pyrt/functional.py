@@ -580,6 +580,14 @@ def max(x, axis=None, keepdims=False):
             ties = (xd == out) | (xp.isnan(xd) & xp.isnan(out))
             share = g / ties.sum(dtype=np.float32)  # stays on the device: no host read
             return (xp.where(ties, share, np.float32(0)).astype(np.float32, copy=False),)
+        if isinstance(axis, tuple):
+            # over several dims (a sequence of dims): shared evenly among the ties of each
+            # slice, as torch.amax shares it (argmax takes one axis only)
+            kept = _reduced_shape(x.shape, axis, keepdims=True)
+            xd, m = x.data, out.reshape(kept)
+            ties = (xd == m) | (xp.isnan(xd) & xp.isnan(m))
+            share = g.reshape(kept) / ties.sum(axis=axis, keepdims=True, dtype=np.float32)
+            return (xp.where(ties, share, np.float32(0)).astype(np.float32, copy=False),)
         # along a dim, to the first maximum of each slice, as argmax picks it (as PyTorch)
         idx = ops.argmax(x.data, axis, keepdims=True)
         dx = xp.zeros(x.shape, np.float32)
@@ -894,6 +902,9 @@ def mse_loss(input, target, *, reduction="mean"):
     if input.shape != target.shape:
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")
+    for t, name in ((input, "input"), (target, "target")):
+        if t.data.dtype != F32:  # (ops.sub would name its own arguments, a and b)
+            raise TypeError(f"mse_loss: {name} must be a float32 tensor, got {t.data.dtype}")
     diff = ops.sub(input.data, target.data)
     squares = ops.mul(diff, diff)
     if reduction == "none":

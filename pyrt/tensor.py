@@ -5,6 +5,7 @@ on the CPU. Arithmetic, matmul, reductions and activations go through ``pyrt.fun
 which records what ``backward()`` needs.
 """
 
+import math
 import numbers
 import operator
 import warnings
@@ -347,8 +348,18 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value):
+        """Every element set to `value`, a real number or a 0-d tensor (PyTorch's rule: NumPy
+        would broadcast an array, and write None as NaN)."""
         self._check_in_place(value)
-        self.data[...] = value.data if isinstance(value, Tensor) else value
+        if isinstance(value, Tensor):
+            if value.data.ndim:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got "
+                                   f"tensor with {value.data.ndim} dimensions.")
+            value = value.data
+        elif not isinstance(value, numbers.Real):
+            raise TypeError(f"fill_(): value must be a real number or a 0-d tensor, got "
+                            f"{type(value).__name__}")
+        self.data[...] = value
         mark_modified(self.data)
         return self
 
@@ -594,7 +605,8 @@ class Tensor:
 
     def flatten(self, start_dim=0):
         start = shapes.dim_index(start_dim, self.ndim)
-        return F.reshape(self, self.shape[:start] + (-1,))
+        # the merged size as a product: -1 cannot be inferred when another size is 0
+        return F.reshape(self, self.shape[:start] + (math.prod(self.shape[start:]),))
 
     @property
     def T(self):
@@ -656,6 +668,9 @@ def _as_array(data, dtype):
     if arr.dtype.kind == "b":
         return arr
     if arr.dtype.kind in "iu":
+        if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            # astype would wrap it around to a negative int64
+            raise ValueError(f"data holds {int(arr.max())}, too large for int64")
         return arr.astype(np.int64, copy=False)
     if arr.dtype.kind == "f":
         return arr.astype(np.float32, copy=False)

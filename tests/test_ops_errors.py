@@ -617,6 +617,35 @@ def test_tensor_keeps_the_shape_of_its_data_like_pytorch():
     raises(ValueError, "size", pyrt.zeros, 2.5)
 
 
+def test_tensor_of_uint64_values_beyond_int64_is_a_value_error():
+    # integers become int64: these would wrap around to negative values
+    for big in (2**63, 2**64 - 1):
+        msg = raises(ValueError, "data", pyrt.tensor, np.array([0, big], np.uint64))
+        assert str(big) in msg
+    small = np.array([0, 2**63 - 1], np.uint64)
+    assert pyrt.tensor(small).tolist() == [0, 2**63 - 1]
+    assert pyrt.tensor(np.zeros(0, np.uint64)).dtype == np.int64
+
+
+def test_fill_takes_a_number_or_a_0d_tensor_like_pytorch():
+    torch = pytest.importorskip("torch")
+    x = pyrt.randn(3, 4)
+    before = x.data.copy()
+    for bad in (None, "a", [1.0] * 4):
+        raises(TypeError, "value", x.fill_, bad)
+        with pytest.raises(TypeError):
+            torch.zeros(3, 4).fill_(bad)
+    raises(TypeError, "value", x.fill_, 1j)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.zeros(3, 4).fill_(torch.ones(4))
+    with pytest.raises(RuntimeError) as ours:
+        x.fill_(pyrt.ones(4))
+    assert str(ours.value) == str(theirs.value)
+    np.testing.assert_array_equal(x.data, before)  # nothing written, no NaN from None
+    assert x.fill_(pyrt.tensor(2.5)).data.tolist() == [[2.5] * 4] * 3
+    assert x.fill_(np.float32(-1)).data.tolist() == [[-1.0] * 4] * 3
+
+
 def test_linear_with_a_wrong_input_width_or_type():
     pyrt.manual_seed(0)
     lin = nn.Linear(4, 3)
@@ -625,6 +654,8 @@ def test_linear_with_a_wrong_input_width_or_type():
     raises(ValueError, "input", lin, pyrt.randn(2, 1, 5))
     raises(TypeError, "input", lin, np.ones((2, 4), np.float32))
     raises(TypeError, "input", lin, pyrt.tensor([[1, 2, 3, 4]]))
+    raises(ValueError, "input", lin, pyrt.tensor(1.0))
+    raises(ValueError, "input", nn.Linear(1, 3), pyrt.tensor(1.0))
     for bad in (0, -1, 2.5, "4"):
         raises(ValueError, "in_features", nn.Linear, bad, 3)
 
@@ -664,6 +695,9 @@ def test_losses_with_targets_of_a_wrong_shape_or_type():
     raises(ValueError, "targets", nn.BCEWithLogitsLoss(), x, pyrt.randn(4, 1))
     raises(ValueError, "target", nn.MSELoss(), x, pyrt.randn(5))
     raises(TypeError, "operands", nn.MSELoss(), x, "abc")
+    raises(TypeError, "target", nn.MSELoss(), x, pyrt.tensor(np.ones((4, 5), np.int64)))
+    raises(TypeError, "target", nn.MSELoss(reduction="none"), x, pyrt.Tensor(np.ones((4, 5))))
+    raises(TypeError, "input", nn.MSELoss(), pyrt.tensor([1, 2]), pyrt.ones(2))
     target = RNG.standard_normal((4, 5)).astype(np.float32)
     assert float(nn.MSELoss()(x, target)) == float(nn.MSELoss()(x, pyrt.tensor(target)))
 
@@ -690,6 +724,16 @@ def test_optimizers_reject_bad_parameter_lists():
     with pytest.raises(TypeError, match="Tensors"):
         optim.Adam([1.0])
     raises(TypeError, "lr", optim.SGD, [pyrt.zeros(2, requires_grad=True)], lr="0.1")
+
+
+@pytest.mark.parametrize("cls", ["SGD", "Adam", "AdamW"])
+def test_a_parameter_that_cannot_be_updated_in_place_is_named(cls):
+    for data in (np.ones(4, np.float32)[::2],
+                 np.frombuffer(np.ones(2, np.float32).tobytes(), np.float32)):
+        p = nn.Parameter(np.ones(2, np.float32))
+        p.grad = pyrt.ones(2)
+        p.data = data
+        raises(ValueError, "param", getattr(optim, cls)([p], lr=0.1).step)
 
 
 def test_load_state_dict_with_missing_extra_or_misshapen_keys_like_pytorch():

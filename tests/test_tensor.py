@@ -602,6 +602,23 @@ def test_max_of_the_whole_tensor_shares_the_gradient_among_ties():
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy())
 
 
+@pytest.mark.parametrize("dims", [(0, 2), [1], (-1, 0), (0, 1, 2)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_over_several_dims_shares_the_gradient_among_ties_as_amax(dims, keepdim):
+    torch = pytest.importorskip("torch")
+    r = np.random.default_rng(3)
+    values = r.integers(0, 3, (3, 4, 5)).astype(np.float32)  # many ties
+    x = pyrt.tensor(values, requires_grad=True)
+    y = F.max(x, dims, keepdim)
+    g = r.standard_normal(y.shape).astype(np.float32)
+    y.backward(pyrt.tensor(g))
+    t = torch.tensor(values, requires_grad=True)
+    ty = torch.amax(t, dim=dims, keepdim=keepdim)
+    ty.backward(torch.tensor(g))
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-6)
+
+
 def test_sum_and_mean_over_no_dims_reduce_everything():
     torch = pytest.importorskip("torch")
     values = [[1.0, 2.0], [3.0, 4.0]]

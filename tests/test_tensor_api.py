@@ -562,6 +562,14 @@ class _nothing:
         return False
 
 
+def test_flatten_of_zero_size_and_0d_tensors_like_torch():
+    torch = pytest.importorskip("torch")
+    for shape, start in (((0, 3, 4), 1), ((0, 3, 4), 0), ((2, 0, 4), 1), ((2, 3, 0), 2),
+                         ((), 0), ((2, 3, 4), -1)):
+        got = pyrt.zeros(*shape).flatten(start)
+        assert got.shape == tuple(torch.zeros(shape).flatten(start).shape)
+
+
 def test_reshape_refuses_negative_sizes_but_one_minus_one():
     torch = pytest.importorskip("torch")
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
