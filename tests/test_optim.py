@@ -420,6 +420,27 @@ def test_state_dict_layout_matches_torch():
                 assert_close(value, np.asarray(b["state"][i][key]), what=key)
 
 
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: optim.Adam(ps, lr=0.1),
+    lambda ps: optim.AdamW(ps, lr=0.1)], ids=["SGD", "Adam", "AdamW"])
+def test_state_dict_of_a_0d_parameter_resumes_training_exactly(make):
+    # its state arrays are 0-d too: they must load as arrays, not as numbers like a step count
+    straight = [nn.Parameter(np.array(1.5, F32)), nn.Parameter(rng(20).standard_normal(3))]
+    resumed = [nn.Parameter(p.data.copy()) for p in straight]
+    opt = make(straight)
+    run(opt, straight, 4, 21)
+    first = make(resumed)
+    run(first, resumed, 2, 21)
+    second = make(resumed)
+    second.load_state_dict(first.state_dict())
+    for p in resumed:
+        assert all(np.ndim(v) == 0 if k == "step" else v.shape == p.shape
+                   for k, v in second.state[p].items())
+    run(second, resumed, 2, 23)  # the gradients of steps 3 and 4 above
+    for a, b in zip(straight, resumed):
+        np.testing.assert_array_equal(a.data, b.data)
+
+
 def test_load_state_dict_errors():
     p = make_params(17)
     opt = optim.SGD([{"params": p[:2]}, {"params": p[2:]}], lr=0.1, momentum=0.9)
@@ -433,6 +454,37 @@ def test_load_state_dict_errors():
     with pytest.raises(ValueError, match=r"'momentum_buffer' of parameter 0 has shape \(5, 3\), "
                                          r"expected \(3, 5\)"):
         optim.SGD([{"params": other[:2]}, {"params": other[2:]}], lr=0.1).load_state_dict(state)
+
+
+@pytest.mark.parametrize("kind, change, error", [
+    ("SGD", lambda s: s["param_groups"][0].update(lr=-0.1), "Invalid learning rate: -0.1"),
+    ("SGD", lambda s: s["param_groups"][1].update(nesterov=True, dampening=0.5),
+     "Nesterov momentum requires"),
+    ("SGD", lambda s: s["state"][0].update(momentum_buffer="0"),
+     "'momentum_buffer' of parameter 0 must be an array of shape"),
+    ("Adam", lambda s: s["param_groups"][0].update(betas=(0.9, 1.5)),
+     "Invalid beta parameter at index 1"),
+    ("Adam", lambda s: s["state"][2].pop("exp_avg"), "parameter 2 lacks exp_avg"),
+    ("Adam", lambda s: s["state"][1].update(step="3"),
+     "'step' of parameter 1: step must be an integer"),
+    ("Adam", lambda s: s["state"][1].update(step=0), "'step' of parameter 1: Invalid step"),
+    ("AdamW", lambda s: s["state"][0].update(exp_avg_sq=[1.0]),
+     "'exp_avg_sq' of parameter 0 must be an array"),
+])
+def test_a_state_that_step_could_not_use_is_refused_on_loading(kind, change, error):
+    p = make_params(23)
+    extra = {"momentum": 0.9} if kind == "SGD" else {}
+    opt = getattr(optim, kind)([{"params": p[:2]}, {"params": p[2:]}], lr=0.1, **extra)
+    run(opt, p, 2, 24)
+    state = opt.state_dict()
+    before = ([q.data.copy() for q in p], repr(opt.param_groups))
+    change(state)
+    with pytest.raises(ValueError, match=re.escape(error)):
+        opt.load_state_dict(state)
+    # nothing was loaded: the optimizer goes on as before
+    assert repr(opt.param_groups) == before[1]
+    run(opt, p, 1, 25)
+    assert all(not np.array_equal(q.data, old) for q, old in zip(p, before[0]))
 
 
 @pytest.mark.parametrize("kind", ["Adam", "AdamW"])

@@ -76,6 +76,20 @@ class Adam(Optimizer):
         self._stepped()
         return loss
 
+    _STATE_ARRAYS = ("exp_avg", "exp_avg_sq")
+    _STATE_NEEDED = ("step", "exp_avg", "exp_avg_sq")
+
+    def _check_state(self, restored, key, param):
+        super()._check_state(restored, key, param)
+        if restored:
+            try:
+                adam_step_count(restored["step"])  # the steps done: one at least
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"loaded state 'step' of parameter {key}: {exc}") from None
+
+    def _check_hyperparameters(self, group):
+        adam_hyperparameters(group["lr"], group["betas"], group["eps"], group["weight_decay"])
+
     def _hyperparameters(self, group):
         """The group's hyper-parameters, checked when they differ from the last checked
         ones (a scheduler may change lr between steps)."""
@@ -119,7 +133,8 @@ class AdamW(Adam):
             decay = 1.0 - lr * weight_decay  # rounded to float32 by the kernel, as in torch
             for p in group["params"]:
                 if p.grad is not None:
-                    ops.mul(p.data, decay, out=p.data)
+                    # (checked as a parameter: ops.mul would name it out)
+                    ops.mul(p.data, decay, out=_in_place(p.data, "param"))
         super().step()
         return loss
 

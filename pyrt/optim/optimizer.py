@@ -174,8 +174,11 @@ class Optimizer:
                     value = value.data
                 elif not isinstance(value, np.ndarray) and hasattr(value, "__array__"):
                     value = np.asarray(value)  # another library's tensor (torch's state)
-                if isinstance(value, np.ndarray) and value.ndim == 0:
-                    value = value.item()  # a count such as Adam's step, kept as a number
+                if isinstance(value, np.ndarray) and value.ndim == 0 and (
+                        name == "step" or param.data.ndim):
+                    # a count such as Adam's step, kept as a number; the state arrays of a
+                    # 0-d parameter (its moments, its momentum buffer) stay arrays
+                    value = value.item()
                 if name == "step" and isinstance(value, float) and value.is_integer():
                     value = int(value)
                 if isinstance(value, np.ndarray):
@@ -187,14 +190,37 @@ class Optimizer:
                 else:
                     value = copy.deepcopy(value)
                 restored[name] = value
+            self._check_state(restored, key, param)
             new_state[param] = restored
         updates = [self._loaded_group(group, saved)
                    for group, saved in zip(self.param_groups, saved_groups)]
+        for group, update in zip(self.param_groups, updates):  # as the constructor checks them
+            self._check_hyperparameters({**group, **update})
         self.state = new_state
         self._state_device = "cpu"  # the loaded arrays: moved on the next step if need be
         self._device_tables.clear()  # they held the replaced state arrays
         for group, update in zip(self.param_groups, updates):
             group.update(update)
+
+    # the state of a parameter once it has taken a step: names that must hold float32 arrays
+    # of the parameter's shape, and names that must all be there (set by the subclasses)
+    _STATE_ARRAYS = ()
+    _STATE_NEEDED = ()
+
+    def _check_state(self, restored, key, param):
+        """A loaded parameter state that step() could not use is refused by load_state_dict,
+        naming what is wrong, rather than by the first step() after it."""
+        missing = [name for name in self._STATE_NEEDED if restored and name not in restored]
+        if missing:
+            raise ValueError(f"loaded state of parameter {key} lacks {', '.join(missing)}")
+        for name in self._STATE_ARRAYS:
+            value = restored.get(name)
+            if value is not None and not isinstance(value, np.ndarray):
+                raise ValueError(f"loaded state {name!r} of parameter {key} must be an array "
+                                 f"of shape {param.shape}, got {type(value).__name__}")
+
+    def _check_hyperparameters(self, group):
+        """Raise as the constructor would for the hyper-parameters of `group` (a dict)."""
 
     # options of torch.optim that this optimizer does not implement, with the values that
     # mean "off": a state saved with them off loads (they are dropped), with one on it fails

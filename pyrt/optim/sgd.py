@@ -83,6 +83,12 @@ class SGD(Optimizer):
                 marks[cached[8]] = count
         return loss
 
+    _STATE_ARRAYS = ("momentum_buffer",)
+
+    def _check_hyperparameters(self, group):
+        sgd_hyperparameters(group["lr"], group["momentum"], group["dampening"],
+                            group["weight_decay"], group["nesterov"])
+
     def _hyperparameters(self, group):
         """The group's hyper-parameters, checked when they differ from the last checked
         ones (a scheduler may change lr between steps)."""
