@@ -16,9 +16,9 @@ import pytest
 
 from pyrt.bench import cli as bench_cli
 from pyrt.bench import programs
-from pyrt.bench.runner import Run, _command, _record, plan
 from pyrt.bench.options import parse_threads, power_of_two_counts
 from pyrt.bench.report import markdown_table, summarise, workload_table
+from pyrt.bench.runner import Run, _command, _record, plan, run_command
 from pyrt.bench.workloads import NAMES, Variant, Workload
 from pyrt.cli import main
 
@@ -153,8 +153,8 @@ def test_thread_lists():
     (["--threads", "0"], "argument --threads: '0': thread counts must be from 1 to 1024"),
     (["--threads=-2"], "argument --threads: '-2': thread counts must be from 1 to 1024"),
     (["--threads", "1,x"], "argument --threads: '1,x' is not a comma-separated list"),
-    (["--threads", ""], "argument --threads: expected a comma-separated list of thread "
-                        "counts, got nothing"),
+    (["--threads", ""], ("argument --threads: expected a comma-separated list of thread "
+                         "counts, got nothing")),
     (["--threads", "1025"], "argument --threads: '1025': thread counts must be from 1 to 1024"),
     (["--threads", "1,,2"], "argument --threads: '1,,2': an empty item"),
     (["--out", ""], "argument --out: expected a folder, got an empty path"),
@@ -315,6 +315,16 @@ def test_a_stale_plot_is_removed_when_none_is_drawn(tmp_path, monkeypatch):
                  "--threads", "1", "--repeat", "1", "--out", str(tmp_path)])
     assert code == 0
     assert not (tmp_path / "scaling.png").exists()
+
+
+def test_a_line_that_is_not_json_is_a_failed_run():
+    # a child that dies in the middle of its result line: that run fails, the sweep goes on
+    from pyrt.cli.interrupt import StopOnInterrupt
+
+    cmd = [sys.executable, "-c", "print('{\"seconds\": 0.1'); raise SystemExit(3)"]
+    with StopOnInterrupt() as stop:
+        outcome = run_command(cmd, dict(os.environ), 30, stop)
+    assert outcome == {"error": 'exit status 3: its last line is not JSON: {"seconds": 0.1'}
 
 
 def test_a_thread_count_the_library_did_not_run_is_noted():

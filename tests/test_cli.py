@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -206,6 +207,45 @@ def test_resume_checks_what_it_reads(data_dir, tmp_path, capsys):
     assert main([*common, "--resume", str(tmp_path / "text.npz")]) == 2
     err = capsys.readouterr().err
     assert "not a NumPy .npz archive" in err and "pickle" not in err
+    # state dicts of the wrong type, an optimizer state its step could not use: one line
+    groups = good["optimizer"]["param_groups"]
+    for key, value in (("model", "weights"), ("optimizer", [1, 2]),
+                       ("optimizer", {**good["optimizer"],
+                                      "param_groups": [{**groups[0], "lr": -1.0}]})):
+        save_checkpoint(tmp_path / "bad.npz", {**good, key: value})
+        assert main([*common, "--resume", str(tmp_path / "bad.npz")]) == 2
+        err = capsys.readouterr().err
+        assert "does not fit the mlp model" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_continue_command_can_be_pasted(tmp_path):
+    from pyrt.cli import build_parser
+    from pyrt.cli.train_mnist import _continue_command
+
+    data, save = tmp_path / "my data", tmp_path / "run 1.npz"
+    args = build_parser().parse_args([
+        "train", "mnist", "--data", str(data), "--save", str(save), "--epochs", "3",
+        "--device", "cuda", "--threads", "2", "--json", "--limit-steps", "5"])
+    # quoted for the shell, and on the same device (the checkpoint does not record it)
+    assert shlex.split(_continue_command(args, save)) == [
+        "python", "-m", "pyrt", "train", "mnist", "--resume", str(save), "--epochs", "3",
+        "--data", str(data), "--save", str(save), "--threads", "2", "--device", "cuda",
+        "--json"]
+
+
+def test_a_closed_stdout_is_not_a_traceback():
+    # `python -m pyrt train xor | head -c 0`: the reader is gone before the result is written
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pyrt", "train", "xor", "--json", "--limit-steps", "1"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": _pythonpath()}, stdout=write,
+            stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(write)
+    assert proc.returncode == 128 + signal.SIGPIPE
+    assert proc.stderr == ""
 
 
 def test_resuming_a_finished_run_says_so(data_dir, tmp_path, capsys):
@@ -292,6 +332,9 @@ def test_device_cuda_without_gpu(data_dir):
     (["--momentum", "-0.5"], "argument --momentum: expected a non-negative number"),
     (["--threads", "0"], "argument --threads: expected an integer from 1 to 1024"),
     (["--threads", "100000"], "argument --threads: expected an integer from 1 to 1024"),
+    # an unset shell variable: not the current folder, not a fresh start instead of a resume
+    (["--data", ""], "argument --data: expected a directory, got an empty path"),
+    (["--resume", ""], "argument --resume: expected a checkpoint file, got an empty path"),
 ])
 def test_bad_arguments_exit_2(args, message, capsys):
     with pytest.raises(SystemExit) as info:
@@ -307,7 +350,9 @@ def test_an_unusable_save_path_is_refused_before_training(data_dir, tmp_path, ca
 
     monkeypatch.setattr("pyrt.cli.train_mnist._load_data", no_loading)
     for path, message in ((tmp_path / "missing" / "c.npz", "does not exist"),
-                          (tmp_path, "is a folder")):
+                          (tmp_path, "is a folder"),
+                          (data_dir / "train-labels-idx1-ubyte" / "c.npz",
+                           "is a file, not a folder")):
         assert main(["train", "mnist", "--data", str(data_dir), "--save", str(path)]) == 2
         err = capsys.readouterr().err
         assert f"pyrt: --save {path}: " in err and message in err
@@ -317,6 +362,16 @@ def test_momentum_with_adam_is_an_error(data_dir, capsys):
     assert main(["train", "mnist", "--data", str(data_dir), "--optimizer", "adam",
                  "--momentum", "0.5"]) == 2
     assert "--momentum applies to --optimizer sgd, not adam" in capsys.readouterr().err
+
+
+def test_momentum_against_an_adam_checkpoint_says_why(data_dir, tmp_path, capsys):
+    path = tmp_path / "adam.npz"
+    run_json(capsys, "train", "mnist", "--data", str(data_dir), "--optimizer", "adam",
+             "--limit-steps", "1", "--json", "--save", str(path))
+    assert main(["train", "mnist", "--data", str(data_dir), "--resume", str(path),
+                 "--momentum", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "--momentum applies to --optimizer sgd, not adam" in err and "contradicts" not in err
 
 
 def test_an_empty_split_is_an_error(tmp_path, capsys):

@@ -441,6 +441,10 @@ def test_loader_converts_dtypes():
     ({"dataset": (np.zeros(4),), "batch_size": 0}, ValueError, "batch_size"),
     ({"dataset": (np.zeros(4),), "seed": -1}, ValueError, "seed"),
     ({"dataset": (np.array(["a", "b"]),)}, TypeError, "numbers"),
+    # each names the array, not in NumPy's words and not as "a scalar"
+    ({"dataset": (np.zeros(4), None)}, TypeError, r"dataset\[1\] must hold numbers, got NoneType"),
+    ({"dataset": ((np.zeros((4, 2)), np.zeros(4)),)}, ValueError,
+     r"dataset\[0\] must be an array, got rows of different shapes"),
 ])
 def test_loader_errors(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -102,7 +102,11 @@ def run_command(cmd, env, timeout, stop):
     if not lines:
         return {"error": f"exit status {proc.returncode}: "
                          f"{(err.strip() or out.strip())[-500:]}"}
-    record = {"result": json.loads(lines[-1])}
+    try:
+        record = {"result": json.loads(lines[-1])}
+    except json.JSONDecodeError:  # a line cut short by a crash: one failed run, not the sweep
+        return {"error": f"exit status {proc.returncode}: its last line is not JSON: "
+                         f"{lines[-1][:200]}"}
     if proc.returncode != 0:  # a C program whose own check failed still prints its line
         record["error"] = f"exit status {proc.returncode}: {err.strip()[-300:]}"
     return record

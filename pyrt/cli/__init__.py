@@ -7,6 +7,8 @@ without a traceback and the process exits with its code (2 unless said otherwise
 """
 
 import argparse
+import os
+import signal
 import sys
 
 import pyrt
@@ -45,3 +47,9 @@ def main(argv=None):
     except KeyboardInterrupt:  # outside the loops that stop cleanly (loading data, say)
         print("pyrt: interrupted", file=sys.stderr, flush=True)
         return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (`| head -1`): stop quietly with the status of a tool
+        # killed by SIGPIPE; stdout now points at /dev/null, or the flush at exit would fail
+        # again and print a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE

@@ -13,8 +13,9 @@ import pyrt
 from pyrt.runtime import MAX_THREADS
 
 __all__ = ["CLIError", "add_common_options", "apply_common_options", "mean_loss",
-           "non_negative_float", "non_negative_int", "positive_float", "positive_int",
-           "print_result", "step_function", "thread_count", "wait_for_device", "writable_file"]
+           "non_empty_path", "non_negative_float", "non_negative_int", "positive_float",
+           "positive_int", "print_result", "step_function", "thread_count", "wait_for_device",
+           "writable_file"]
 
 
 class CLIError(Exception):
@@ -44,6 +45,18 @@ non_negative_int = _number(int, lambda v: v >= 0, "a non-negative integer")
 positive_float = _number(float, lambda v: 0 < v < math.inf, "a positive number")
 non_negative_float = _number(float, lambda v: 0 <= v < math.inf, "a non-negative number")
 thread_count = _number(int, lambda v: 1 <= v <= MAX_THREADS, f"an integer from 1 to {MAX_THREADS}")
+
+
+def non_empty_path(what):
+    """argparse type: a path, the empty one refused. Path("") is the current folder, so
+    `--resume "$CKPT"` with the variable unset would otherwise start afresh and `--data "$DIR"`
+    read whatever data the current folder holds, both without a word."""
+    def parse(text):
+        if not text:
+            raise argparse.ArgumentTypeError(f"expected {what}, got an empty path")
+        return text
+
+    return parse
 
 
 def add_common_options(parser, *, seed_default):
@@ -89,7 +102,8 @@ def writable_file(path, option):
         raise CLIError(f"{option} {path}: is a folder; give a file name, such as "
                        f"{path / 'checkpoint.npz'}")
     if not folder.is_dir():
-        raise CLIError(f"{option} {path}: the folder {folder} does not exist")
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise CLIError(f"{option} {path}: the folder {folder} {what}")
     if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
                                                    and not os.access(path, os.W_OK)):
         raise CLIError(f"{option} {path}: not writable")

@@ -9,6 +9,7 @@ run would have seen, and reaches the same weights.
 
 import math
 import os
+import shlex
 import signal
 import sys
 import time
@@ -26,6 +27,7 @@ from pyrt.cli.options import (
     add_common_options,
     apply_common_options,
     mean_loss,
+    non_empty_path,
     non_negative_float,
     positive_float,
     positive_int,
@@ -59,7 +61,8 @@ def add_parser(subparsers):
                     "The data is looked for in --data DIR, else $PYRT_DATA, ~/.cache/pyrt and "
                     "/usr/share/datasets/fashion-mnist (each also in torchvision's MNIST/raw "
                     "and FashionMNIST/raw layout), else MNIST is downloaded to ~/.cache/pyrt.")
-    p.add_argument("--data", metavar="DIR", help="directory holding the four IDX files")
+    p.add_argument("--data", type=non_empty_path("a directory"), metavar="DIR",
+                   help="directory holding the four IDX files")
     p.add_argument("--model", choices=tuple(MODELS), default=None,
                    help="mlp: 784-128-10; cnn: conv 8, pool, conv 16, pool, linear "
                         "(default: mlp)")
@@ -75,7 +78,8 @@ def add_parser(subparsers):
                    help="default: sgd")
     p.add_argument("--save", metavar="PATH",
                    help="write a checkpoint (.npz) after each epoch and on Ctrl-C")
-    p.add_argument("--resume", metavar="PATH", help="continue from a checkpoint")
+    p.add_argument("--resume", type=non_empty_path("a checkpoint file"), metavar="PATH",
+                   help="continue from a checkpoint")
     add_common_options(p, seed_default=DEFAULTS["seed"])
     p.set_defaults(run=run)
     return p
@@ -87,6 +91,11 @@ def _settings(args, saved):
     settings = {}
     for key, default in DEFAULTS.items():
         given = getattr(args, key)
+        if key == "momentum" and given is not None and settings["optimizer"] != "sgd":
+            # settings["optimizer"] is known (it comes first in DEFAULTS); checked before the
+            # comparison with a checkpoint, whose momentum an Adam run never used
+            raise CLIError(f"--momentum applies to --optimizer sgd, not "
+                           f"{settings['optimizer']}")
         if saved is not None and key in saved:
             if given is not None and given != saved[key]:
                 raise CLIError(f"--{key.replace('_', '-')} {given} contradicts the checkpoint "
@@ -167,6 +176,23 @@ def evaluate(model, images, labels, device):
     return int(np.count_nonzero(predicted == labels)) / len(images)
 
 
+def _continue_command(args, path):
+    """The shell command that continues this run from the checkpoint at `path`: the options
+    given that the checkpoint does not hold (the device above all: left out, a GPU run would
+    go on on the CPU), each word quoted for the shell so that the line can be pasted."""
+    words = ["python", "-m", "pyrt", "train", "mnist", "--resume", str(path),
+             "--epochs", str(args.epochs)]
+    for option, value in (("--data", args.data), ("--save", args.save),
+                          ("--threads", args.threads)):
+        if value is not None:
+            words += [option, str(value)]
+    if args.device != "cpu":
+        words += ["--device", args.device]
+    words += [flag for flag, given in (("--cuda-graph", args.cuda_graph), ("--json", args.json))
+              if given]
+    return shlex.join(words)
+
+
 def _epochs_done(epoch, step, batches):
     """Whole epochs as an int, a partial one as a fraction."""
     if step == 0:
@@ -177,7 +203,7 @@ def _epochs_done(epoch, step, batches):
 def run(args):
     apply_common_options(args)
     saved = None
-    if args.resume:
+    if args.resume is not None:
         try:
             saved = load_checkpoint(args.resume)
         except FileNotFoundError:
@@ -194,8 +220,6 @@ def run(args):
                            f"--epochs counts them, so pass --epochs {saved['epoch'] + 1} or "
                            "more to train further")
     settings = _settings(args, saved["settings"] if saved else None)
-    if args.momentum is not None and settings["optimizer"] != "sgd":
-        raise CLIError(f"--momentum applies to --optimizer sgd, not {settings['optimizer']}")
     if args.save is not None:  # checked before the data loads, not after the training
         writable_file(args.save, "--save")
 
@@ -220,7 +244,8 @@ def run(args):
         try:
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
-        except (RuntimeError, ValueError, KeyError) as exc:
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            # TypeError: a list or a string where the checkpoint should hold a state dict
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise CLIError(f"{args.resume}: does not fit the {settings['model']} model "
                            f"({first.rstrip(':')})") from None
@@ -311,10 +336,7 @@ def run(args):
                            code=code) from None
         raise CLIError(
             f"interrupted at epoch {epoch + 1}, batch {step} of {batches}: checkpoint saved to "
-            f"{path}; continue with: python -m pyrt train mnist --resume {path} "
-            f"--epochs {args.epochs}" + (f" --data {args.data}" if args.data else "")
-            + (f" --save {args.save}" if args.save is not None else ""),
-            code=code)
+            f"{path}; continue with: {_continue_command(args, path)}", code=code)
     if evaluated_at != (epoch, step):
         test_accuracy = evaluate(model, data.test_images, data.test_labels, args.device)
         if args.save is not None and step:

@@ -16,16 +16,22 @@ __all__ = ["DataLoader"]
 def _as_batchable(array, position):
     """Floats become float32 and integers int64 (the dtypes pyrt's tensors hold), C-contiguous
     so that a slice of rows is a contiguous block."""
-    array = np.asarray(array)
-    if array.ndim == 0:
-        raise ValueError(f"dataset[{position}] must have a first (sample) axis, got a scalar")
-    if array.dtype.kind in "iub":
+    try:
+        values = np.asarray(array)
+    except ValueError:  # NumPy's words ("setting an array element with a sequence") name no
+        # argument; the usual cause is a nested tuple, such as ((images, labels),)
+        raise ValueError(f"dataset[{position}] must be an array, got rows of different "
+                         "shapes") from None
+    if values.dtype.kind in "iub":
         dtype = np.int64
-    elif array.dtype.kind == "f":
+    elif values.dtype.kind == "f":
         dtype = np.float32
-    else:
-        raise TypeError(f"dataset[{position}] must hold numbers, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=dtype)
+    else:  # a lone None or dict is a 0-d object array: its type says more than the dtype
+        what = type(array).__name__ if values.ndim == 0 else f"dtype {values.dtype}"
+        raise TypeError(f"dataset[{position}] must hold numbers, got {what}")
+    if values.ndim == 0:
+        raise ValueError(f"dataset[{position}] must have a first (sample) axis, got a scalar")
+    return np.ascontiguousarray(values, dtype=dtype)
 
 
 def _positive_int(value, name):

@@ -245,13 +245,13 @@ def download_mnist(dest=None, *, mirrors=None, timeout=DOWNLOAD_TIMEOUT_S):
         except OSError:
             pass
     dead = set()
-    for name in MD5:
+    for name, expected in MD5.items():
         if (dest / name).is_file():
             digest = _md5(dest / name)
-            if digest == MD5[name]:
+            if digest == expected:
                 continue
             raise DatasetNotFoundError(
-                f"{dest / name} is not MNIST's {name} (MD5 {digest}, expected {MD5[name]}): "
+                f"{dest / name} is not MNIST's {name} (MD5 {digest}, expected {expected}): "
                 "remove it to download it again, or put the data set it belongs to in a "
                 "directory of its own and pass --data DIR")
         mirror, failures = _fetch(name, dest, mirrors, timeout, dead)
