@@ -388,6 +388,16 @@ def _real_number(value, name):
     return float(value)
 
 
+def _integers(array):
+    """Whether `array` holds integers (int64 labels and counts; not bools)."""
+    return array.dtype.kind in "iu"
+
+
+def _integer(value):
+    """Whether `value` is an integer number (not a bool, not a float with no fraction)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
 def abs(x):
     xd = x.data
     xp = _xp(xd)
@@ -404,6 +414,10 @@ def clamp(x, min=None, max=None):
     hi = None if max is None else _real_number(max, "max")
     xd = x.data
     xp = _xp(xd)
+    if _integers(xd) and all(b is None or _integer(b) for b in (min, max)):
+        # integers between integer bounds stay int64, as in PyTorch (no gradient to record);
+        # the bounds as ints: as floats they would lose what lies past 2**24
+        return _make(xp.clip(xd, min, max).astype(I64, copy=False), (x,), None)
     y = xp.clip(xd, lo, hi).astype(np.float32, copy=False)
 
     def backward(g):
@@ -425,6 +439,12 @@ def pow(x, exponent):
         return mul(x, x)
     xd = x.data
     xp = _xp(xd)
+    if _integers(xd) and _integer(exponent):
+        # an integer power of integers is an int64, exact, as in PyTorch; float32 would lose
+        # what lies past 2**24
+        if exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return _make(xp.power(xd.astype(I64, copy=False), int(exponent)), (x,), None)
     y = (xd ** np.float32(e)).astype(np.float32, copy=False)
     if e == 0.0:
         return _make(y, (x,), lambda g: (xp.zeros(xd.shape, np.float32),))

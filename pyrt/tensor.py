@@ -73,6 +73,9 @@ def _array_index(index):
     return index
 
 
+_ndarray = np.ndarray
+
+
 class Tensor:
     # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
     # properties grad and requires_grad check what a user assigns, as PyTorch does
@@ -83,6 +86,10 @@ class Tensor:
                  "__weakref__")
 
     def __init__(self, data, requires_grad=False):
+        # an array (NumPy's, CuPy's) is wrapped as it is, sharing its memory: pyrt's ops make
+        # every tensor this way, so this test is all the constructor adds to their cost
+        if type(data) is not _ndarray and not hasattr(data, "__cuda_array_interface__"):
+            data = _constructor_data(data)
         self.data = data
         self._grad = None
         self._requires_grad = requires_grad
@@ -653,6 +660,24 @@ class Tensor:
 
 
 # ---- creation --------------------------------------------------------------------------------
+
+
+def _constructor_data(data):
+    """The array of ``Tensor(data)`` for data that is not an array: a list or tuple becomes
+    float32, as torch.Tensor makes it; a number, a NumPy scalar or another library's array
+    converts as pyrt.tensor converts it; a Tensor's array is shared."""
+    if isinstance(data, np.ndarray):  # a subclass of ndarray
+        return data
+    if isinstance(data, (list, tuple)):
+        try:
+            return np.array(data, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise TypeError(f"Tensor(data): data must be a sequence of numbers of one shape, "
+                            f"an array or a number, got {data!r:.80}") from None
+    if data is None or isinstance(data, (str, bytes, dict, set)):
+        raise TypeError(f"Tensor(data): data must be an array, a sequence of numbers or a "
+                        f"number, got {type(data).__name__}")
+    return _as_array(data, None)
 
 
 def _as_array(data, dtype):

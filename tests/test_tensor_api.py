@@ -562,6 +562,46 @@ class _nothing:
         return False
 
 
+def test_the_tensor_class_takes_sequences_as_torch_tensor_does():
+    # a list or tuple becomes float32 (torch.Tensor's dtype), integers and bools included
+    for data in ([1.0, 2.5], [[1, 2], [3, 4]], ((True,), (False,)), []):
+        t = pyrt.Tensor(data)
+        expected = np.array(data, dtype=np.float32)
+        assert t.dtype == np.float32 and t.shape == expected.shape
+        np.testing.assert_array_equal((t * 2).numpy(), expected * 2)
+    # an array is wrapped as it is, sharing its memory; a Tensor's array is shared too
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert pyrt.Tensor(a).data is a and pyrt.Tensor(pyrt.Tensor(a)).data is a
+    assert pyrt.Tensor(np.float32(2.5)).shape == () and pyrt.Tensor(3).dtype == np.int64
+    w = pyrt.Tensor([[0.5, -1.0]], requires_grad=True)
+    (w * w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[1.0, -2.0]])
+    for bad, words in ((None, "got NoneType"), ("12", "got str"), ({1: 2}, "got dict"),
+                       ([[1.0], [2.0, 3.0]], "of one shape"), (["a"], "of one shape")):
+        with pytest.raises(TypeError, match=r"Tensor\(data\): data must be .*" + words):
+            pyrt.Tensor(bad)
+
+
+def test_integer_powers_and_clamps_stay_int64_and_exact():
+    values = np.array([1, 5, -3, 0, 2**20 + 1, -(2**25) - 1], np.int64)
+    t = pyrt.tensor(values)
+    exact = [(t ** 3, values ** 3), (t ** 1, values), (t ** 0, values ** 0),
+             (t.clamp(-4, 2**25), np.clip(values, -4, 2**25)),
+             (t.clamp(max=3), np.minimum(values, 3)), (t.clamp(min=2**24 + 3),
+                                                       np.maximum(values, 2**24 + 3))]
+    for got, expected in exact:
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got.numpy(), expected)
+    # a float exponent or bound gives float32, as PyTorch promotes
+    assert (t ** 0.5).dtype == np.float32 and t.clamp(min=0.5).dtype == np.float32
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        t ** -1
+    # floats keep their gradients
+    x = pyrt.tensor([1.5, -2.0], requires_grad=True)
+    (x ** 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.75, 12.0])
+
+
 def test_flatten_of_zero_size_and_0d_tensors_like_torch():
     torch = pytest.importorskip("torch")
     for shape, start in (((0, 3, 4), 1), ((0, 3, 4), 0), ((2, 0, 4), 1), ((2, 3, 0), 2),
