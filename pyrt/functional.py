@@ -337,8 +337,14 @@ _ARITHMETIC = {"add": add, "sub": sub, "mul": mul, "div": div}
 def _unary(code, x, saved_input=False):
     """y = f(x) by the kernel `code`; the gradient comes from y, or from x with
     saved_input."""
-    xd = x.data
+    try:
+        xd = x.data
+    except AttributeError:
+        xd = None
     if not _plain(xd):
+        if not isinstance(x, _Tensor or _tensor()):  # (a NumPy array has a .data of its own)
+            raise TypeError(f"{_UNARY_NAMES[code]}: input must be a Tensor, got "
+                            f"{type(x).__name__}")
         if not isinstance(xd, np.ndarray):  # on the device: the routed ops by name
             name = _UNARY_NAMES[code]
             y = getattr(ops, name)(xd)

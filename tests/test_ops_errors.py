@@ -814,3 +814,20 @@ def test_a_device_array_reaching_the_cpu_op_says_how_to_route_it():
     fake = type("ndarray", (), {"__module__": "cupy._core.core"})
     msg = raises(TypeError, "x", ops.relu, fake())
     assert "CUDA backend is loaded" in msg and "pyrt.cuda.require()" in msg
+
+
+
+ACTIVATIONS = {"relu": lambda a: np.maximum(a, 0), "sigmoid": lambda a: 1 / (1 + np.exp(-a)),
+               "tanh": np.tanh, "exp": np.exp, "log": np.log, "sqrt": np.sqrt}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+@pytest.mark.parametrize("bad", [[1.0], np.ones(3, np.float32), None])
+def test_activation_functions_name_an_input_that_is_not_a_tensor(name, bad):
+    # an array has a .data of its own (a memoryview), a list and None have none
+    with pytest.raises(TypeError, match=f"{name}: input must be a Tensor, got "
+                                        f"{type(bad).__name__}"):
+        getattr(pyrt.functional, name)(bad)
+    x = pyrt.tensor([0.25, 4.0])
+    np.testing.assert_allclose(getattr(pyrt.functional, name)(x).numpy(),
+                               ACTIVATIONS[name](x.numpy()), rtol=1e-6)
