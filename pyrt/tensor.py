@@ -310,6 +310,9 @@ class Tensor:
                                f"to the desired output type "
                                f"{_GRAD_DTYPES.get(self.data.dtype, self.data.dtype)}")
         xp = F._xp(self.data)
+        if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)):
+            raise TypeError(f"{name}(): argument 'alpha' must be a real number, got "
+                            f"{type(alpha).__name__}")
         if alpha is not None and alpha != 1:
             if self.data.dtype.kind != "f" and not isinstance(alpha, numbers.Integral):
                 raise RuntimeError("For integral input tensors, argument alpha must not be a "

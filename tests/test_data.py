@@ -357,6 +357,9 @@ def test_make_xor():
     assert not np.array_equal(x, make_xor(1000, seed=4)[0])
     with pytest.raises(ValueError, match="n_samples"):
         make_xor(0)
+    for seed in (-1, 1.5, "3", True):
+        with pytest.raises(ValueError, match="seed must be a non-negative integer or None"):
+            make_xor(4, seed=seed)
 
 
 # ---- DataLoader ------------------------------------------------------------------------------

@@ -353,6 +353,11 @@ def test_in_place_errors_match_torch():
         assert error(fn, pyrt) is error(fn, torch) is RuntimeError
     with pytest.raises(RuntimeError, match="broadcast"):
         pyrt.tensor([1.0, 2.0]).add_(pyrt.ones(3))
+    for alpha in ("2", True, [2.0]):  # torch: TypeError, or a RuntimeError for a bool
+        t = pyrt.tensor([1.0, 2.0])
+        with pytest.raises(TypeError, match="sub_\\(\\): argument 'alpha' must be a real"):
+            t.sub_(pyrt.ones(2), alpha=alpha)
+        np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])  # nothing written
 
 
 def test_in_place_ops_refuse_what_would_lose_gradients():

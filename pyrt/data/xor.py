@@ -28,6 +28,9 @@ def make_xor(n_samples=3200, *, seed=0):
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
             or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
     bits = np.random.default_rng(seed).integers(0, 2, size=(int(n_samples), 2), dtype=np.int64)
     x = bits.astype(np.float32)
     y = (bits[:, :1] ^ bits[:, 1:]).astype(np.float32)
