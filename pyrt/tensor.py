@@ -758,12 +758,22 @@ def empty(*size, requires_grad=False, device="cpu"):
 _generator = np.random.default_rng(0)
 
 
+def checked_seed(seed, none_allowed=False):
+    """`seed` as an int, ValueError unless it is a non-negative integer (or, if
+    `none_allowed`, None, returned as it is): the seeds of manual_seed, DataLoader and
+    make_xor."""
+    if seed is None and none_allowed:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer{' or None' * none_allowed}, "
+                         f"got {seed!r}")
+    return int(seed)
+
+
 def manual_seed(seed):
     """Seed pyrt's random numbers (parameter initialisation, shuffling, randn/rand)."""
     global _generator
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    _generator = np.random.default_rng(int(seed))
+    _generator = np.random.default_rng(checked_seed(seed))
     return _generator
 
 

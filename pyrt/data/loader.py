@@ -10,6 +10,8 @@ import numbers
 
 import numpy as np
 
+from pyrt.tensor import checked_seed, generator
+
 __all__ = ["DataLoader"]
 
 
@@ -72,13 +74,10 @@ class DataLoader:
         self.batch_size = _positive_int(batch_size, "batch_size")
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
+        seed = checked_seed(seed, none_allowed=True)
         if seed is None:
-            from pyrt.tensor import generator
-
             seed = int(generator().integers(0, 2**63 - 1))
-        elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
-        self.seed = int(seed)
+        self.seed = seed
         self.epoch = 0
 
     @property

@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from pyrt.tensor import checked_seed
+
 __all__ = ["XOR_TRUTH_TABLE", "make_xor"]
 
 # the four distinct inputs and their labels: a complete test of a trained network
@@ -28,9 +30,7 @@ def make_xor(n_samples=3200, *, seed=0):
     if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral) \
             or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                             or seed < 0):
-        raise ValueError(f"seed must be a non-negative integer or None, got {seed!r}")
+    seed = checked_seed(seed, none_allowed=True)
     bits = np.random.default_rng(seed).integers(0, 2, size=(int(n_samples), 2), dtype=np.int64)
     x = bits.astype(np.float32)
     y = (bits[:, :1] ^ bits[:, 1:]).astype(np.float32)
