@@ -35,7 +35,6 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0):
         adam_hyperparameters(lr, betas, eps, weight_decay)  # ValueError as PyTorch's
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
-        self._checked = {}  # id(group) -> (group, hyper-parameters, checked values)
         self._cache = {}  # id(param) -> (param, data, exp_avg, exp_avg_sq, their pointers)
         super().__init__(params, defaults)
 
@@ -87,18 +86,9 @@ class Adam(Optimizer):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"loaded state 'step' of parameter {key}: {exc}") from None
 
-    def _check_hyperparameters(self, group):
-        adam_hyperparameters(group["lr"], group["betas"], group["eps"], group["weight_decay"])
-
-    def _hyperparameters(self, group):
-        """The group's hyper-parameters, checked when they differ from the last checked
-        ones (a scheduler may change lr between steps)."""
-        values = (group["lr"], group["betas"], group["eps"], group["weight_decay"])
-        cached = self._checked.get(id(group))
-        if cached is None or cached[0] is not group or cached[1] != values:
-            cached = (group, values, adam_hyperparameters(*values))
-            self._checked[id(group)] = cached
-        return cached[2]
+    # the group's hyper-parameters, in the order adam_hyperparameters checks them
+    _HYPERPARAMETERS = ("lr", "betas", "eps", "weight_decay")
+    _checked_hyperparameters = staticmethod(adam_hyperparameters)
 
     def _pointers(self, p, param, exp_avg, exp_avg_sq):
         """Check p's arrays once and keep their pointers while they stay the same arrays

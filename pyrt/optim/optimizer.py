@@ -27,6 +27,7 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = defaults
+        self._checked = {}  # id(group) -> (group, hyper-parameters, checked values)
         self._state_device = "cpu"  # where the state arrays live: they follow the parameters
         # on the GPU, the fused step's device tables of parameter and state addresses, built
         # on the first step and reused (pyrt/cuda/ops/optim.py); they go with the optimizer
@@ -219,8 +220,24 @@ class Optimizer:
                 raise ValueError(f"loaded state {name!r} of parameter {key} must be an array "
                                  f"of shape {param.shape}, got {type(value).__name__}")
 
+    # the names of a group's hyper-parameters, and the function that checks their values in
+    # that order and returns them as step() uses them (set by the subclasses)
+    _HYPERPARAMETERS = ()
+    _checked_hyperparameters = staticmethod(lambda *values: values)
+
     def _check_hyperparameters(self, group):
         """Raise as the constructor would for the hyper-parameters of `group` (a dict)."""
+        self._checked_hyperparameters(*map(group.__getitem__, self._HYPERPARAMETERS))
+
+    def _hyperparameters(self, group):
+        """The group's hyper-parameters, checked when they differ from the last checked
+        ones (a scheduler may change lr between steps)."""
+        values = tuple(map(group.__getitem__, self._HYPERPARAMETERS))
+        cached = self._checked.get(id(group))
+        if cached is None or cached[0] is not group or cached[1] != values:
+            cached = (group, values, self._checked_hyperparameters(*values))
+            self._checked[id(group)] = cached
+        return cached[2]
 
     # options of torch.optim that this optimizer does not implement, with the values that
     # mean "off": a state saved with them off loads (they are dropped), with one on it fails

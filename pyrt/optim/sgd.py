@@ -33,7 +33,6 @@ class SGD(Optimizer):
         sgd_hyperparameters(lr, momentum, dampening, weight_decay, nesterov)  # as PyTorch
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov)
-        self._checked = {}  # id(group) -> (group, hyper-parameters, checked values)
         self._cache = {}  # id(param) -> (param, data, pointer, buffer, pointer, momentum?)
         super().__init__(params, defaults)
 
@@ -85,20 +84,9 @@ class SGD(Optimizer):
 
     _STATE_ARRAYS = ("momentum_buffer",)
 
-    def _check_hyperparameters(self, group):
-        sgd_hyperparameters(group["lr"], group["momentum"], group["dampening"],
-                            group["weight_decay"], group["nesterov"])
-
-    def _hyperparameters(self, group):
-        """The group's hyper-parameters, checked when they differ from the last checked
-        ones (a scheduler may change lr between steps)."""
-        values = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
-                  group["nesterov"])
-        cached = self._checked.get(id(group))
-        if cached is None or cached[0] is not group or cached[1] != values:
-            cached = (group, values, sgd_hyperparameters(*values))
-            self._checked[id(group)] = cached
-        return cached[2]
+    # the group's hyper-parameters, in the order sgd_hyperparameters checks them
+    _HYPERPARAMETERS = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+    _checked_hyperparameters = staticmethod(sgd_hyperparameters)
 
     def _pointers(self, p, state, momentum):
         """The cache entry of parameter p: (p, its array, the array's pointer, momentum buffer,
