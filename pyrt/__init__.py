@@ -28,37 +28,50 @@ from pyrt import functional, nn, optim  # noqa: E402
 from pyrt.ops._memory import empty_cache  # noqa: E402
 from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 from pyrt.shapes import cat, stack  # noqa: E402
+from pyrt.serialization import load, save
 from pyrt.tensor import (  # noqa: E402
     Tensor,
+    arange,
+    bool_,
     empty,
+    float32,
     from_numpy,
+    int64,
     manual_seed,
     ones,
     rand,
     randn,
     tensor,
+    where,
     zeros,
 )
 
 __all__ = [
     "Tensor",
+    "arange",
+    "bool_",
     "cat",
     "empty",
     "empty_cache",
     "enable_grad",
+    "float32",
     "from_numpy",
+    "int64",
     "functional",
     "nn",
     "optim",
     "is_grad_enabled",
+    "load",
     "manual_seed",
     "no_grad",
     "ones",
     "rand",
     "randn",
+    "save",
     "set_grad_enabled",
     "stack",
     "tensor",
+    "where",
     "zeros",
     "cpu_count",
     "get_num_threads",
@@ -68,3 +81,9 @@ __all__ = [
     "parallel_reduce",
     "set_num_threads",
 ]
+
+# PyTorch's other names of the dtypes (torch.float, torch.long, torch.bool): last, and not in
+# __all__, as they shadow builtins
+float = float32
+long = int64
+bool = bool_

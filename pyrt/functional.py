@@ -24,9 +24,10 @@ from pyrt.ops.softmax import (bce_with_logits_raw, check_labels, check_logits, c
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-    "abs", "clamp", "pow", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
+    "abs", "clamp", "pow", "where", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
     "index_rows",
-    "softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+    "softmax", "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
+    "mse_loss",
     "conv2d", "max_pool2d", "avg_pool2d", "pad", "batch_norm", "dropout",
 ]
 
@@ -460,6 +461,39 @@ def pow(x, exponent):
 # ---- linear algebra --------------------------------------------------------------------------
 
 
+def where(condition, input, other):
+    """`input` where `condition` (a bool tensor) holds, else `other`, the three broadcast
+    together, as torch.where. The result's dtype is promoted as in arithmetic (a number is
+    taken as it is there); a float32 result carries gradients to `input` where the condition
+    holds and to `other` elsewhere, summed back to their shapes."""
+    Tensor = _Tensor or _tensor()
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if getattr(cond, "dtype", None) != np.bool_:
+        raise TypeError(f"where(): condition must be a bool tensor, got "
+                        f"{_describe(condition)}")
+    dtype = result_dtype("where", input, other)
+    tensors = [x for x in (condition, input, other) if isinstance(x, Tensor)]
+    xp = _xp(tensors[0].data) if tensors else np
+    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
+    try:
+        out = xp.asarray(xp.where(cond, a, b)).astype(dtype, copy=False)
+    except ValueError as exc:  # shapes that do not broadcast
+        raise ValueError(f"where(): {exc}") from None
+    if dtype is not F32:
+        return Tensor(out)
+    out = _contiguous(out)
+    sides = [(x, holds) for x, holds in ((input, True), (other, False)) if isinstance(x, Tensor)]
+
+    def backward(g):
+        zero = xp.zeros((), F32)
+        return tuple(
+            _unbroadcast(xp.where(cond, g, zero) if holds else xp.where(cond, zero, g), x.shape)
+            if x._requires_grad else None
+            for x, holds in sides)
+
+    return _make(out, tuple(x for x, _ in sides), backward, reads=False)
+
+
 def matmul(a, b):
     """2-D matrix product; dA = g @ B^T, dB = A^T @ g (transposes folded into the GEMM)."""
     a, b = _as_tensor(a), _as_tensor(b)
@@ -854,6 +888,53 @@ def _cross_entropy_rows(logits, labels):
         return (grad,)
 
     return _make(loss, (logits,), backward)
+
+
+def nll_loss(input, target, *, reduction="mean"):
+    """The negative log-likelihood of target, integer labels [N], under input,
+    log-probabilities [N, C] (log_softmax's output): -input[i, target[i]] for each row i, its
+    mean over the batch (reduction="mean"), its sum ("sum") or each row's, shape [N]
+    ("none"). log_softmax then nll_loss is cross_entropy in two steps. The gradient is -g at
+    each row's label and 0 elsewhere. A label outside [0, C) is a ValueError on the CPU and
+    gives nan on the GPU, as cross_entropy does."""
+    _check_reduction(reduction)
+    Tensor = _Tensor or _tensor()
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input)
+    as_f32, as_i64 = _backend_checks(input.data)
+    z = as_f32(input.data, "input")
+    if z.ndim != 2:
+        raise ValueError(f"nll_loss: input must be 2-D [N, C], got shape {z.shape}")
+    labels = target.data if isinstance(target, Tensor) else target
+    labels = as_i64(np.asarray(labels) if isinstance(z, np.ndarray) else labels, "target")
+    n, c = z.shape
+    if labels.shape != (n,):
+        raise ValueError(f"nll_loss: target must have shape ({n},) to match input, got "
+                         f"{labels.shape}")
+    xp = _xp(z)
+    rows = xp.arange(n)
+    inside = (labels >= 0) & (labels < c)
+    if xp is np and n and not inside.all():
+        raise ValueError(f"nll_loss: target must hold class indices in [0, {c}), got "
+                         f"{int(labels[~inside][0])}")
+    picked = xp.where(inside, labels, 0)
+    losses = xp.where(inside, -z[rows, picked], xp.float32(xp.nan)).astype(F32)
+    if reduction == "none":
+        loss = losses
+    elif reduction == "sum":
+        loss = xp.asarray(losses.sum(dtype=F32))
+    else:  # the mean of no rows is nan, as in PyTorch
+        loss = xp.asarray(losses.sum(dtype=F32) / np.float32(n) if n else xp.float32(xp.nan))
+
+    def backward(g):
+        weights = -g if reduction != "mean" else -g / np.float32(builtins.max(n, 1))
+        grad = xp.zeros((n, c), F32)
+        grad[rows, picked] = xp.broadcast_to(weights, (n,))
+        if xp is not np:  # a row with a label out of range: nan, as cross_entropy gives
+            grad = xp.where(inside.reshape(n, 1), grad, xp.float32(xp.nan))
+        return (grad,)
+
+    return _make(loss, (input,), backward, reads=False)
 
 
 def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):

@@ -19,8 +19,15 @@ from pyrt.autograd import mark_modified
 from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import run_backward
 
-__all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "manual_seed",
-           "from_numpy"]
+__all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "arange", "where",
+           "manual_seed", "from_numpy", "float32", "int64", "bool_"]
+
+# The dtypes a tensor holds, under PyTorch's names: NumPy's dtype objects, which Tensor.dtype
+# returns, so that ``x.dtype == pyrt.float32`` and ``x.to(pyrt.int64)`` read as with torch.
+# (pyrt also exports them as float, long and bool.)
+float32 = np.dtype(np.float32)
+int64 = np.dtype(np.int64)
+bool_ = np.dtype(np.bool_)
 
 _CUDA_NAMES = ("cuda", "cuda:0")
 # what max(dim) and min(dim) return, as torch.return_types.max and min
@@ -247,13 +254,36 @@ class Tensor:
     def clone(self):
         return F.mul(self, 1.0) if self.requires_grad else Tensor(self.data.copy())
 
-    def to(self, device):
-        """This tensor on `device` ("cpu" or "cuda"): itself if it is there already, else a
-        copy (no gradient flows back through the copy)."""
-        name = _check_device(device)
-        if name == self.device:
-            return self
-        return Tensor(_move(self.data, name), requires_grad=self.requires_grad)
+    def to(self, *args, device=None, dtype=None):
+        """This tensor on another device and/or as another dtype, as torch.Tensor.to:
+        ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (other's device
+        and dtype), or the keywords. Itself if nothing changes, else a copy. A move keeps
+        requires_grad (no gradient flows back through the copy); a float32 tensor converted
+        to another dtype is outside autograd."""
+        if len(args) > 2:
+            raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            args = (args[0].device, args[0].dtype)
+        for arg in args:
+            if _is_dtype(arg):
+                if dtype is not None:
+                    raise TypeError("to(): dtype given twice")
+                dtype = arg
+            else:
+                if device is not None:
+                    raise TypeError("to(): device given twice")
+                device = arg
+        out = self
+        if dtype is not None:
+            dtype = _checked_dtype(dtype)
+            if dtype != self.data.dtype:
+                out = Tensor(self.data.astype(dtype))
+        if device is not None:
+            name = _check_device(device)
+            if name != out.device:
+                out = Tensor(_move(out.data, name),
+                             requires_grad=out is self and self.requires_grad)
+        return out
 
     def cpu(self):
         return self.to("cpu")
@@ -564,6 +594,43 @@ class Tensor:
                                f"either a floating point or complex dtype. Got: {name}")
         return F.mean(self, dim, keepdim)
 
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The variance over `dim` (all elements if None): the sum of squared deviations from
+        the mean over N - correction, correction 1 by default (Bessel's), 0 with
+        unbiased=False. With N - correction <= 0 it is inf (nan where the sum is 0) and a
+        warning, as in PyTorch. Differentiable."""
+        if self._exact():
+            raise RuntimeError("std and var only support floating point and complex dtypes")
+        if unbiased is not None and correction is not None:
+            raise TypeError("var(): give unbiased or correction, not both")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
+            raise TypeError(f"var(): correction must be a number, got "
+                            f"{type(correction).__name__}")
+        axes = self._dim(dim)
+        if axes is None:
+            n = self.data.size
+        else:
+            n = math.prod(self.data.shape[a] for a in
+                          (axes if isinstance(axes, tuple) else (axes,)))
+        deviation = self - F.mean(self, axes, True)
+        squares = F.sum(deviation * deviation, axes, keepdim)
+        divisor = n - correction
+        if divisor <= 0:  # as PyTorch: a sum over no degrees of freedom, inf (0 / 0: nan)
+            warnings.warn("var(): degrees of freedom is <= 0: correction should be less than "
+                          "the number of elements reduced", UserWarning, stacklevel=2)
+            return squares * math.inf
+        return squares * (1.0 / divisor)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """The standard deviation: the square root of var (same arguments)."""
+        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+
+    def where(self, condition, other):
+        """This tensor where `condition` holds, else `other` (pyrt.where)."""
+        return F.where(condition, self, other)
+
     def max(self, dim=None, keepdim=False):
         """The largest element; with `dim`, (values, indices) along it, as torch.max."""
         if self._exact():
@@ -706,6 +773,35 @@ def _as_array(data, dtype):
                     f"dtype {arr.dtype}")
 
 
+def _is_dtype(x):
+    """Whether `x` names a dtype (np.float32, pyrt.int64, np.dtype("bool")), not a device."""
+    if isinstance(x, np.dtype):
+        return True
+    return isinstance(x, type) and (issubclass(x, np.generic) or x in (float, int, bool))
+
+
+def _checked_dtype(dtype):
+    """`dtype` as a NumPy dtype a tensor may hold (real numbers or bools), or a TypeError."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a dtype such as pyrt.float32 or pyrt.int64, got "
+                        f"{dtype!r}") from None
+    if dtype.kind not in "fiub":
+        raise TypeError(f"dtype must be a real or bool dtype (float32, int64, bool), got "
+                        f"{dtype}")
+    return dtype
+
+
+def _filled(fill, size, requires_grad, device, dtype):
+    """A new tensor of `size` from NumPy's fill function (zeros, ones, empty)."""
+    device = _check_device(device)
+    dtype = np.dtype(np.float32) if dtype is None else _checked_dtype(dtype)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    return Tensor(_move(fill(_shape(size), dtype), device), requires_grad)
+
+
 def tensor(data, requires_grad=False, device="cpu", dtype=None):
     """A tensor holding a copy of `data`: floats become float32, integers int64."""
     device = _check_device(device)
@@ -735,22 +831,50 @@ def _shape(size):
     return tuple(int(n) for n in size)
 
 
-def zeros(*size, requires_grad=False, device="cpu"):
-    device = _check_device(device)
-    data = np.zeros(_shape(size), np.float32)
-    return Tensor(_move(data, device), requires_grad)
+def zeros(*size, requires_grad=False, device="cpu", dtype=None):
+    return _filled(np.zeros, size, requires_grad, device, dtype)
 
 
-def ones(*size, requires_grad=False, device="cpu"):
-    device = _check_device(device)
-    data = np.ones(_shape(size), np.float32)
-    return Tensor(_move(data, device), requires_grad)
+def ones(*size, requires_grad=False, device="cpu", dtype=None):
+    return _filled(np.ones, size, requires_grad, device, dtype)
 
 
-def empty(*size, requires_grad=False, device="cpu"):
-    device = _check_device(device)
-    data = np.empty(_shape(size), np.float32)
-    return Tensor(_move(data, device), requires_grad)
+def empty(*size, requires_grad=False, device="cpu", dtype=None):
+    return _filled(np.empty, size, requires_grad, device, dtype)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device="cpu", requires_grad=False):
+    """The numbers start, start + step, ... below end (above it for a negative step), as
+    torch.arange: ``arange(end)`` counts from 0. int64 when start, end and step are all
+    integers, else float32, unless `dtype` says otherwise."""
+    if end is None:
+        start, end = 0, start
+    for value, name in ((start, "start"), (end, "end"), (step, "step")):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"arange(): {name} must be a real number, got "
+                            f"{type(value).__name__}")
+        if not math.isfinite(value):
+            raise ValueError(f"arange(): {name} must be finite, got {value}")
+    if step == 0:
+        raise ValueError("arange(): step must be nonzero")
+    if (end - start) * step < 0:
+        raise ValueError(f"arange(): upper bound and larger bound inconsistent with step sign "
+                         f"(start {start}, end {end}, step {step})")
+    integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+    if dtype is None:
+        dtype = np.dtype(np.int64) if integral else np.dtype(np.float32)
+    else:
+        dtype = _checked_dtype(dtype)
+    # computed in int64 or float64, then converted, as PyTorch computes in a wider type
+    data = np.arange(start, end, step, dtype=np.int64 if integral else np.float64)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    return Tensor(_move(data.astype(dtype), _check_device(device)), requires_grad)
+
+
+def where(condition, input, other):
+    """`input` where `condition` holds, else `other` (see pyrt.functional.where)."""
+    return F.where(condition, input, other)
 
 
 # ---- random numbers --------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def test_resume_checks_what_it_reads(data_dir, tmp_path, capsys):
     assert "does not fit the cnn model" in err and len(err.strip().splitlines()) == 1
     # a folder, a text file
     assert main([*common, "--resume", str(tmp_path)]) == 2
-    assert "is a folder, not a checkpoint file" in capsys.readouterr().err
+    assert "is a folder, not a pyrt checkpoint" in capsys.readouterr().err
     (tmp_path / "text.npz").write_text("hello")
     assert main([*common, "--resume", str(tmp_path / "text.npz")]) == 2
     err = capsys.readouterr().err

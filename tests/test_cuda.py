@@ -144,11 +144,11 @@ def test_cross_entropy_label_out_of_range_is_nan():
     assert np.isnan(grad[2]).all() and np.isfinite(grad[[0, 1, 3]]).all()
 
 
-@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "MSELoss"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_loss_reductions_match_cpu(name, reduction):
     z = f32(12, 5) * 4
-    target = (rng(1).integers(0, 5, 12) if name == "CrossEntropyLoss"
+    target = (rng(1).integers(0, 5, 12) if name in ("CrossEntropyLoss", "NLLLoss")
               else rng(1).random((12, 5)).astype(np.float32))
     grads, losses = [], []
     for device in ("cpu", "cuda"):
@@ -159,6 +159,36 @@ def test_loss_reductions_match_cpu(name, reduction):
         grads.append(x.grad.data)
     close(losses[1], losses[0])
     close(grads[1], grads[0])
+
+
+def test_where_var_and_nll_rows_match_cpu():
+    c, a, b = f32(4, 5) > 0, f32(4, 5, seed=1), f32(5, seed=2)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = pyrt.tensor(a, requires_grad=True, device=device)
+        y = pyrt.tensor(b, requires_grad=True, device=device)
+        out = pyrt.where(pyrt.tensor(c, device=device), x, y)
+        spread = x.std(1) + y.var()
+        (out * out).sum().backward()
+        spread.sum().backward()
+        results.append([out.data, spread.data, x.grad.data, y.grad.data])
+    for dev, host in zip(*results[::-1]):
+        close(dev, host)
+    x = pyrt.tensor(f32(3, 4), requires_grad=True, device="cuda")
+    labels = pyrt.tensor(np.array([0, 4, 1]), device="cuda")
+    loss = nn.NLLLoss(reduction="none")(x, labels)
+    loss.sum().backward()
+    assert np.isnan(loss.data.get()[1]) and np.isnan(x.grad.data.get()[1]).all()
+
+
+def test_save_and_load_across_devices(tmp_path):
+    w = pyrt.tensor(f32(2, 3), requires_grad=True, device="cuda")
+    pyrt.save({"w": w}, tmp_path / "w")
+    on_cpu = pyrt.load(tmp_path / "w")["w"]
+    on_gpu = pyrt.load(tmp_path / "w", map_location="cuda")["w"]
+    assert on_cpu.device == "cpu" and on_gpu.device == "cuda:0" and on_gpu.requires_grad
+    np.testing.assert_array_equal(on_cpu.detach().numpy(), w.data.get())
+    np.testing.assert_array_equal(on_gpu.data.get(), w.data.get())
 
 
 def test_cross_entropy_rows_out_of_range_are_nan():

@@ -1042,12 +1042,12 @@ def test_losses_against_numpy():
     assert_close(nn.MSELoss()(pyrt.tensor(z), pyrt.tensor(t)).data, np.mean((z - t) ** 2))
 
 
-@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "MSELoss"])
 def test_losses_against_torch(name):
     torch = pytest.importorskip("torch")
     r = rng(19)
     z = r.standard_normal((16, 10)).astype(F32)
-    if name == "CrossEntropyLoss":
+    if name in ("CrossEntropyLoss", "NLLLoss"):
         target = r.integers(0, 10, 16)
     else:
         target = r.random((16, 10)).astype(F32)
@@ -1065,12 +1065,12 @@ def _loss_case(name, r, rows, cols):
     """(input, target) for loss `name`: logits up to +-20 (the stable formulas), and labels,
     probabilities or values."""
     z = (r.standard_normal((rows, cols)) * 8).clip(-20, 20).astype(F32)
-    if name == "CrossEntropyLoss":
+    if name in ("CrossEntropyLoss", "NLLLoss"):
         return z, r.integers(0, cols, rows)
     return z, r.random((rows, cols)).astype(F32)
 
 
-@pytest.mark.parametrize("name", ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"])
+@pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "MSELoss"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @settings(max_examples=12, deadline=None)
 @given(rows=st.integers(0, 40), cols=st.integers(1, 12), seed=st.integers(0, 2**16),
@@ -1082,7 +1082,7 @@ def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target
     torch = pytest.importorskip("torch")
     r = rng(seed)
     z, target = _loss_case(name, r, rows, cols)
-    target_grad = target_grad and name != "CrossEntropyLoss"
+    target_grad = target_grad and name not in ("CrossEntropyLoss", "NLLLoss")
     zp = pyrt.tensor(z, requires_grad=True)
     tp = pyrt.tensor(target, requires_grad=target_grad)
     loss = getattr(nn, name)(reduction=reduction)(zp, tp)
@@ -1108,7 +1108,7 @@ def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target
     assert err <= 2e-6 * scale, f"input grad: max error {err:.3g}, scale {scale:.3g}"
     if target_grad:
         assert_close(tp.grad.data, tt.grad.numpy(), rtol=2e-6, what="target grad")
-    functional = {"CrossEntropyLoss": F.cross_entropy,
+    functional = {"CrossEntropyLoss": F.cross_entropy, "NLLLoss": F.nll_loss,
                   "BCEWithLogitsLoss": F.binary_cross_entropy_with_logits,
                   "MSELoss": F.mse_loss}[name]
     again = functional(pyrt.tensor(z), pyrt.tensor(target), reduction=reduction)
@@ -1131,10 +1131,15 @@ def test_loss_reductions_against_numpy():
                  elements)
     assert_close(nn.MSELoss(reduction="sum")(pyrt.tensor(z), pyrt.tensor(t)).data,
                  ((z - t) ** 2).sum())
+    # log_softmax then the negative log-likelihood is the cross-entropy
+    logp32 = F.log_softmax(pyrt.tensor(z), 1)
+    assert_close(nn.NLLLoss(reduction="none")(logp32, pyrt.tensor(labels)).data, rows)
+    assert_close(F.nll_loss(logp32, labels).data, rows.mean())
+    assert_close(F.nll_loss(logp32, labels, reduction="sum").data, rows.sum())
 
 
 def test_loss_reductions_are_checked():
-    for loss in (nn.CrossEntropyLoss, nn.BCEWithLogitsLoss, nn.MSELoss):
+    for loss in (nn.CrossEntropyLoss, nn.NLLLoss, nn.BCEWithLogitsLoss, nn.MSELoss):
         assert loss().reduction == "mean" and repr(loss()) == f"{loss.__name__}()"
         assert repr(loss(reduction="sum")) == f"{loss.__name__}(reduction='sum')"
         for bad in ("average", "Mean", None, 1):
@@ -1157,6 +1162,20 @@ def test_loss_reductions_are_checked():
             F.binary_cross_entropy_with_logits(z, pyrt.zeros(3, 5), reduction=reduction)
         with pytest.raises(TypeError, match="input must be a Tensor"):
             F.cross_entropy(np.zeros((3, 4), F32), [0, 1, 2], reduction=reduction)
+    for reduction in ("mean", "sum", "none"):
+        with pytest.raises(ValueError, match=r"target must hold class indices in \[0, 4\), "
+                                             r"got -1"):
+            F.nll_loss(z, [0, -1, 2], reduction=reduction)
+        with pytest.raises(TypeError, match="target must have an integer dtype"):
+            F.nll_loss(z, pyrt.tensor([0.0, 1.0, 2.0]), reduction=reduction)
+        with pytest.raises(ValueError, match=r"target must have shape \(3,\)"):
+            F.nll_loss(z, [0, 1], reduction=reduction)
+        with pytest.raises(ValueError, match="input must be 2-D"):
+            F.nll_loss(pyrt.zeros(4), [0, 1, 2, 3], reduction=reduction)
+        with pytest.raises(TypeError, match="input must have dtype float32"):
+            F.nll_loss(pyrt.tensor([[1, 2]]), [0], reduction=reduction)
+        with pytest.raises(TypeError, match="input must be a Tensor"):
+            F.nll_loss(np.zeros((3, 4), F32), [0, 1, 2], reduction=reduction)
 
 
 def test_nn_functional_reads_as_torch():
@@ -1190,6 +1209,8 @@ def test_summed_loss_of_an_empty_batch_is_zero():
     assert F.cross_entropy(z, np.zeros(0, np.int64), reduction="none").shape == (0,)
     assert float(F.binary_cross_entropy_with_logits(z, pyrt.zeros(0, 3),
                                                     reduction="sum")) == 0.0
+    loss = F.nll_loss(z, np.zeros(0, np.int64), reduction="sum")
+    assert float(loss) == 0.0 and np.isnan(float(F.nll_loss(z, np.zeros(0, np.int64))))
 
 
 # ---- dropout, identity, softmax, ModuleList --------------------------------------------------

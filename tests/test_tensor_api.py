@@ -1,6 +1,8 @@
 """The parts of the Tensor interface that rearrange, compare and convert, against NumPy and
 (where installed) PyTorch: values, gradients, dtypes and PyTorch's errors."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -726,3 +728,190 @@ def test_creation_dtypes_and_requires_grad_like_torch():
     x = pyrt.tensor([1.0])
     x.requires_grad = True
     assert x.requires_grad and (x * 2).requires_grad
+
+
+# ---- dtypes, conversion and factories under PyTorch's names ----------------------------------
+
+
+def test_dtype_names_compare_with_tensor_dtypes():
+    assert pyrt.zeros(2).dtype == pyrt.float32 == pyrt.float
+    assert pyrt.tensor([1, 2]).dtype == pyrt.int64 == pyrt.long
+    assert pyrt.tensor([True]).dtype == pyrt.bool_ == pyrt.bool
+    assert "float" not in pyrt.__all__ and "bool" not in pyrt.__all__  # they shadow builtins
+    assert pyrt.tensor([1, 2], dtype=pyrt.float32).dtype == np.float32
+
+
+def test_to_converts_dtype_and_device_as_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.7, -2.5], [0.0, 3.2]], np.float32)
+    p, q = pyrt.tensor(x), torch.tensor(x)
+    for ours, theirs in ((pyrt.int64, torch.int64), (pyrt.bool_, torch.bool),
+                         (pyrt.float32, torch.float32)):
+        for args in ((ours,), ("cpu", ours)):
+            got = p.to(*args)
+            assert got.dtype == ours
+            np.testing.assert_array_equal(got.numpy(), q.to(theirs).numpy())
+        np.testing.assert_array_equal(p.to(dtype=ours).numpy(), q.to(dtype=theirs).numpy())
+    assert p.to(pyrt.float32) is p and p.to("cpu") is p and p.to(p) is p
+    labels = pyrt.tensor([3, 1])
+    assert p.to(labels).dtype == pyrt.int64 and labels.to(np.float32).dtype == pyrt.float32
+    w = leaf(x)
+    assert w.to("cpu", pyrt.float32) is w
+    assert not w.to(pyrt.int64).requires_grad  # an integer tensor is outside autograd
+    with pytest.raises(TypeError, match="dtype given twice"):
+        p.to(pyrt.int64, dtype=pyrt.float32)
+    with pytest.raises(TypeError, match="device given twice"):
+        p.to("cpu", device="cpu")
+    with pytest.raises(TypeError, match="at most 2 positional"):
+        p.to("cpu", pyrt.int64, False)
+    with pytest.raises(ValueError, match="device must be"):
+        p.to("float32")
+    with pytest.raises(TypeError, match="real or bool dtype"):
+        p.to(np.complex64)
+
+
+def test_factories_take_a_dtype():
+    assert pyrt.zeros(2, 3, dtype=pyrt.int64).numpy().tolist() == [[0, 0, 0], [0, 0, 0]]
+    assert pyrt.ones(2, dtype=pyrt.bool_).numpy().tolist() == [True, True]
+    assert pyrt.empty(4, dtype=pyrt.long).dtype == np.int64
+    assert pyrt.zeros(2).dtype == np.float32  # float32 by default
+    with pytest.raises(RuntimeError, match="floating point"):
+        pyrt.zeros(2, dtype=pyrt.int64, requires_grad=True)
+    with pytest.raises(TypeError, match="dtype must be a dtype"):
+        pyrt.ones(2, dtype="no such dtype")
+    with pytest.raises(TypeError, match="real or bool dtype"):
+        pyrt.ones(2, dtype=np.complex64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(start=st.one_of(st.integers(-20, 20), st.floats(-20, 20).map(lambda v: round(v, 2))),
+       end=st.one_of(st.none(), st.integers(-20, 20), st.floats(-20, 20).map(lambda v: round(v, 2))),
+       step=st.one_of(st.integers(-5, 5), st.sampled_from([0.25, -0.5, 1.5, 0.1])))
+def test_arange_matches_torch(start, end, step):
+    torch = pytest.importorskip("torch")
+    args = (start,) if end is None else (start, end, step)
+    try:
+        want = torch.arange(*args)
+    except RuntimeError:  # a zero step, or bounds against the step's sign
+        with pytest.raises(ValueError, match="arange"):
+            pyrt.arange(*args)
+        return
+    got = pyrt.arange(*args)
+    assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_arange_arguments():
+    assert pyrt.arange(3, dtype=pyrt.float32).numpy().tolist() == [0.0, 1.0, 2.0]
+    assert pyrt.arange(0, 1, 0.5, requires_grad=True).requires_grad
+    for bad in ("3", None, True, [3]):
+        with pytest.raises(TypeError, match="arange"):
+            pyrt.arange(bad)
+    with pytest.raises(ValueError, match="finite"):
+        pyrt.arange(0, float("inf"))
+    with pytest.raises(RuntimeError, match="floating point"):
+        pyrt.arange(3, requires_grad=True)
+
+
+# ---- where -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(shapes=st.lists(SHAPES.map(lambda s: s[-2:]), min_size=3, max_size=3),
+       seed=st.integers(0, 2**16))
+def test_where_values_and_gradients_match_torch(shapes, seed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    # each operand's dims set to 1 at random, so that the three broadcast together
+    full = tuple(max(d) for d in zip(*[s[-2:] if len(s) == 2 else (1,) + s for s in shapes]))
+    cs, xs, ys = (tuple(n if rng.random() < 0.6 else 1 for n in full)[-len(s):] for s in shapes)
+    c = rng.random(cs) < 0.5
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    p, q = leaf(x), leaf(y)
+    out = pyrt.where(pyrt.tensor(c), p, q)
+    tp, tq = (torch.tensor(v, requires_grad=True) for v in (x, y))
+    ref = torch.where(torch.tensor(c), tp, tq)
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    w = rng.standard_normal(ref.shape).astype(np.float32)
+    (out * pyrt.tensor(w)).sum().backward()
+    (ref * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(q.grad.numpy(), tq.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_where_promotes_and_checks_like_torch():
+    torch = pytest.importorskip("torch")
+    c = [True, False, True]
+    cases = [(pyrt.tensor([1, 2, 3]), 0.5), (pyrt.tensor([1, 2, 3]), pyrt.tensor([4, 5, 6])),
+             (1.0, pyrt.zeros(3)), (pyrt.tensor([True, True, False]), False)]
+    for a, b in cases:
+        got = pyrt.where(pyrt.tensor(c), a, b)
+        ta, tb = (torch.tensor(v.numpy()) if isinstance(v, pyrt.Tensor) else v for v in (a, b))
+        want = torch.where(torch.tensor(c), ta, tb)
+        assert str(got.dtype) == str(want.dtype).replace("torch.", "")
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    x = leaf([1.0, -2.0, 3.0])
+    y = x.where(x > 0, 0.0)  # the method: self where the condition holds
+    y.sum().backward()
+    assert y.detach().numpy().tolist() == [1.0, 0.0, 3.0]
+    assert x.grad.numpy().tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(TypeError, match="condition must be a bool tensor"):
+        pyrt.where(pyrt.tensor([1, 0]), 1.0, 0.0)
+    with pytest.raises(ValueError, match="where"):
+        pyrt.where(pyrt.tensor([True, False]), pyrt.zeros(3), 0.0)
+    with pytest.raises(TypeError, match="other must be"):
+        pyrt.where(pyrt.tensor([True]), pyrt.zeros(1), "0")
+
+
+# ---- var and std -----------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=SHAPES, data=st.data(), keepdim=st.booleans(), correction=st.sampled_from([0, 1, 2]),
+       std=st.booleans(), seed=st.integers(0, 2**16))
+def test_var_and_std_match_torch(shape, data, keepdim, correction, std, seed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    dims = data.draw(st.one_of(
+        st.none(), st.integers(-len(shape), len(shape) - 1),
+        st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True).map(tuple)))
+    name = "std" if std else "var"
+    p, q = leaf(x), torch.tensor(x, requires_grad=True)
+    kwargs = {"correction": correction}
+    if dims is not None:
+        kwargs.update(dim=dims, keepdim=keepdim)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # no degrees of freedom: both warn
+        got = getattr(p, name)(**kwargs)
+        want = getattr(q, name)(**kwargs)
+    assert got.shape == tuple(want.shape)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=2e-5,
+                               atol=1e-6)
+    if not np.all(np.isfinite(want.detach().numpy())):
+        return  # too few elements for the correction: nan, as torch gives
+    w = rng.standard_normal(want.shape).astype(np.float32)
+    (got * pyrt.tensor(w)).sum().backward()
+    (want * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_var_arguments():
+    x = pyrt.tensor([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]])
+    assert x.var().item() == pytest.approx(np.var(x.numpy(), ddof=1))
+    assert x.var(unbiased=False).item() == pytest.approx(np.var(x.numpy()))
+    np.testing.assert_allclose(x.std(1, False).numpy(), np.std(x.numpy(), 1), rtol=1e-6)
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        assert np.isnan(pyrt.tensor([3.0]).var().item())  # 0 / 0
+    with pytest.warns(UserWarning, match="degrees of freedom"):
+        assert pyrt.tensor([1.0, 2.0]).var(correction=2).item() == np.inf
+    with pytest.raises(TypeError, match="not both"):
+        x.var(unbiased=True, correction=0)
+    with pytest.raises(TypeError, match="correction must be a number"):
+        x.var(correction="1")
+    with pytest.raises(RuntimeError, match="floating point"):
+        pyrt.tensor([1, 2]).var()
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.std(2)

@@ -19,14 +19,14 @@ from pyrt.nn.layers import (
     Softmax,
     Tanh,
 )
-from pyrt.nn.losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
+from pyrt.nn.losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
 __all__ = [
     "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
     "CrossEntropyLoss", "Dropout", "Flatten",
-    "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList",
+    "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList", "NLLLoss",
     "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
     "utils",
 ]

@@ -12,6 +12,7 @@ from pyrt.functional import (
     log_softmax,
     max_pool2d,
     mse_loss,
+    nll_loss,
     pad,
     relu,
     sigmoid,
@@ -21,6 +22,6 @@ from pyrt.functional import (
 
 __all__ = [
     "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
-    "dropout", "linear", "log_softmax", "max_pool2d", "mse_loss", "pad", "relu", "sigmoid",
-    "softmax", "tanh",
+    "dropout", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "pad", "relu",
+    "sigmoid", "softmax", "tanh",
 ]

@@ -5,7 +5,7 @@ from pyrt import functional as F
 from pyrt.functional import _check_reduction
 from pyrt.nn.module import Module
 
-__all__ = ["CrossEntropyLoss", "BCEWithLogitsLoss", "MSELoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "MSELoss"]
 
 
 class _Loss(Module):
@@ -26,6 +26,15 @@ class CrossEntropyLoss(_Loss):
 
     def forward(self, input, target):
         return F.cross_entropy(input, target, reduction=self.reduction)
+
+
+class NLLLoss(_Loss):
+    """Negative log-likelihood: input holds log-probabilities [N, C] (LogSoftmax's output),
+    target the class indices [N] (integers); -input[i, target[i]] for each row, reduced over
+    the batch. LogSoftmax then NLLLoss is CrossEntropyLoss."""
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
