@@ -26,7 +26,13 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
 
 from pyrt import functional, nn, optim  # noqa: E402
 from pyrt.ops._memory import empty_cache  # noqa: E402
-from pyrt.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+from pyrt.autograd import (  # noqa: E402
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from pyrt.shapes import cat, stack  # noqa: E402
 from pyrt.serialization import load, save
 from pyrt.tensor import (  # noqa: E402
@@ -54,6 +60,7 @@ __all__ = [
     "empty",
     "empty_cache",
     "enable_grad",
+    "inference_mode",
     "float32",
     "from_numpy",
     "int64",
@@ -81,6 +88,15 @@ __all__ = [
     "parallel_reduce",
     "set_num_threads",
 ]
+
+# the functions torch keeps at its top level (pyrt.exp(x), pyrt.sum(x, 1), ...), and the data
+# sets and loader; last but for the dtype names below, as some take builtins' names (abs,
+# max, min, pow, sum)
+from pyrt import data  # noqa: E402
+from pyrt.toplevel import *  # noqa: E402,F403
+from pyrt.toplevel import __all__ as _toplevel_all  # noqa: E402
+
+__all__ += ["data", *_toplevel_all]
 
 # PyTorch's other names of the dtypes (torch.float, torch.long, torch.bool): last, and not in
 # __all__, as they shadow builtins

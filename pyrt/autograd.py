@@ -14,7 +14,7 @@ import threading
 
 from pyrt.runtime import carry_thread_state
 
-__all__ = ["no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled"]
+__all__ = ["no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled"]
 
 _NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
 _MARKS_MAX = 4096
@@ -195,6 +195,16 @@ class no_grad(_GradModeContext):
 class enable_grad(_GradModeContext):
     def __init__(self):
         super().__init__(True)
+
+
+class inference_mode(_GradModeContext):
+    """``with pyrt.inference_mode():`` is ``no_grad``: pyrt keeps no bookkeeping beyond the
+    graph that inference mode could also skip. ``inference_mode(False)`` records as usual."""
+
+    def __init__(self, mode=True):
+        if not isinstance(mode, bool):
+            raise TypeError(f"inference_mode(): mode must be a bool, got {type(mode).__name__}")
+        super().__init__(not mode)
 
 
 def _consumer_counts(root):

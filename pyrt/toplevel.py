@@ -1,0 +1,90 @@
+"""The functions PyTorch keeps at its top level, ``torch.exp(x)``, ``torch.sum(x, 1)``,
+``torch.max(x, dim=0)``: each is the Tensor method of the same name applied to its first
+argument, which must be a Tensor (as torch's, they take no lists or arrays there), and is
+exported as ``pyrt.exp``, ``pyrt.sum``, ... A few that are not one method (``allclose``,
+``equal``, ``is_tensor``) are written out below."""
+
+from pyrt.functional import _xp
+from pyrt.tensor import Tensor
+
+__all__ = [
+    "abs", "allclose", "argmax", "clamp", "clone", "detach", "equal", "exp", "flatten",
+    "is_tensor", "log", "log_softmax", "matmul", "max", "mean", "min", "mm", "numel",
+    "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "std",
+    "sum", "t", "tanh", "transpose", "unsqueeze", "var",
+]
+
+
+def _method(name):
+    """The function ``name(input, *args, **kwargs)``: ``input.name(*args, **kwargs)``."""
+    def function(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
+                            f"{type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``input.{name}(...)``: see ``pyrt.Tensor.{name}``."
+    return function
+
+
+# (abs, max, min, pow and sum take the builtins' names, as torch's do)
+abs = _method("abs")
+argmax = _method("argmax")
+clamp = _method("clamp")
+clone = _method("clone")
+detach = _method("detach")
+exp = _method("exp")
+flatten = _method("flatten")
+log = _method("log")
+log_softmax = _method("log_softmax")
+matmul = _method("matmul")
+max = _method("max")
+mean = _method("mean")
+min = _method("min")
+mm = _method("matmul")
+numel = _method("numel")
+permute = _method("permute")
+pow = _method("pow")
+relu = _method("relu")
+reshape = _method("reshape")
+sigmoid = _method("sigmoid")
+softmax = _method("softmax")
+sqrt = _method("sqrt")
+squeeze = _method("squeeze")
+std = _method("std")
+sum = _method("sum")
+t = _method("t")
+tanh = _method("tanh")
+transpose = _method("transpose")
+unsqueeze = _method("unsqueeze")
+var = _method("var")
+
+
+def is_tensor(obj):
+    """Whether `obj` is a pyrt Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def _checked_pair(name, input, other):
+    for value, arg in ((input, "input"), (other, "other")):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got "
+                            f"{type(value).__name__}")
+    if input.device != other.device:
+        raise RuntimeError(f"{name}(): expected both tensors on the same device, got "
+                           f"{input.device} and {other.device}")
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether |input - other| <= atol + rtol * |other| everywhere (broadcast together)."""
+    _checked_pair("allclose", input, other)
+    xp = _xp(input.data)
+    return bool(xp.allclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input, other):
+    """Whether the two tensors have the same shape and the same values."""
+    _checked_pair("equal", input, other)
+    return input.shape == other.shape and bool(_xp(input.data).array_equal(input.data,
+                                                                           other.data))
