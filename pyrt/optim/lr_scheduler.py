@@ -18,8 +18,8 @@ from collections import Counter
 
 from pyrt.optim.optimizer import Optimizer
 
-__all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "MultiStepLR",
-           "StepLR"]
+__all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
+           "MultiStepLR", "OneCycleLR", "ReduceLROnPlateau", "StepLR"]
 
 
 def _whole(value, name, minimum):
@@ -191,3 +191,276 @@ class LambdaLR(LRScheduler):
         for fn, attributes in zip(self.lr_lambdas, saved):
             if attributes is not None:
                 fn.__dict__.update(attributes)
+
+
+class LinearLR(LRScheduler):
+    """lr times a factor going in a straight line from start_factor to end_factor over
+    total_iters steps, then staying there: initial_lr * (start_factor + (end_factor -
+    start_factor) * min(t, total_iters) / total_iters) at step t (a warm-up, usually)."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        start_factor = _real(start_factor, "start_factor")
+        end_factor = _real(end_factor, "end_factor")
+        if not 0.0 < start_factor <= 1.0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if not 0.0 <= end_factor <= 1.0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = _whole(total_iters, "total_iters", 0)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t, start, end = self.last_epoch, self.start_factor, self.end_factor
+        if t == 0:
+            return [lr * start for lr in self._current()]
+        if self._is_initial or t > self.total_iters:
+            return self._current()
+        # the factor of step t over that of step t - 1
+        ratio = 1.0 + (end - start) / (self.total_iters * start + (t - 1) * (end - start))
+        return [lr * ratio for lr in self._current()]
+
+
+def _per_group(value, name, optimizer):
+    """`value` for each parameter group: one real number for all, or a list of one each."""
+    groups = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != groups:
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has {groups}.")
+        return [_real(v, name) for v in value]
+    return [_real(value, name)] * groups
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith and Topin, 2017), stepped once per batch for total_steps (or
+    epochs * steps_per_epoch) steps: lr goes from initial_lr = max_lr / div_factor up to max_lr
+    over the first pct_start of the steps, then down to initial_lr / final_div_factor, along
+    half a cosine ("cos") or a straight line ("linear"). With three_phase it comes back down to
+    initial_lr over as many steps as it went up, then on to the minimum.
+
+    With cycle_momentum the momentum (Adam's beta1) moves the other way, from max_momentum
+    down to base_momentum while lr rises, and back. The bounds live in each parameter group
+    ("initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum"), as in PyTorch. Where
+    PyTorch divides by zero (a phase of no steps: pct_start * total_steps == 1, or pct_start
+    == 1 at the last step), the phase is at its end at once."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
+                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
+                 last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        if total_steps is not None:
+            if not _is_count(total_steps):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = int(total_steps)
+        elif epochs is not None and steps_per_epoch is not None:
+            if not _is_count(epochs):
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not _is_count(steps_per_epoch):
+                raise ValueError("Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch}")
+            self.total_steps = int(epochs) * int(steps_per_epoch)
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND "
+                             "steps_per_epoch)")
+        if (isinstance(pct_start, bool) or not isinstance(pct_start, numbers.Real)
+                or not 0 <= pct_start <= 1):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        for value, name in ((div_factor, "div_factor"), (final_div_factor, "final_div_factor")):
+            if not _real(value, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {value}")
+        self._anneal_func_type = anneal_strategy
+        # each phase: the step it ends at, and the group keys of the values it goes between
+        # (the step numbers computed as PyTorch computes them, so that the lrs agree bitwise)
+        warm_up = float(pct_start * self.total_steps) - 1
+        if three_phase:
+            self._schedule_phases = [
+                _phase(warm_up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                _phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
+                       "base_momentum", "max_momentum"),
+                _phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum",
+                       "max_momentum"),
+            ]
+        else:
+            self._schedule_phases = [
+                _phase(warm_up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum",
+                       "max_momentum"),
+            ]
+        max_lrs = _per_group(max_lr, "max_lr", optimizer)
+        if last_epoch == -1:
+            for group, top in zip(optimizer.param_groups, max_lrs):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = bool(cycle_momentum)
+        if self.cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            tops = _per_group(max_momentum, "max_momentum", optimizer)
+            bases = _per_group(base_momentum, "base_momentum", optimizer)
+            if last_epoch == -1:
+                # (the first step sets the momentum itself: max_momentum)
+                for group, top, base in zip(optimizer.param_groups, tops, bases):
+                    group["max_momentum"] = top
+                    group["base_momentum"] = base
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group, momentum):
+        if self.use_beta1:
+            group["betas"] = (momentum, *group["betas"][1:])
+        else:
+            group["momentum"] = momentum
+
+    def _anneal(self, start, end, pct):
+        """The value a fraction pct of the way from start to end."""
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        t = self.last_epoch
+        if t > self.total_steps:
+            raise ValueError(f"Tried to step {t} times. The specified number of total steps "
+                             f"is {self.total_steps}")
+        lrs = []
+        last = len(self._schedule_phases) - 1
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if t <= end or i == last:
+                    pct = 1.0 if end == start else (t - start) / (end - start)
+                    break
+                start = end
+            lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct))
+            if self.cycle_momentum:
+                self._set_momentum(group, self._anneal(group[phase["start_momentum"]],
+                                                       group[phase["end_momentum"]], pct))
+        return lrs
+
+
+def _is_count(value):
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value > 0
+
+
+def _phase(end_step, start_lr, end_lr, start_momentum, end_momentum):
+    return {"end_step": end_step, "start_lr": start_lr, "end_lr": end_lr,
+            "start_momentum": start_momentum, "end_momentum": end_momentum}
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """lr times factor (not below min_lr, one value or one per group) once the metric given to
+    ``step(metrics)`` has gone more than patience steps without improving on its best; then
+    cooldown steps pass before bad steps count again. A metric improves on the best when it
+    is below best * (1 - threshold) (threshold_mode "rel") or best - threshold ("abs") in mode
+    "min", above best * (1 + threshold) or best + threshold in mode "max". A change of lr
+    smaller than eps is not made.
+
+        sched = optim.lr_scheduler.ReduceLROnPlateau(opt, patience=3)
+        for epoch in range(30):
+            train_one_epoch(model, opt)
+            sched.step(validation_loss(model))
+    """
+
+    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
+                 threshold_mode="rel", cooldown=0, min_lr=0, eps=1e-8):
+        self.factor = _real(factor, "factor")
+        if self.factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            groups = len(optimizer.param_groups)
+            if len(min_lr) != groups:
+                raise ValueError(f"expected {groups} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = [_real(value, "min_lr") for value in min_lr]
+        else:
+            self.default_min_lr = _real(min_lr, "min_lr")
+            self.min_lrs = [self.default_min_lr] * len(optimizer.param_groups)
+        self.patience = _whole(patience, "patience", 0)
+        self.cooldown = _whole(cooldown, "cooldown", 0)
+        self.eps = _real(eps, "eps")
+        self.last_epoch = 0
+        self._last_lr = self._current()
+        self._init_is_better(mode, threshold, threshold_mode)
+        self._reset()
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode {mode} is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"threshold mode {threshold_mode} is unknown!")
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode = mode
+        self.threshold = _real(threshold, "threshold")
+        self.threshold_mode = threshold_mode
+
+    def _reset(self):
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    @property
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+    def _is_better(self, value, best):
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return value < best * (1.0 - self.threshold)
+        if self.mode == "min":
+            return value < best - self.threshold
+        if self.threshold_mode == "rel":
+            return value > best * (self.threshold + 1.0)
+        return value > best + self.threshold
+
+    def step(self, metrics):
+        """Count a step whose metric (a number, or a tensor of one value) is `metrics`, and
+        lower the lrs if it is one bad step too many."""
+        current = float(metrics)
+        self.last_epoch += 1
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0  # bad steps in the cooldown do not count
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+        self._last_lr = self._current()
+
+    def _reduce_lr(self):
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    f"The number of param groups in the `optimizer` ({len(groups)}) differs "
+                    f"from when `ReduceLROnPlateau` was initialized ({len(self.min_lrs)}), "
+                    "usually due to a new param group being added to the optimizer. Please "
+                    "modify the `min_lrs` field to match the length of the `optimizer` param "
+                    "groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, min_lr in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, min_lr)
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)

@@ -17,6 +17,11 @@ from pyrt.tensor import Tensor
 __all__ = ["Optimizer"]
 
 
+# the keys a learning-rate schedule keeps in a group (pyrt.optim.lr_scheduler): its starting
+# lr, and OneCycleLR's bounds; a saved group's load whatever the optimizer
+_SCHEDULE_KEYS = ("initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum")
+
+
 def _host_copy(array):
     """A NumPy copy of a state array, wherever it lives."""
     return array.copy() if isinstance(array, np.ndarray) else array.get()
@@ -252,7 +257,7 @@ class Optimizer:
         for k, v in saved.items():
             if k == "params":
                 continue
-            if k in group or k == "initial_lr":  # (a schedule's starting lr, lr_scheduler)
+            if k in group or k in _SCHEDULE_KEYS:
                 update[k] = copy.deepcopy(v)
             elif not (k in self._OFF and any(v is off or v == off for off in self._OFF[k])):
                 raise ValueError(f"loaded state dict sets {k}={v!r}, which "
