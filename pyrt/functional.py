@@ -24,10 +24,13 @@ from pyrt.ops.softmax import (bce_with_logits_raw, check_labels, check_logits, c
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
-    "abs", "clamp", "pow", "where", "matmul", "linear", "sum", "mean", "max", "reshape", "transpose",
-    "index_rows",
+    "abs", "clamp", "pow", "where", "matmul", "linear", "sum", "mean", "max", "reshape",
+    "transpose", "index_rows", "log1p", "expm1", "sin", "cos", "round", "floor", "ceil",
+    "rpow", "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "maximum", "minimum", "masked_fill", "cumsum", "prod", "norm",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
-    "mse_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
+    "elu", "gelu", "hardtanh", "leaky_relu", "silu", "softplus", "embedding",
     "conv2d", "max_pool2d", "avg_pool2d", "pad", "batch_norm", "dropout",
 ]
 
@@ -459,39 +462,6 @@ def pow(x, exponent):
 
 
 # ---- linear algebra --------------------------------------------------------------------------
-
-
-def where(condition, input, other):
-    """`input` where `condition` (a bool tensor) holds, else `other`, the three broadcast
-    together, as torch.where. The result's dtype is promoted as in arithmetic (a number is
-    taken as it is there); a float32 result carries gradients to `input` where the condition
-    holds and to `other` elsewhere, summed back to their shapes."""
-    Tensor = _Tensor or _tensor()
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
-    if getattr(cond, "dtype", None) != np.bool_:
-        raise TypeError(f"where(): condition must be a bool tensor, got "
-                        f"{_describe(condition)}")
-    dtype = result_dtype("where", input, other)
-    tensors = [x for x in (condition, input, other) if isinstance(x, Tensor)]
-    xp = _xp(tensors[0].data) if tensors else np
-    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
-    try:
-        out = xp.asarray(xp.where(cond, a, b)).astype(dtype, copy=False)
-    except ValueError as exc:  # shapes that do not broadcast
-        raise ValueError(f"where(): {exc}") from None
-    if dtype is not F32:
-        return Tensor(out)
-    out = _contiguous(out)
-    sides = [(x, holds) for x, holds in ((input, True), (other, False)) if isinstance(x, Tensor)]
-
-    def backward(g):
-        zero = xp.zeros((), F32)
-        return tuple(
-            _unbroadcast(xp.where(cond, g, zero) if holds else xp.where(cond, zero, g), x.shape)
-            if x._requires_grad else None
-            for x, holds in sides)
-
-    return _make(out, tuple(x for x, _ in sides), backward, reads=False)
 
 
 def matmul(a, b):
@@ -1038,8 +1008,41 @@ def mse_loss(input, target, *, reduction="mean"):
     return _make(loss, (input,), lambda g: (dinput(g),))
 
 
-# ---- convolution, pooling and padding (pyrt/spatial.py), batch normalisation
-# (pyrt/normalization.py): written on the helpers above
+# ---- the ops of their own files, written on the helpers above: convolution, pooling and
+# padding (pyrt/spatial.py), batch normalisation (pyrt/normalization.py), pointwise functions
+# (pyrt/pointwise.py), reductions and scans (pyrt/reductions.py), selection
+# (pyrt/selection.py), activations (pyrt/activations.py), embedding (pyrt/embedding.py) and
+# more losses (pyrt/loss_functions.py)
 
+from pyrt.activations import elu, gelu, hardtanh, leaky_relu, silu, softplus  # noqa: E402
+from pyrt.embedding import embedding  # noqa: E402
+from pyrt.loss_functions import (  # noqa: E402
+    binary_cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    smooth_l1_loss,
+)
 from pyrt.normalization import batch_norm  # noqa: E402
+from pyrt.pointwise import (  # noqa: E402
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    broadcast_shape,  # noqa: F401 (for pyrt.tensor)
+    ceil,
+    cos,
+    expm1,
+    floor,
+    floor_divide,
+    log1p,
+    maximum,
+    minimum,
+    remainder,
+    round,
+    rpow,
+    sin,
+)
+from pyrt.reductions import cumsum, norm, prod  # noqa: E402
+from pyrt.selection import masked_fill, scalar_as, where  # noqa: E402,F401 (scalar_as: pyrt.tensor)
 from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402

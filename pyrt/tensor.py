@@ -20,7 +20,9 @@ from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import run_backward
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "arange", "where",
-           "manual_seed", "from_numpy", "float32", "int64", "bool_"]
+           "manual_seed", "from_numpy", "float32", "int64", "bool_", "zeros_like", "ones_like",
+           "empty_like", "full", "full_like", "rand_like", "randn_like", "randint", "eye",
+           "linspace"]
 
 # The dtypes a tensor holds, under PyTorch's names: NumPy's dtype objects, which Tensor.dtype
 # returns, so that ``x.dtype == pyrt.float32`` and ``x.to(pyrt.int64)`` read as with torch.
@@ -151,6 +153,12 @@ class Tensor:
     @property
     def is_leaf(self):
         return self._backward is None
+
+    @property
+    def grad_fn(self):
+        """The function backward() runs to pass this tensor's gradient on to the tensors it was
+        made from, or None for a leaf: for tests such as ``t.grad_fn is None``, as in torch."""
+        return self._backward
 
     def size(self, dim=None):
         if dim is None:
@@ -483,6 +491,52 @@ class Tensor:
     def pow(self, exponent):
         return F.pow(self, exponent)
 
+    def __rpow__(self, base):
+        return F.rpow(base, self)
+
+    def __floordiv__(self, other):
+        return F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return F.floor_divide(other, self)
+
+    def __mod__(self, other):
+        return F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return F.remainder(other, self)
+
+    def floor_divide(self, other):
+        return F.floor_divide(self, other)
+
+    def remainder(self, other):
+        return F.remainder(self, other)
+
+    # ---- bitwise ops: bool and integer tensors, outside autograd --------------------------------
+
+    def __and__(self, other):
+        return F.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return F.bitwise_and(other, self)
+
+    def __or__(self, other):
+        return F.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return F.bitwise_or(other, self)
+
+    def __xor__(self, other):
+        return F.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return F.bitwise_xor(other, self)
+
+    def __invert__(self):
+        return F.bitwise_not(self)
+
+    bitwise_and, bitwise_or, bitwise_xor, bitwise_not = __and__, __or__, __xor__, __invert__
+
     # ---- comparisons: elementwise, bool tensors outside autograd --------------------------------
 
     def _compare(self, other, op):
@@ -568,6 +622,33 @@ class Tensor:
     def clamp(self, min=None, max=None):
         return F.clamp(self, min, max)
 
+    def log1p(self):
+        return F.log1p(self)
+
+    def expm1(self):
+        return F.expm1(self)
+
+    def sin(self):
+        return F.sin(self)
+
+    def cos(self):
+        return F.cos(self)
+
+    def round(self, decimals=0):
+        return F.round(self, decimals)
+
+    def floor(self):
+        return F.floor(self)
+
+    def ceil(self):
+        return F.ceil(self)
+
+    def masked_fill(self, mask, value):
+        return F.masked_fill(self, mask, value)
+
+    def gather(self, dim, index):
+        return shapes.gather(self, dim, index)
+
     # ---- reductions: float32 through the kernels, with gradients; integers and bools (counts,
     # labels) through NumPy or CuPy, as PyTorch reduces them
 
@@ -624,15 +705,28 @@ class Tensor:
         return squares * (1.0 / divisor)
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """The standard deviation: the square root of var (same arguments)."""
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+        """The standard deviation: the square root of var (same arguments). Where it is 0
+        its gradient is 0, as PyTorch makes it, rather than the square root's infinite slope
+        times a zero deviation."""
+        variance = self.var(dim, unbiased, keepdim, correction=correction)
+        xp = F._xp(variance.data)
+        out = F._contiguous(xp.sqrt(variance.data))
+
+        def backward(g):
+            flat = out == 0
+            return (xp.where(flat, np.float32(0), g / xp.where(flat, np.float32(1), 2 * out)),)
+
+        return F._make(out, (variance,), backward)
 
     def where(self, condition, other):
         """This tensor where `condition` holds, else `other` (pyrt.where)."""
         return F.where(condition, self, other)
 
     def max(self, dim=None, keepdim=False):
-        """The largest element; with `dim`, (values, indices) along it, as torch.max."""
+        """The largest element; with `dim`, (values, indices) along it, as torch.max; with a
+        tensor, the elementwise maximum of the two (pyrt.maximum)."""
+        if isinstance(dim, Tensor):
+            return F.maximum(self, dim)
         if self._exact():
             return self._exact_extreme(dim, keepdim, "max", max_result)
         if dim is None:
@@ -640,7 +734,10 @@ class Tensor:
         return max_result(F.max(self, dim, keepdim), self.argmax(dim, keepdim))
 
     def min(self, dim=None, keepdim=False):
-        """The smallest element; with `dim`, (values, indices) along it, as torch.min."""
+        """The smallest element; with `dim`, (values, indices) along it, as torch.min; with a
+        tensor, the elementwise minimum of the two (pyrt.minimum)."""
+        if isinstance(dim, Tensor):
+            return F.minimum(self, dim)
         if self._exact():
             return self._exact_extreme(dim, keepdim, "min", min_result)
         flipped = F.neg(self)  # min is -max(-x): its gradient goes to the first minimum
@@ -666,6 +763,43 @@ class Tensor:
         from pyrt import ops
 
         return Tensor(ops.argmax(self.data, dim, keepdims=keepdim))
+
+    def argmin(self, dim=None, keepdim=False):
+        """The index of the first smallest element (the first NaN, if there is one) in the
+        flattened tensor, or along `dim`; int64. Bools and empty reductions are refused, as
+        PyTorch refuses them."""
+        if self.data.dtype == np.bool_:
+            raise RuntimeError("argmin(): does not support bool input")
+        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
+        if self.data.ndim == 0:
+            dim = None  # its one dim is all of it
+        if dim is None and self.data.size == 0:
+            raise IndexError("argmin(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        if dim is not None and self.data.shape[dim] == 0:
+            raise IndexError(f"argmin(): Expected reduction dim {dim} to have non-zero size.")
+        xp = F._xp(self.data)
+        return Tensor(xp.asarray(xp.argmin(self.data, axis=dim, keepdims=keepdim),
+                                 dtype=np.int64))
+
+    def cumsum(self, dim, *, dtype=None):
+        """The running sums along `dim` (see pyrt.functional.cumsum); with `dtype`, of this
+        tensor converted to it first (outside autograd unless it is the tensor's dtype)."""
+        source = self if dtype is None else self.to(dtype)
+        return F.cumsum(source, dim)
+
+    def prod(self, dim=None, keepdim=False):
+        return F.prod(self, dim, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        return F.norm(self, p, dim, keepdim)
+
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        """(values, indices) sorted along `dim`; the sort is always stable."""
+        return shapes.sort(self, dim, descending)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return shapes.topk(self, k, dim, largest, sorted)
 
     def softmax(self, dim=-1):
         return F.softmax(self, dim)
@@ -720,6 +854,26 @@ class Tensor:
 
     def squeeze(self, dim=None):
         return shapes.squeeze(self, dim)
+
+    def expand(self, *sizes):
+        return shapes.expand(self, sizes)
+
+    def expand_as(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"expand_as(): argument 'other' must be a Tensor, got "
+                            f"{type(other).__name__}")
+        return shapes.expand(self, other.shape)
+
+    def repeat(self, *sizes):
+        if not sizes:
+            raise TypeError("repeat() missing 1 required positional argument: 'sizes'")
+        return shapes.repeat(self, sizes)
+
+    def split(self, split_size_or_sections, dim=0):
+        return shapes.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return shapes.chunk(self, chunks, dim)
 
     def contiguous(self):
         """Itself: every op returns C-contiguous data (a tensor made around a strided array
@@ -843,6 +997,74 @@ def empty(*size, requires_grad=False, device="cpu", dtype=None):
     return _filled(np.empty, size, requires_grad, device, dtype)
 
 
+def _like(input, name, device, dtype):
+    """(device, dtype) of a tensor made like `input`: input's own unless given."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    return (input.device if device is None else device,
+            input.dtype if dtype is None else dtype)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    device, dtype = _like(input, "zeros_like", device, dtype)
+    return _filled(np.zeros, (input.shape,), requires_grad, device, dtype)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    device, dtype = _like(input, "ones_like", device, dtype)
+    return _filled(np.ones, (input.shape,), requires_grad, device, dtype)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    device, dtype = _like(input, "empty_like", device, dtype)
+    return _filled(np.empty, (input.shape,), requires_grad, device, dtype)
+
+
+def _sequence_size(size, name):
+    """The `size` of full or randint: a tuple or list of non-negative ints, as PyTorch takes
+    it there (not separate ints)."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'size' must be a tuple of ints, got "
+                        f"{type(size).__name__}")
+    return _shape((size,))
+
+
+def full(size, fill_value, *, dtype=None, device="cpu", requires_grad=False):
+    """A tensor of `size` (a tuple or list) holding fill_value everywhere. Its dtype, unless
+    given, follows the value as in PyTorch: bool for a bool, int64 for an int, float32 for a
+    float. A value the dtype cannot hold is PyTorch's RuntimeError."""
+    shape = _sequence_size(size, "full")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        if isinstance(fill_value, (bool, np.bool_)):
+            dtype = bool_
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = int64
+        else:
+            dtype = float32
+    return _full(shape, fill_value, "full", device, dtype, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of input's shape (and dtype and device, unless given) holding fill_value,
+    converted to the dtype as PyTorch converts it (toward zero into integers)."""
+    device, dtype = _like(input, "full_like", device, dtype)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return _full(input.shape, fill_value, "full_like", device, dtype, requires_grad)
+
+
+def _full(shape, fill_value, name, device, dtype, requires_grad):
+    dtype = _checked_dtype(dtype)
+    value = F.scalar_as(fill_value, dtype, f"{name}(): fill_value")
+    device = _check_device(device)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    return Tensor(_move(np.full(shape, value, dtype), device), requires_grad)
+
+
 def arange(start, end=None, step=1, *, dtype=None, device="cpu", requires_grad=False):
     """The numbers start, start + step, ... below end (above it for a negative step), as
     torch.arange: ``arange(end)`` counts from 0. int64 when start, end and step are all
@@ -915,3 +1137,122 @@ def rand(*size, requires_grad=False, device="cpu"):
     device = _check_device(device)
     data = _generator.random(_shape(size), dtype=np.float32)
     return Tensor(_move(data, device), requires_grad)
+
+
+def _random_like(input, name, draw, device, dtype, requires_grad):
+    """A tensor like `input` (its shape; its device and dtype unless given) of numbers drawn
+    by draw(shape, dtype) from pyrt's generator, float32 or float64: a floating-point dtype,
+    as PyTorch's rand_like and randn_like take."""
+    device, dtype = _like(input, name, device, dtype)
+    dtype = _checked_dtype(dtype)
+    if dtype.kind != "f":
+        raise NotImplementedError(f"{name}(): numbers are drawn in a floating-point dtype, "
+                                  f"not {dtype}: pass dtype=pyrt.float32")
+    device = _check_device(device)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    data = draw(input.shape, np.float64 if dtype == np.float64 else np.float32)
+    return Tensor(_move(data.astype(dtype, copy=False), device), requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Uniform numbers in [0, 1) in a tensor like `input`, from the generator that
+    pyrt.manual_seed seeds."""
+    return _random_like(input, "rand_like", lambda shape, dt: _generator.random(shape, dt),
+                        device, dtype, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers in a tensor like `input`, from the generator that
+    pyrt.manual_seed seeds."""
+    return _random_like(input, "randn_like",
+                        lambda shape, dt: _generator.standard_normal(shape, dt),
+                        device, dtype, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, dtype=None, device="cpu", requires_grad=False):
+    """Integers drawn uniformly from [low, high) into a tensor of `size` (a tuple or list),
+    as torch.randint: ``randint(high, size)`` or ``randint(low, high, size)``; int64 unless
+    `dtype` says otherwise. From the generator that pyrt.manual_seed seeds."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None or size is None:
+        raise TypeError("randint() takes (high, size) or (low, high, size): high and size are "
+                        "required")
+    for value, name in ((low, "low"), (high, "high")):
+        if not F._integer(value):
+            raise TypeError(f"randint(): argument '{name}' must be an int, got "
+                            f"{type(value).__name__}")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    shape = _sequence_size(size, "randint")
+    dtype = int64 if dtype is None else _checked_dtype(dtype)
+    if dtype.kind in "biu":  # every value drawn must fit the dtype, not wrap around
+        info = np.iinfo(dtype) if dtype.kind != "b" else None
+        lowest, highest = (0, 1) if info is None else (info.min, info.max)
+        if low < lowest or high - 1 > highest:
+            raise RuntimeError(f"randint(): [{low}, {high}) is out of the range of {dtype}, "
+                               f"[{lowest}, {highest}]")
+    device = _check_device(device)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    data = _generator.integers(low, high, size=shape, dtype=np.int64)
+    return Tensor(_move(data.astype(dtype, copy=False), device), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device="cpu", requires_grad=False):
+    """The n x m matrix (n x n without m) with ones on the diagonal, zeros elsewhere; float32
+    unless `dtype` says otherwise."""
+    for value, name in ((n, "n"),) if m is None else ((n, "n"), (m, "m")):
+        if not F._integer(value):
+            raise TypeError(f"eye(): argument '{name}' must be an int, got "
+                            f"{type(value).__name__}")
+        if value < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
+    dtype = float32 if dtype is None else _checked_dtype(dtype)
+    device = _check_device(device)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    return Tensor(_move(np.eye(n, m, dtype=dtype), device), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device="cpu", requires_grad=False):
+    """`steps` numbers evenly spaced from start to end, both included, as torch.linspace;
+    float32 unless `dtype` says otherwise. As PyTorch computes them: the first half counted
+    up from start, the second half down from end (so that both ends are exact), in the
+    dtype's own arithmetic for floating point, in float64 (then toward zero) for integers."""
+    if isinstance(start, Tensor):
+        start = start.item()
+    if isinstance(end, Tensor):
+        end = end.item()
+    for value, name in ((start, "start"), (end, "end")):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"linspace(): argument '{name}' must be a real number, got "
+                            f"{type(value).__name__}")
+    if not F._integer(steps):
+        raise TypeError(f"linspace(): argument 'steps' must be an int, got "
+                        f"{type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
+    dtype = float32 if dtype is None else _checked_dtype(dtype)
+    if dtype.kind == "b":
+        raise NotImplementedError("linspace() is not implemented for bool")
+    if dtype.kind == "f":
+        work = dtype
+        start, end = F.scalar_as(start, dtype, "start"), F.scalar_as(end, dtype, "end")
+    else:  # the ends as integers of the dtype first, as PyTorch converts them
+        work = np.dtype(np.float64)
+        start, end = (float(F.scalar_as(v, dtype, name))
+                      for v, name in ((start, "start"), (end, "end")))
+    i = np.arange(steps, dtype=work)
+    with np.errstate(invalid="ignore"):  # infinite ends give nan, as in PyTorch
+        step = (work.type(end) - work.type(start)) / work.type(max(steps - 1, 1))
+        values = np.where(i < steps // 2, work.type(start) + step * i,
+                          work.type(end) - step * (work.type(steps - 1) - i))
+    if steps == 1:
+        values = np.full(1, start, work)
+    device = _check_device(device)
+    if requires_grad:
+        _check_can_require_grad(dtype)
+    return Tensor(_move(values.astype(dtype), device), requires_grad)

@@ -733,6 +733,16 @@ def test_creation_dtypes_and_requires_grad_like_torch():
 # ---- dtypes, conversion and factories under PyTorch's names ----------------------------------
 
 
+def test_grad_fn_marks_tensors_made_by_ops():
+    x = leaf([1.0, 2.0])
+    assert x.grad_fn is None and x.is_leaf
+    y = x * 2
+    assert y.grad_fn is not None and not y.is_leaf
+    assert (pyrt.tensor([1.0]) * 2).grad_fn is None  # nothing to differentiate
+    with pyrt.no_grad():
+        assert (x * 2).grad_fn is None
+
+
 def test_dtype_names_compare_with_tensor_dtypes():
     assert pyrt.zeros(2).dtype == pyrt.float32 == pyrt.float
     assert pyrt.tensor([1, 2]).dtype == pyrt.int64 == pyrt.long

@@ -2,7 +2,9 @@
 ``pyrt.nn.init``."""
 
 from pyrt.nn import functional, init, utils
+from pyrt.nn.activations import ELU, GELU, Hardtanh, LeakyReLU, SiLU, Softplus
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from pyrt.nn.embedding import Embedding
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
@@ -12,21 +14,34 @@ from pyrt.nn.layers import (
     Linear,
     LogSoftmax,
     MaxPool2d,
+    ModuleDict,
     ModuleList,
     ReLU,
     Sequential,
     Sigmoid,
     Softmax,
     Tanh,
+    Unflatten,
 )
-from pyrt.nn.losses import BCEWithLogitsLoss, CrossEntropyLoss, MSELoss, NLLLoss
+from pyrt.nn.losses import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
 __all__ = [
-    "AvgPool2d", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d",
-    "CrossEntropyLoss", "Dropout", "Flatten",
-    "Identity", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList", "NLLLoss",
-    "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init",
-    "utils",
+    "ELU", "GELU", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
+    "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Hardtanh",
+    "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LeakyReLU", "Linear", "LogSoftmax",
+    "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter",
+    "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",
+    "Unflatten", "functional", "init", "utils",
 ]

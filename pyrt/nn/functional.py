@@ -1,6 +1,9 @@
-"""The differentiable ops of pyrt.functional under torch.nn.functional's names, so that
-``import pyrt.nn.functional as F`` reads as it does with PyTorch."""
+"""The differentiable ops of pyrt.functional (and of pyrt.activations, pyrt.loss_functions
+and pyrt.embedding) under torch.nn.functional's names, so that ``import pyrt.nn.functional as
+F`` reads as it does with PyTorch."""
 
+from pyrt.activations import elu, gelu, hardtanh, leaky_relu, silu, softplus
+from pyrt.embedding import embedding
 from pyrt.functional import (
     avg_pool2d,
     batch_norm,
@@ -19,9 +22,12 @@ from pyrt.functional import (
     softmax,
     tanh,
 )
+from pyrt.loss_functions import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss
 
 __all__ = [
-    "avg_pool2d", "batch_norm", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
-    "dropout", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "pad", "relu",
-    "sigmoid", "softmax", "tanh",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "conv2d", "cross_entropy", "dropout", "elu", "embedding", "gelu", "hardtanh", "huber_loss",
+    "kl_div", "l1_loss", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
+    "nll_loss", "pad", "relu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus",
+    "tanh",
 ]

@@ -1,5 +1,5 @@
-"""Layers: Linear, Conv2d, pooling, Flatten, activations, Dropout, Identity and the
-containers Sequential and ModuleList, as in torch.nn.
+"""Layers: Linear, Conv2d, pooling, Flatten and Unflatten, activations, Dropout, Identity and
+the containers Sequential, ModuleList and ModuleDict, as in torch.nn.
 
 Weights are initialised as PyTorch does (``reset_parameters``), from pyrt's seeded generator.
 """
@@ -8,6 +8,7 @@ import math
 import numbers
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -20,8 +21,9 @@ from pyrt.shapes import dim_index
 from pyrt.spatial import PAD_MODES, conv_padding, max_pool2d_relu, same_padding
 from pyrt.tensor import Tensor
 
-__all__ = ["Linear", "Conv2d", "MaxPool2d", "AvgPool2d", "Flatten", "ReLU", "Sigmoid", "Tanh",
-           "Softmax", "LogSoftmax", "Dropout", "Identity", "Sequential", "ModuleList"]
+__all__ = ["AvgPool2d", "Conv2d", "Dropout", "Flatten", "Identity", "Linear", "LogSoftmax",
+           "MaxPool2d", "ModuleDict", "ModuleList", "ReLU", "Sequential", "Sigmoid", "Softmax",
+           "Tanh", "Unflatten"]
 
 
 def _positive_int(value, name):
@@ -266,6 +268,59 @@ class Flatten(Module):
 
     def extra_repr(self):
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+def _unflatten_sizes(sizes):
+    """Unflatten's `unflattened_size`: a non-empty tuple or list of ints >= 0, one of which may
+    be -1 (the size that fits); TypeError or ValueError naming what is wrong."""
+    if not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                        f"{type(sizes).__name__}")
+    for i, n in enumerate(sizes):
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                            f"{type(n).__name__} at pos {i}")
+        if n < -1:
+            raise ValueError(f"unflattened_size must hold sizes >= 0 or -1, got {n} at pos {i}")
+    if not sizes:
+        raise ValueError("unflattened_size must be non-empty")
+    if list(sizes).count(-1) > 1:
+        raise ValueError(f"unflattened_size may hold one -1 (the size that fits), got {sizes}")
+    return sizes
+
+
+class Unflatten(Module):
+    """Split dimension `dim` into `unflattened_size` (one size may be -1: the one that fits):
+    [n, 12] -> [n, 3, 4] with Unflatten(1, (3, 4)), the inverse of Flatten."""
+    _tensor_input = True
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+            raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+        self.dim = dim
+        self.unflattened_size = _unflatten_sizes(unflattened_size)
+
+    def forward(self, input):
+        if input.ndim == 0:
+            raise RuntimeError(f"Dimension specified as {self.dim} but tensor has no dimensions")
+        at = dim_index(self.dim, input.ndim)
+        size, sizes = input.shape[at], tuple(self.unflattened_size)
+        known = math.prod(n for n in sizes if n != -1)
+        if -1 in sizes:
+            if known == 0:
+                raise RuntimeError(f"unflatten: the size -1 in {list(sizes)} is ambiguous: the "
+                                   "other sizes multiply up to 0")
+            if size % known == 0:
+                sizes = tuple(size // known if n == -1 else n for n in sizes)
+        if math.prod(sizes) != size:
+            raise RuntimeError(f"unflatten: Provided sizes {list(self.unflattened_size)} don't "
+                               f"multiply up to the size of dim {at} ({size}) in the input "
+                               "tensor")
+        return F.reshape(input, input.shape[:at] + sizes + input.shape[at + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 # ---- activations -------------------------------------------------------------------------
@@ -561,3 +616,73 @@ class ModuleList(_Indexed):
         modules = list(self._modules.values())
         modules.insert(index, module)
         self._renumber(modules)
+
+
+class ModuleDict(Module):
+    """Modules under string keys, in the order they were put in, registered as children (so
+    that their parameters belong to the owner, under "key.name"); a dict's interface: indexing,
+    ``in``, len, iteration over the keys, keys(), values(), items(), update(), pop() and
+    clear(). Like ModuleList, it has no forward of its own."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        """Remove the module under `key` and return it (KeyError if there is none)."""
+        module = self._modules[key]
+        del self._modules[key]
+        return module
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        """Add or replace modules from a mapping (a dict, an OrderedDict, a ModuleDict: in its
+        order) or from an iterable of (key, module) pairs."""
+        if isinstance(modules, (Mapping, ModuleDict)):
+            pairs = modules.items()
+        elif isinstance(modules, Iterable) and not isinstance(modules, (str, bytes)):
+            pairs = []
+            for i, pair in enumerate(modules):
+                if not isinstance(pair, Iterable):
+                    raise TypeError(f"ModuleDict update sequence element #{i} should be "
+                                    f"Iterable; is {type(pair).__name__}")
+                pair = tuple(pair)
+                if len(pair) != 2:
+                    raise ValueError(f"ModuleDict update sequence element #{i} has length "
+                                     f"{len(pair)}; 2 is required")
+                pairs.append(pair)
+        else:
+            raise TypeError(f"ModuleDict.update should be called with an iterable of key/module "
+                            f"pairs, but got {type(modules).__name__}")
+        for key, module in pairs:
+            self[key] = module

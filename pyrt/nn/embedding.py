@@ -1,0 +1,59 @@
+"""Embedding: a table of num_embeddings vectors of size embedding_dim, looked up by integer
+index (pyrt.embedding), as torch.nn.Embedding."""
+
+import numbers
+
+import numpy as np
+
+from pyrt import embedding as E
+from pyrt.nn import init
+from pyrt.nn.module import Module
+from pyrt.nn.parameter import Parameter
+
+__all__ = ["Embedding"]
+
+
+def _size(value, name):
+    """A table size: an int >= 0 (0 is allowed, as in PyTorch)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+class Embedding(Module):
+    """weight [num_embeddings, embedding_dim], drawn from N(0, 1) (pyrt's seeded generator, as
+    pyrt.nn.init draws); an integer input of any shape gives input.shape + (embedding_dim,).
+    The row padding_idx (negative: counted from the end) starts at zeros and gets no
+    gradient."""
+    _tensor_input = True
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        super().__init__()
+        E.check_supported("Embedding", max_norm=max_norm,
+                          scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+        self.num_embeddings = _size(num_embeddings, "num_embeddings")
+        self.embedding_dim = _size(embedding_dim, "embedding_dim")
+        self.padding_idx = E.padding_index(padding_idx, self.num_embeddings)
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
+        self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), np.float32))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    def forward(self, input):
+        return E.embedding(input, self._parameters["weight"], self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

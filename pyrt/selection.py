@@ -1,0 +1,110 @@
+"""Selecting elements: where (one of two tensors by a condition) and masked_fill, with
+their gradients. ``pyrt.functional`` exports them beside its other ops."""
+
+import builtins
+import numbers
+
+import numpy as np
+
+from pyrt.functional import _contiguous, _describe, _make, _tensor, _unbroadcast, _xp, result_dtype
+from pyrt.ops._checks import F32
+from pyrt.pointwise import _input_array, broadcast_shape
+
+__all__ = ["masked_fill", "scalar_as", "where"]
+
+
+def where(condition, input, other):
+    """`input` where `condition` (a bool tensor) holds, else `other`, the three broadcast
+    together, as torch.where. The result's dtype is promoted as in arithmetic (a number is
+    taken as it is there); a float32 result carries gradients to `input` where the condition
+    holds and to `other` elsewhere, summed back to their shapes."""
+    Tensor = _tensor()
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if getattr(cond, "dtype", None) != np.bool_:
+        raise TypeError(f"where(): condition must be a bool tensor, got "
+                        f"{_describe(condition)}")
+    dtype = result_dtype("where", input, other)
+    tensors = [x for x in (condition, input, other) if isinstance(x, Tensor)]
+    xp = _xp(tensors[0].data) if tensors else np
+    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
+    try:
+        out = xp.asarray(xp.where(cond, a, b)).astype(dtype, copy=False)
+    except ValueError as exc:  # shapes that do not broadcast
+        raise ValueError(f"where(): {exc}") from None
+    if dtype is not F32:
+        return Tensor(out)
+    out = _contiguous(out)
+    sides = [(x, holds) for x, holds in ((input, True), (other, False)) if isinstance(x, Tensor)]
+
+    def backward(g):
+        zero = xp.zeros((), F32)
+        return tuple(
+            _unbroadcast(xp.where(cond, g, zero) if holds else xp.where(cond, zero, g), x.shape)
+            if x._requires_grad else None
+            for x, holds in sides)
+
+    return _make(out, tuple(x for x, _ in sides), backward, reads=False)
+
+
+def scalar_as(value, dtype, name):
+    """The number `value` (a bool, an int or a float) as a scalar of `dtype`, converted as
+    PyTorch converts a fill value: toward zero into integers, nonzero to True. A value outside
+    the dtype's range (nan into an integer, 1e40 into float32) is PyTorch's RuntimeError
+    rather than a wrapped or infinite number."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number or a bool, got {type(value).__name__}")
+    dtype = np.dtype(dtype)
+    exact = isinstance(value, numbers.Integral)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not ((exact or np.isfinite(value)) and info.min <= value <= info.max):
+            raise RuntimeError(f"{name} {value!r} cannot be converted to {dtype} without "
+                               f"overflow")
+        return dtype.type(int(value))  # int() rounds toward zero
+    if (dtype.kind == "f" and (exact or np.isfinite(value))
+            and builtins.abs(value) > float(np.finfo(dtype).max)):
+        raise RuntimeError(f"{name} {value!r} cannot be converted to {dtype} without overflow")
+    return dtype.type(value)
+
+
+def masked_fill(input, mask, value):
+    """`input` with `value` where `mask` holds, as torch's out-of-place masked_fill: mask is a
+    bool tensor that broadcasts with input, the result has their broadcast shape and input's
+    dtype, value (a number or a 0-d tensor) converted to it as PyTorch converts it (toward
+    zero into integers). The gradient goes to input where the mask does not hold and to a
+    value tensor, summed, where it does."""
+    Tensor = _tensor()
+    xd = _input_array(input, "masked_fill")
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_fill(): argument 'mask' must be a bool Tensor, got "
+                        f"{type(mask).__name__}")
+    if mask.data.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.data.dtype}")
+    xp = _xp(xd)
+    if _xp(mask.data) is not xp:
+        raise RuntimeError(f"masked_fill(): expected mask on the device of input, "
+                           f"{input.device}, got {mask.device}")
+    broadcast_shape(xd.shape, mask.shape)
+    parents = (input,)
+    if isinstance(value, Tensor):
+        if value.data.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.data.ndim} dimension(s).")
+        if value._requires_grad and xd.dtype == F32:  # (an integer result has no gradient)
+            parents = (input, value)
+        value = value.data.item()
+    fill = scalar_as(value, xd.dtype, "masked_fill(): value").item()
+    m = mask.data.copy() if input._requires_grad or len(parents) == 2 else mask.data
+    out = _contiguous(xp.where(m, fill, xd).astype(xd.dtype, copy=False))
+
+    def backward(g):
+        zero = F32.type(0)
+        dx = _unbroadcast(xp.where(m, zero, g), input.shape) if input._requires_grad else None
+        if len(parents) == 1:
+            return (dx,)
+        return dx, xp.asarray(xp.where(m, g, zero).sum(dtype=F32))
+
+    return _make(out, parents, backward, reads=False)
