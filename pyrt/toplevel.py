@@ -1,17 +1,31 @@
 """The functions PyTorch keeps at its top level, ``torch.exp(x)``, ``torch.sum(x, 1)``,
 ``torch.max(x, dim=0)``: each is the Tensor method of the same name applied to its first
 argument, which must be a Tensor (as torch's, they take no lists or arrays there), and is
-exported as ``pyrt.exp``, ``pyrt.sum``, ... A few that are not one method (``allclose``,
-``equal``, ``is_tensor``) are written out below."""
+exported as ``pyrt.exp``, ``pyrt.sum``, ... The binary ones (maximum, remainder, the bitwise
+ops) are pyrt.functional's; a few that are not one method (``allclose``, ``equal``,
+``is_tensor``) are written out below."""
 
-from pyrt.functional import _xp
+from pyrt.functional import (
+    _xp,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    floor_divide,
+    maximum,
+    minimum,
+    remainder,
+)
 from pyrt.tensor import Tensor
 
 __all__ = [
-    "abs", "allclose", "argmax", "clamp", "clone", "detach", "equal", "exp", "flatten",
-    "is_tensor", "log", "log_softmax", "matmul", "max", "mean", "min", "mm", "numel",
-    "permute", "pow", "relu", "reshape", "sigmoid", "softmax", "sqrt", "squeeze", "std",
-    "sum", "t", "tanh", "transpose", "unsqueeze", "var",
+    "abs", "allclose", "argmax", "argmin", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "ceil", "chunk", "clamp", "clone", "cos", "cumsum", "detach", "equal",
+    "exp", "expm1", "flatten", "floor", "floor_divide", "gather", "is_tensor", "log",
+    "log1p", "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min",
+    "minimum", "mm", "norm", "numel", "permute", "pow", "prod", "relu", "remainder",
+    "reshape", "round", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "squeeze",
+    "std", "sum", "t", "tanh", "topk", "transpose", "unsqueeze", "var",
 ]
 
 
@@ -28,34 +42,51 @@ def _method(name):
     return function
 
 
-# (abs, max, min, pow and sum take the builtins' names, as torch's do)
+# (abs, max, min, pow, round and sum take the builtins' names, as torch's do)
 abs = _method("abs")
 argmax = _method("argmax")
+argmin = _method("argmin")
+ceil = _method("ceil")
+chunk = _method("chunk")
 clamp = _method("clamp")
 clone = _method("clone")
+cos = _method("cos")
+cumsum = _method("cumsum")
 detach = _method("detach")
 exp = _method("exp")
+expm1 = _method("expm1")
 flatten = _method("flatten")
+floor = _method("floor")
+gather = _method("gather")
 log = _method("log")
+log1p = _method("log1p")
 log_softmax = _method("log_softmax")
+masked_fill = _method("masked_fill")
 matmul = _method("matmul")
 max = _method("max")
 mean = _method("mean")
 min = _method("min")
 mm = _method("matmul")
+norm = _method("norm")
 numel = _method("numel")
 permute = _method("permute")
 pow = _method("pow")
+prod = _method("prod")
 relu = _method("relu")
 reshape = _method("reshape")
+round = _method("round")
 sigmoid = _method("sigmoid")
+sin = _method("sin")
 softmax = _method("softmax")
+sort = _method("sort")
+split = _method("split")
 sqrt = _method("sqrt")
 squeeze = _method("squeeze")
 std = _method("std")
 sum = _method("sum")
 t = _method("t")
 tanh = _method("tanh")
+topk = _method("topk")
 transpose = _method("transpose")
 unsqueeze = _method("unsqueeze")
 var = _method("var")

@@ -16,9 +16,13 @@ CALLS = [
     ("reshape", ((12, 2),), {}), ("sigmoid", (), {}), ("softmax", (0,), {}),
     ("squeeze", (), {}), ("std", (), {}), ("sum", (), {}), ("sum", (1,), {"keepdim": True}),
     ("t", (), {}), ("tanh", (), {}), ("transpose", (0, 1), {}), ("unsqueeze", (1,), {}),
-    ("var", (1,), {"correction": 0}),
+    ("var", (1,), {"correction": 0}), ("argmin", (1,), {}), ("cumsum", (0,), {}),
+    ("prod", (1,), {}), ("norm", (), {}), ("norm", (1,), {"dim": 0}), ("sort", (1,), {}),
+    ("topk", (2,), {}), ("expm1", (), {}), ("sin", (), {}), ("cos", (), {}),
+    ("round", (), {}), ("floor", (), {}), ("ceil", (), {}), ("chunk", (2,), {}),
+    ("split", (2,), {}),
 ]
-POSITIVE = {"log", "sqrt"}
+POSITIVE = {"log", "sqrt", "log1p"}
 
 
 def _values(result):
@@ -29,7 +33,8 @@ def _values(result):
     return [np.asarray(data)]
 
 
-@pytest.mark.parametrize("name,args,kwargs", CALLS + [("log", (), {}), ("sqrt", (), {})])
+@pytest.mark.parametrize("name,args,kwargs",
+                         CALLS + [("log", (), {}), ("sqrt", (), {}), ("log1p", (), {})])
 def test_functions_match_torch(name, args, kwargs):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(len(name))
@@ -61,6 +66,33 @@ def test_every_function_exists_in_torch_and_checks_its_input():
     for name, _, _ in CALLS:
         with pytest.raises(TypeError, match=f"{name}\\(\\): argument 'input' must be a Tensor"):
             getattr(pyrt, name)([1.0, 2.0])
+
+
+def test_binary_functions_and_indexing_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4,)).astype(np.float32)
+    pa, pb = pyrt.tensor(a), pyrt.tensor(b)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    for name in ("maximum", "minimum", "remainder", "floor_divide"):
+        np.testing.assert_allclose(getattr(pyrt, name)(pa, pb).numpy(),
+                                   getattr(torch, name)(ta, tb).numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(pyrt.max(pa, pb).numpy(), torch.max(ta, tb).numpy())
+    np.testing.assert_array_equal(pa.min(pb).numpy(), ta.min(tb).numpy())
+    ints = [np.array([6, 3, 5]), np.array([3, 5, 4])]
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        np.testing.assert_array_equal(
+            getattr(pyrt, name)(*map(pyrt.tensor, ints)).numpy(),
+            getattr(torch, name)(*map(torch.tensor, ints)).numpy())
+    np.testing.assert_array_equal(pyrt.bitwise_not(pyrt.tensor(ints[0])).numpy(),
+                                  torch.bitwise_not(torch.tensor(ints[0])).numpy())
+    index = rng.integers(0, 4, (3, 2))
+    np.testing.assert_array_equal(pyrt.gather(pa, 1, pyrt.tensor(index)).numpy(),
+                                  torch.gather(ta, 1, torch.tensor(index)).numpy())
+    mask = a > 0
+    np.testing.assert_array_equal(pyrt.masked_fill(pa, pyrt.tensor(mask), 0.5).numpy(),
+                                  torch.masked_fill(ta, torch.tensor(mask), 0.5).numpy())
 
 
 def test_matmul_mm_and_the_predicates():
