@@ -234,10 +234,11 @@ def kl_div(input, target, *, reduction="mean", log_target=False):
         losses = p * (t - x)
         mass, target_slope = p, lambda: p * (t - x + 1)
     else:
-        with np.errstate(divide="ignore", invalid="ignore"):  # log(0), masked below
+        # t log t, 0 at t = 0 (PyTorch's xlogy(t, t)); nan for t < 0. log(0) and 0 * log(0),
+        # masked out, must not warn: a target of probabilities often holds zeros
+        with np.errstate(divide="ignore", invalid="ignore"):
             log_t = xp.log(t)
-        # t log t, 0 at t = 0 (PyTorch's xlogy(t, t)); nan for t < 0
-        losses = xp.where(t == 0, np.float32(0), t * log_t) - t * x
+            losses = xp.where(t == 0, np.float32(0), t * log_t) - t * x
         mass, target_slope = t, lambda: log_t + 1 - x
 
     def backward(ge):

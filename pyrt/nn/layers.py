@@ -684,5 +684,12 @@ class ModuleDict(Module):
         else:
             raise TypeError(f"ModuleDict.update should be called with an iterable of key/module "
                             f"pairs, but got {type(modules).__name__}")
-        for key, module in pairs:
-            self[key] = module
+        # a refused key or module leaves the dict as it was, not half updated
+        saved = self._modules.copy()
+        try:
+            for key, module in pairs:
+                self[key] = module
+        except BaseException:
+            self._modules.clear()
+            self._modules.update(saved)
+            raise

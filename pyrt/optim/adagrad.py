@@ -5,7 +5,7 @@ from pyrt.autograd import new_write, write_key
 from pyrt.functional import _xp
 from pyrt.ops.optim import _real
 from pyrt.optim.optimizer import Optimizer
-from pyrt.optim.rmsprop import check_step_count, param_array
+from pyrt.optim.rmsprop import check_state_arrays, check_step_count, param_and_grad
 
 __all__ = ["Adagrad", "adagrad_hyperparameters"]
 
@@ -71,12 +71,15 @@ class Adagrad(Optimizer):
         self._on_device()  # (moves the state arrays to the parameters' device if need be)
         # every group's settings checked before any parameter is written
         settings = [self._hyperparameters(group) for group in self.param_groups]
+        # and every parameter, gradient and state array, so that a bad one leaves all as
+        # they were
+        work = [[(p, *param_and_grad(p, self.state.get(p) or {}, self._STATE_ARRAYS))
+                 for p in group["params"] if p._grad is not None]
+                for group in self.param_groups]
         count, marks = new_write()
-        for group, (lr, lr_decay, weight_decay, _, eps) in zip(self.param_groups, settings):
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                param, grad = param_array(p), p._grad.data
+        for group, items, hyperparameters in zip(self.param_groups, work, settings):
+            lr, lr_decay, weight_decay, _, eps = hyperparameters
+            for p, param, grad in items:
                 if not self.state.get(p):  # a loaded state that left this parameter out
                     self._new_state(p, group)
                 state = self.state[p]
@@ -100,6 +103,7 @@ class Adagrad(Optimizer):
     def _check_state(self, restored, key, param):
         super()._check_state(restored, key, param)
         check_step_count(restored, key)
+        check_state_arrays(restored, key, param, self._STATE_ARRAYS)
 
     # the group's hyper-parameters, in the order adagrad_hyperparameters checks them
     _HYPERPARAMETERS = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")

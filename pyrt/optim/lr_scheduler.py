@@ -73,9 +73,14 @@ class LRScheduler:
             raise ValueError(f"the optimizer has {len(groups)} parameter groups, but the "
                              f"schedule was built for {len(self.base_lrs)}: build the schedule "
                              "after adding groups")
-        self._step_count += 1
         self.last_epoch += 1
-        for group, lr in zip(groups, self.get_lr()):
+        try:
+            lrs = self.get_lr()
+        except BaseException:  # (OneCycleLR past its last step): the step is not counted
+            self.last_epoch -= 1
+            raise
+        self._step_count += 1
+        for group, lr in zip(groups, lrs):
             group["lr"] = lr
         self._last_lr = self._current()
 
@@ -294,12 +299,10 @@ class OneCycleLR(LRScheduler):
                 _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum",
                        "max_momentum"),
             ]
+        # every argument checked before the groups are written: a refused schedule leaves the
+        # optimizer as it was (a later schedule would take its initial_lr)
         max_lrs = _per_group(max_lr, "max_lr", optimizer)
-        if last_epoch == -1:
-            for group, top in zip(optimizer.param_groups, max_lrs):
-                group["initial_lr"] = top / div_factor
-                group["max_lr"] = top
-                group["min_lr"] = group["initial_lr"] / final_div_factor
+        last_epoch = _whole(last_epoch, "last_epoch", -1)
         self.cycle_momentum = bool(cycle_momentum)
         if self.cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
@@ -308,11 +311,16 @@ class OneCycleLR(LRScheduler):
             self.use_beta1 = "betas" in optimizer.defaults
             tops = _per_group(max_momentum, "max_momentum", optimizer)
             bases = _per_group(base_momentum, "base_momentum", optimizer)
-            if last_epoch == -1:
-                # (the first step sets the momentum itself: max_momentum)
-                for group, top, base in zip(optimizer.param_groups, tops, bases):
-                    group["max_momentum"] = top
-                    group["base_momentum"] = base
+        if last_epoch == -1:
+            for group, top in zip(optimizer.param_groups, max_lrs):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        if self.cycle_momentum and last_epoch == -1:
+            # (the first step sets the momentum itself: max_momentum)
+            for group, top, base in zip(optimizer.param_groups, tops, bases):
+                group["max_momentum"] = top
+                group["base_momentum"] = base
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group, momentum):
@@ -428,7 +436,11 @@ class ReduceLROnPlateau(LRScheduler):
     def step(self, metrics):
         """Count a step whose metric (a number, or a tensor of one value) is `metrics`, and
         lower the lrs if it is one bad step too many."""
-        current = float(metrics)
+        try:
+            current = float(metrics)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"ReduceLROnPlateau.step: metrics must be a real number or a tensor of "
+                          f"one value, got {type(metrics).__name__}: {e}") from None
         self.last_epoch += 1
         if self._is_better(current, self.best):
             self.best = current
@@ -462,5 +474,11 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new
 
     def load_state_dict(self, state_dict):
+        saved = self.__dict__.copy()
         self.__dict__.update(state_dict)
-        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+        try:
+            self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+        except BaseException:  # a state refused leaves the schedule as it was
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise

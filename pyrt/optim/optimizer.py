@@ -192,6 +192,9 @@ class Optimizer:
                     if array.shape != param.shape:
                         raise ValueError(f"loaded state {name!r} of parameter {key} has shape "
                                          f"{array.shape}, expected {param.shape}")
+                    if array.dtype.kind not in "biuf":  # (complex would lose its imaginary part)
+                        raise ValueError(f"loaded state {name!r} of parameter {key} must hold "
+                                         f"real numbers, got dtype {array.dtype}")
                     value = np.array(array, dtype=np.float32, order="C")  # always a copy
                 else:
                     value = copy.deepcopy(value)

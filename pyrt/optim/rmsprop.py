@@ -8,6 +8,7 @@ import numpy as np
 
 from pyrt.autograd import new_write, write_key
 from pyrt.functional import _xp
+from pyrt.ops.optim import _grad as _param_grad
 from pyrt.ops.optim import _in_place, _real
 from pyrt.optim.optimizer import Optimizer
 
@@ -53,14 +54,31 @@ def check_step_count(restored, key):
                          f"got {step}")
 
 
-def param_array(p):
-    """The array of parameter `p`, checked as SGD and Adam check it: a C-contiguous, writable
-    float32 array (its update is written into it)."""
-    if isinstance(p.data, np.ndarray):
-        return _in_place(p.data, "param")
-    from pyrt.cuda.ops._checks import in_place
+def check_state_arrays(restored, key, param, names):
+    """ValueError naming parameter `key` if its loaded state holds None for one of `names`
+    (arrays that step() updates in place, and would fail on after writing the others)."""
+    for name in names:
+        if name in restored and restored[name] is None:
+            raise ValueError(f"loaded state {name!r} of parameter {key} must be an array of "
+                             f"shape {param.shape}, got None")
 
-    return in_place(p.data, "param")
+
+def param_and_grad(p, state, names):
+    """(param, grad): the arrays of parameter `p` and its gradient, checked as SGD and Adam
+    check them, before step() writes to any parameter: the parameter a C-contiguous, writable
+    float32 array (its update is written into it), the gradient float32 of its shape (a
+    smaller one would broadcast), and so the arrays `names` of its `state` that it holds."""
+    if isinstance(p.data, np.ndarray):
+        in_place, grad_of = _in_place, _param_grad
+    else:
+        from pyrt.cuda.ops._checks import in_place
+        from pyrt.cuda.ops._checks import param_grad as grad_of
+    param = in_place(p.data, "param")
+    grad = grad_of(p._grad.data, param.shape)
+    for name in names:
+        if state.get(name) is not None:
+            in_place(state[name], name, param.shape)
+    return param, grad
 
 
 class RMSprop(Optimizer):
@@ -91,13 +109,15 @@ class RMSprop(Optimizer):
         self._on_device()  # (moves the state arrays to the parameters' device if need be)
         # every group's settings checked before any parameter is written
         settings = [self._hyperparameters(group) for group in self.param_groups]
+        # and every parameter, gradient and state array, so that a bad one leaves all as
+        # they were
+        work = [[(p, *param_and_grad(p, self.state.get(p) or {}, self._STATE_ARRAYS))
+                 for p in group["params"] if p._grad is not None]
+                for group in self.param_groups]
         count, marks = new_write()
-        for group, hyperparameters in zip(self.param_groups, settings):
+        for items, hyperparameters in zip(work, settings):
             lr, alpha, eps, weight_decay, momentum, centered = hyperparameters
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                param, grad = param_array(p), p._grad.data
+            for p, param, grad in items:
                 xp = _xp(param)
                 state = self.state[p]
                 if not state:
@@ -138,6 +158,7 @@ class RMSprop(Optimizer):
     def _check_state(self, restored, key, param):
         super()._check_state(restored, key, param)
         check_step_count(restored, key)
+        check_state_arrays(restored, key, param, self._STATE_ARRAYS)
 
     # the group's hyper-parameters, in the order rmsprop_hyperparameters checks them
     _HYPERPARAMETERS = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
