@@ -37,6 +37,15 @@ def _input_array(x, name):
     return x.data
 
 
+def checked_flag(value, name, argument):
+    """`value` of the bool argument `argument` of function `name` as a bool: PyTorch refuses
+    anything else there (so that keepdim="no" or descending=0 cannot read as a choice)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}(): argument '{argument}' must be a bool, got "
+                        f"{type(value).__name__}")
+    return bool(value)
+
+
 def _floating(x, name, forward, derivative, reads=True):
     """y = forward(xp, x) elementwise, its gradient g * derivative(xp, x, y). Integer and bool
     inputs give float32, as PyTorch's floating-point functions promote them (they never

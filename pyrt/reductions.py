@@ -9,7 +9,7 @@ import numpy as np
 
 from pyrt.functional import _contiguous, _make, _reduced_shape, _xp, dim_index, reduction_axes
 from pyrt.ops._checks import F32, I64
-from pyrt.pointwise import _input_array
+from pyrt.pointwise import _input_array, checked_flag
 
 __all__ = ["cumsum", "norm", "prod"]
 
@@ -52,6 +52,7 @@ def prod(x, dim=None, keepdim=False):
     tensors, as in PyTorch. The gradient of each element is g times the product of the other
     elements it was multiplied with, correct where the input holds zeros."""
     xd = _input_array(x, "prod")
+    keepdim = checked_flag(keepdim, "prod", "keepdim")
     axis = None if dim is None else dim_index(dim, xd.ndim)
     if xd.ndim == 0:  # its one dim (-1 or 0) is all of it
         axis = None
@@ -91,6 +92,7 @@ def norm(x, p="fro", dim=None, keepdim=False):
     norm is 0 for p >= 1, shared among the ties for p = +-inf."""
     xd = _input_array(x, "norm")
     p = _norm_order(p)
+    keepdim = checked_flag(keepdim, "norm", "keepdim")
     if xd.dtype.kind != "f":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point tensor as input. "
                            f"Got {xd.dtype}")

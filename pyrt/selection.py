@@ -24,9 +24,18 @@ def where(condition, input, other):
         raise TypeError(f"where(): condition must be a bool tensor, got "
                         f"{_describe(condition)}")
     dtype = result_dtype("where", input, other)
+    for x, name in ((input, "input"), (other, "other")):
+        if dtype is F32 and isinstance(x, Tensor) and x.data.dtype not in (F32, np.bool_) \
+                and x.data.dtype.kind == "f":  # float64 would be rounded to float32 silently
+            raise TypeError(f"where(): {name} is {_describe(x)}, and pyrt computes where "
+                            f"in float32: convert it with .float()")
     tensors = [x for x in (condition, input, other) if isinstance(x, Tensor)]
     xp = _xp(tensors[0].data) if tensors else np
-    a, b = (x.data if isinstance(x, Tensor) else x for x in (input, other))
+    # a number converted as PyTorch converts it: 1e40 cannot become a float32 inf silently
+    a, b = (x.data if isinstance(x, Tensor)
+            else scalar_as(x, dtype, f"where(): {name}") if isinstance(x, numbers.Number)
+            else x
+            for x, name in ((input, "input"), (other, "other")))
     try:
         out = xp.asarray(xp.where(cond, a, b)).astype(dtype, copy=False)
     except ValueError as exc:  # shapes that do not broadcast
@@ -35,6 +44,9 @@ def where(condition, input, other):
         return Tensor(out)
     out = _contiguous(out)
     sides = [(x, holds) for x, holds in ((input, True), (other, False)) if isinstance(x, Tensor)]
+    if cond is getattr(condition, "data", None) and builtins.any(
+            x._requires_grad for x, _ in sides):
+        cond = cond.copy()  # a later write to the condition must not move the gradient
 
     def backward(g):
         zero = xp.zeros((), F32)

@@ -18,6 +18,7 @@ A file is written to a temporary name and renamed, so an interrupted save never 
 half-written file behind.
 """
 
+import io
 import json
 import os
 import zipfile
@@ -32,9 +33,15 @@ __all__ = ["load", "read", "save", "write"]
 FORMAT = "pyrt"
 VERSION = 1
 CHECKPOINT_FORMAT = "pyrt-checkpoint"  # what pyrt.load also reads: the CLI's checkpoints
+# The deepest nest of containers saved: far beyond any state dict, and shallow enough that
+# the metadata of any file pyrt.save writes decodes within Python's recursion limit (a list
+# that contains itself reaches it too, rather than recursing until RecursionError)
+MAX_DEPTH = 100
 
 
-def _encode(obj, arrays):
+def _encode(obj, arrays, depth=0):
+    """`obj` as JSON, its arrays appended to `arrays`; `depth`: the containers around it
+    (the top-level dict of the file is the first)."""
     if isinstance(obj, Tensor):
         arrays.append(np.asarray(_move(obj.data, "cpu")))
         ref = {"__tensor__": f"a{len(arrays) - 1}"}
@@ -49,12 +56,17 @@ def _encode(obj, arrays):
     if isinstance(obj, np.generic):
         arrays.append(np.asarray(obj))
         return {"__scalar__": f"a{len(arrays) - 1}"}
+    if isinstance(obj, (dict, tuple, list)) and depth > MAX_DEPTH:
+        raise ValueError(f"cannot store containers nested more than {MAX_DEPTH} deep (or a "
+                         f"container that contains itself)")
+    depth += 1
     if isinstance(obj, dict):
-        return {"__dict__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
+        return {"__dict__": [[_encode(k, arrays, depth), _encode(v, arrays, depth)]
+                             for k, v in obj.items()]}
     if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, arrays) for v in obj]}
+        return {"__tuple__": [_encode(v, arrays, depth) for v in obj]}
     if isinstance(obj, list):
-        return [_encode(v, arrays) for v in obj]
+        return [_encode(v, arrays, depth) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     raise TypeError(f"cannot store a {type(obj).__name__}: pyrt.save takes tensors, NumPy "
@@ -75,7 +87,13 @@ def _decode(obj, arrays, device):
         return arrays[obj["__array__"]]
     if "__tensor__" in obj:
         data = np.require(arrays[obj["__tensor__"]], requirements="C")  # 0-d stays 0-d
-        return Tensor(_move(data, device), requires_grad=obj.get("requires_grad") is True)
+        requires_grad = obj.get("requires_grad") is True
+        # what pyrt.save writes, checked: Tensor() takes any array as it is
+        if data.dtype.kind not in "fiub":
+            raise ValueError(f"a tensor of dtype {data.dtype}")
+        if requires_grad and data.dtype != np.float32:
+            raise ValueError(f"a tensor of dtype {data.dtype} that requires grad")
+        return Tensor(_move(data, device), requires_grad=requires_grad)
     if "__scalar__" in obj:
         return arrays[obj["__scalar__"]][()]
     raise ValueError(f"unknown entry {sorted(obj)}")
@@ -85,9 +103,22 @@ def _name(f):
     return str(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file>")
 
 
+def _check_file(f, name, method):
+    """`f` of save or load: a path, or a binary file object with `method` (write or read)."""
+    if isinstance(f, (str, os.PathLike)):
+        return
+    if isinstance(f, io.TextIOBase):
+        raise TypeError(f"{name}(): f is a file opened in text mode: open it in binary mode "
+                        f"('{'wb' if method == 'write' else 'rb'}')")
+    if not callable(getattr(f, method, None)) or isinstance(f, (bytes, bytearray)):
+        raise TypeError(f"{name}(): f must be a path (str or os.PathLike) or a binary file "
+                        f"object, got {type(f).__name__}")
+
+
 def write(f, top):
     """Write the dict `top` (with its "format" and "version") to `f`, a path (atomically) or
     a binary file object. Returns `f`, as a Path if it was a path."""
+    _check_file(f, "save", "write")
     arrays = []
     meta = _encode(top, arrays)
     payload = {f"a{i}": a for i, a in enumerate(arrays)}
@@ -111,9 +142,13 @@ def read(f, what="pyrt file", device="cpu"):
     """The top-level dict of a file written by `write`, tensors on `device`. A file that is
     not one is a ValueError naming it, which calls it "not a {what}"; a missing file is
     FileNotFoundError."""
+    _check_file(f, "load", "read")
     name = _name(f)
     try:
-        with np.load(f, allow_pickle=False) as npz:
+        loaded = np.load(f, allow_pickle=False)
+        if not hasattr(loaded, "files"):  # a .npy file is one array, not an archive
+            raise ValueError("a NumPy .npy array, not an .npz archive")
+        with loaded as npz:
             arrays = {key: npz[key] for key in npz.files}
     except FileNotFoundError:
         raise
@@ -121,7 +156,10 @@ def read(f, what="pyrt file", device="cpu"):
         raise ValueError(f"{name}: is a folder, not a {what}") from None
     except PermissionError as exc:
         raise ValueError(f"{name}: cannot be read ({exc.strerror})") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError,
+            NotImplementedError) as exc:
+        # (zipfile's RuntimeError and NotImplementedError: bytes read as an encrypted or
+        # compressed member)
         # NumPy takes a file that is neither .npz nor .npy for a pickle, which it refuses to
         # load: say what the file is not, rather than how to unpickle it
         why = "not a NumPy .npz archive" if "pickle" in str(exc) else str(exc)
@@ -132,6 +170,8 @@ def read(f, what="pyrt file", device="cpu"):
         top = _decode(json.loads(str(arrays["meta"])), arrays, device)
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{name}: corrupt metadata ({exc})") from None
+    except RecursionError:  # never written by pyrt.save (MAX_DEPTH)
+        raise ValueError(f"{name}: corrupt metadata (nested too deeply)") from None
     if not isinstance(top, dict) or not isinstance(top.get("format"), str):
         raise ValueError(f"{name}: not a {what}")  # noqa: TRY004 (a file, not an argument)
     return top

@@ -16,6 +16,7 @@ import numpy as np
 
 from pyrt.functional import _contiguous, _integer, _make, _unbroadcast, _xp, dim_index
 from pyrt.functional import reshape as _reshape
+from pyrt.pointwise import checked_flag
 
 __all__ = ["cat", "chunk", "dim_index", "expand", "gather", "permute", "repeat", "sort",
            "split", "squeeze", "stack", "topk", "transpose", "unsqueeze"]
@@ -357,7 +358,7 @@ def sort(x, dim=-1, descending=False):
 
     at = dim_index(dim, x.ndim)
     line = x.data.reshape(x.shape or (1,))
-    order = _sort_order(line, at, bool(descending))
+    order = _sort_order(line, at, checked_flag(descending, "sort", "descending"))
     values, backward = _taken(x, line, order, at)
     return sort_result(_make(_contiguous(values.reshape(x.shape)), (x,), backward, reads=False),
                        Tensor(order.reshape(x.shape).astype(_I64)))
@@ -371,6 +372,8 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
 
     if not _integer(k):
         raise TypeError(f"topk(): k must be an int, got {type(k).__name__}")
+    largest = checked_flag(largest, "topk", "largest")
+    checked_flag(sorted, "topk", "sorted")
     if x.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes")
     at = dim_index(dim, x.ndim)
@@ -381,7 +384,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
                            f"elements")
     if x.ndim == 0:  # the element itself, for k 0 or 1, as PyTorch gives it
         k = 1
-    order = _sort_order(line, at, bool(largest))[(slice(None),) * at + (slice(0, k),)]
+    order = _sort_order(line, at, largest)[(slice(None),) * at + (slice(0, k),)]
     order = _contiguous(order)
     values, backward = _taken(x, line, order, at)
     shape = order.shape if x.ndim else ()

@@ -18,6 +18,7 @@ from pyrt import shapes
 from pyrt.autograd import mark_modified
 from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import run_backward
+from pyrt.pointwise import checked_flag as _flag
 
 __all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "arange", "where",
            "manual_seed", "from_numpy", "float32", "int64", "bool_", "zeros_like", "ones_like",
@@ -656,13 +657,9 @@ class Tensor:
         """Whether the data holds integers or bools, reduced without autograd."""
         return self.data.dtype.kind in "biu"
 
-    def _dim(self, dim):
-        """A reduction's dim for NumPy: checked and counted from 0 (None: all dims)."""
-        return None if dim is None else F.reduction_axes(dim, self.data.ndim)
-
     def sum(self, dim=None, keepdim=False):
         if self._exact():
-            dim = self._dim(dim)
+            dim = None if dim is None else F.reduction_axes(dim, self.data.ndim, True)
             xp = F._xp(self.data)  # a full sum is a NumPy scalar: kept an array
             return Tensor(xp.asarray(xp.sum(self.data, axis=dim, keepdims=keepdim,
                                             dtype=np.int64)))
@@ -684,12 +681,18 @@ class Tensor:
             raise RuntimeError("std and var only support floating point and complex dtypes")
         if unbiased is not None and correction is not None:
             raise TypeError("var(): give unbiased or correction, not both")
+        if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
+            # as PyTorch: 0 or "no" would otherwise read as Bessel's correction
+            raise TypeError(f"var(): argument 'unbiased' must be a bool, got "
+                            f"{type(unbiased).__name__}")
+        keepdim = _flag(keepdim, "var", "keepdim")
         if correction is None:
             correction = 0 if unbiased is False else 1
         if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
             raise TypeError(f"var(): correction must be a number, got "
                             f"{type(correction).__name__}")
-        axes = self._dim(dim)
+        # an empty list of dims is all of them, as torch.var reads it
+        axes = None if dim is None else F.reduction_axes(dim, self.data.ndim, True)
         if axes is None:
             n = self.data.size
         else:
@@ -746,8 +749,10 @@ class Tensor:
         return min_result(F.neg(F.max(flipped, dim, keepdim)), flipped.argmax(dim, keepdim))
 
     def _exact_extreme(self, dim, keepdim, name, result):
-        dim = self._dim(dim)
+        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
         xp = F._xp(self.data)
+        if self.data.ndim == 0 and dim is not None:  # its one dim is all of it
+            return result(Tensor(self.data.copy()), Tensor(xp.zeros((), np.int64)))
         values = xp.asarray(getattr(xp, name)(self.data, axis=dim, keepdims=keepdim))
         if dim is None:
             return Tensor(values)
@@ -756,6 +761,13 @@ class Tensor:
 
     def argmax(self, dim=None, keepdim=False):
         dim = None if dim is None else F.dim_index(dim, self.data.ndim)
+        if self.data.size == 0:  # PyTorch's IndexError rather than NumPy's ValueError
+            if dim is None or self.data.ndim == 0:
+                raise IndexError("argmax(): Expected reduction dim to be specified for "
+                                 "input.numel() == 0.")
+            if self.data.shape[dim] == 0:
+                raise IndexError(f"argmax(): Expected reduction dim {dim} to have non-zero "
+                                 f"size.")
         if self._exact():
             xp = F._xp(self.data)
             return Tensor(xp.asarray(xp.argmax(self.data, axis=dim, keepdims=keepdim),
@@ -770,6 +782,7 @@ class Tensor:
         PyTorch refuses them."""
         if self.data.dtype == np.bool_:
             raise RuntimeError("argmin(): does not support bool input")
+        keepdim = _flag(keepdim, "argmin", "keepdim")
         dim = None if dim is None else F.dim_index(dim, self.data.ndim)
         if self.data.ndim == 0:
             dim = None  # its one dim is all of it
@@ -785,6 +798,9 @@ class Tensor:
     def cumsum(self, dim, *, dtype=None):
         """The running sums along `dim` (see pyrt.functional.cumsum); with `dtype`, of this
         tensor converted to it first (outside autograd unless it is the tensor's dtype)."""
+        if dtype is not None and not _is_dtype(dtype):  # to() would take it for a device
+            raise TypeError(f"cumsum(): argument 'dtype' must be a dtype such as pyrt.float32, "
+                            f"got {dtype!r:.40}")
         source = self if dtype is None else self.to(dtype)
         return F.cumsum(source, dim)
 
@@ -980,7 +996,12 @@ def _shape(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     for n in size:
-        if not isinstance(n, numbers.Integral) or n < 0:
+        # a bool is an Integral to Python, but as a size it is a mistake (torch.full and
+        # torch.randint refuse it in their tuple of sizes)
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"size must be a tuple of ints, got {size!r:.80} (an element of "
+                            f"type {type(n).__name__})")
+        if n < 0:
             raise ValueError(f"size must be non-negative integers, got {size}")
     return tuple(int(n) for n in size)
 
@@ -1035,8 +1056,7 @@ def full(size, fill_value, *, dtype=None, device="cpu", requires_grad=False):
     given, follows the value as in PyTorch: bool for a bool, int64 for an int, float32 for a
     float. A value the dtype cannot hold is PyTorch's RuntimeError."""
     shape = _sequence_size(size, "full")
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+    fill_value = _number_of(fill_value, "full(): argument 'fill_value'", TypeError)
     if dtype is None:
         if isinstance(fill_value, (bool, np.bool_)):
             dtype = bool_
@@ -1051,9 +1071,20 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     """A tensor of input's shape (and dtype and device, unless given) holding fill_value,
     converted to the dtype as PyTorch converts it (toward zero into integers)."""
     device, dtype = _like(input, "full_like", device, dtype)
-    if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+    fill_value = _number_of(fill_value, "full_like(): argument 'fill_value'", TypeError)
     return _full(input.shape, fill_value, "full_like", device, dtype, requires_grad)
+
+
+def _number_of(value, name, error):
+    """`value` as a number: the element of a 0-d tensor, else itself (checked later). A tensor
+    of other dims is `error` (PyTorch's type for the function), naming the argument, rather
+    than one element taken from it or item()'s message about elements."""
+    if not isinstance(value, Tensor):
+        return value
+    if value.data.ndim:
+        raise error(f"{name} must be a number or a 0-dimensional tensor, got a tensor of "
+                    f"shape {tuple(value.shape)}")
+    return value.item()
 
 
 def _full(shape, fill_value, name, device, dtype, requires_grad):
@@ -1087,6 +1118,8 @@ def arange(start, end=None, step=1, *, dtype=None, device="cpu", requires_grad=F
         dtype = np.dtype(np.int64) if integral else np.dtype(np.float32)
     else:
         dtype = _checked_dtype(dtype)
+    if dtype.kind == "b":  # a count that is not 0 or 1 has no bool value, as PyTorch says
+        raise NotImplementedError("arange() is not implemented for bool: pass dtype=int64")
     # computed in int64 or float64, then converted, as PyTorch computes in a wider type
     data = np.arange(start, end, step, dtype=np.int64 if integral else np.float64)
     if requires_grad:
@@ -1222,10 +1255,8 @@ def linspace(start, end, steps, *, dtype=None, device="cpu", requires_grad=False
     float32 unless `dtype` says otherwise. As PyTorch computes them: the first half counted
     up from start, the second half down from end (so that both ends are exact), in the
     dtype's own arithmetic for floating point, in float64 (then toward zero) for integers."""
-    if isinstance(start, Tensor):
-        start = start.item()
-    if isinstance(end, Tensor):
-        end = end.item()
+    start = _number_of(start, "linspace(): argument 'start'", RuntimeError)
+    end = _number_of(end, "linspace(): argument 'end'", RuntimeError)
     for value, name in ((start, "start"), (end, "end")):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
             raise TypeError(f"linspace(): argument '{name}' must be a real number, got "

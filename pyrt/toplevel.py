@@ -5,12 +5,17 @@ exported as ``pyrt.exp``, ``pyrt.sum``, ... The binary ones (maximum, remainder,
 ops) are pyrt.functional's; a few that are not one method (``allclose``, ``equal``,
 ``is_tensor``) are written out below."""
 
+import numbers
+
+import numpy as np
+
 from pyrt.functional import (
     _xp,
     bitwise_and,
     bitwise_not,
     bitwise_or,
     bitwise_xor,
+    broadcast_shape,
     floor_divide,
     maximum,
     minimum,
@@ -110,6 +115,19 @@ def _checked_pair(name, input, other):
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether |input - other| <= atol + rtol * |other| everywhere (broadcast together)."""
     _checked_pair("allclose", input, other)
+    for value, arg in ((rtol, "rtol"), (atol, "atol")):
+        # NumPy would take None or a string as far as a TypeError about isfinite, and a
+        # negative tolerance as a test no pair can pass
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"allclose(): argument '{arg}' must be a float, got "
+                            f"{type(value).__name__}")
+        if not value >= 0:  # (nan included)
+            raise RuntimeError(f"allclose(): {arg} must be greater than or equal to zero, but "
+                               f"got {value}")
+    if not isinstance(equal_nan, (bool, np.bool_)):
+        raise TypeError(f"allclose(): argument 'equal_nan' must be a bool, got "
+                        f"{type(equal_nan).__name__}")
+    broadcast_shape(input.shape, other.shape)
     xp = _xp(input.data)
     return bool(xp.allclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
