@@ -876,6 +876,9 @@ def nll_loss(input, target, *, reduction="mean"):
     if z.ndim != 2:
         raise ValueError(f"nll_loss: input must be 2-D [N, C], got shape {z.shape}")
     labels = target.data if isinstance(target, Tensor) else target
+    if labels is None or isinstance(labels, (str, bytes, dict)):
+        raise TypeError(f"nll_loss: target must be a tensor of class indices, got "
+                        f"{type(labels).__name__}")
     labels = as_i64(np.asarray(labels) if isinstance(z, np.ndarray) else labels, "target")
     n, c = z.shape
     if labels.shape != (n,):

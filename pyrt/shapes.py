@@ -18,8 +18,8 @@ from pyrt.functional import _contiguous, _integer, _make, _unbroadcast, _xp, dim
 from pyrt.functional import reshape as _reshape
 from pyrt.pointwise import checked_flag
 
-__all__ = ["cat", "chunk", "dim_index", "expand", "gather", "permute", "repeat", "sort",
-           "split", "squeeze", "stack", "topk", "transpose", "unsqueeze"]
+__all__ = ["cat", "chunk", "dim_index", "expand", "flip", "gather", "index_select", "permute",
+           "repeat", "sort", "split", "squeeze", "stack", "topk", "transpose", "unsqueeze"]
 
 # what sort and topk return, as torch.return_types.sort and topk
 sort_result = namedtuple("sort", ("values", "indices"))
@@ -390,3 +390,66 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     shape = order.shape if x.ndim else ()
     return topk_result(_make(_contiguous(values.reshape(shape)), (x,), backward, reads=False),
                        Tensor(order.reshape(shape).astype(_I64)))
+
+
+# ---- flip and index_select -------------------------------------------------------------------
+
+
+def flip(x, dims):
+    """x reversed along each of `dims` (ints, or one tuple or list of them), as torch.flip; the
+    gradient is g flipped back the same way."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    axes = tuple(dim_index(d, x.ndim) for d in dims)
+    for i, a in enumerate(axes):
+        if a in axes[:i]:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    if x.ndim == 0:  # the one dim of a 0-d tensor holds one element: nothing moves
+        axes = ()
+    xp = _xp(x.data)
+
+    def flipped(a):
+        return xp.flip(a, axis=axes).copy(order="C") if axes else a.copy()
+
+    return _make(flipped(x.data), (x,), lambda g: (flipped(g),), reads=False)
+
+
+def index_select(x, dim, index):
+    """The slices of x along `dim` at the positions in `index` (a 1-D or 0-d int64 or int32
+    tensor; a 0-d one selects one slice and keeps the dim), as torch.index_select. The
+    gradient adds each slice's gradient back at its position (positions may repeat)."""
+    from pyrt.tensor import Tensor
+
+    if not isinstance(index, Tensor):
+        raise TypeError(f"index_select(): argument 'index' must be a Tensor, got "
+                        f"{type(index).__name__}")
+    idx = index.data
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index, got "
+                           f"{idx.dtype}")
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    xp = _xp(x.data)
+    if _xp(idx) is not xp:
+        raise RuntimeError(f"index_select(): expected index on the device of input, "
+                           f"{x.device}, got {index.device}")
+    at = dim_index(dim, x.ndim)
+    line = x.data.reshape(x.shape or (1,))
+    n = line.shape[at]
+    # a copy: a later write to index must not move the gradient
+    places = idx.reshape(-1).astype(_I64)
+    if places.size:
+        low, high = int(places.min()), int(places.max())
+        if low < 0 or high >= n:
+            raise RuntimeError(f"index_select(): index {low if low < 0 else high} is out of "
+                               f"range for dimension {at} with size {n}")
+    out = xp.take(line, places, axis=at)
+    shape = out.shape if x.ndim else ()
+
+    def backward(g):
+        dx = xp.zeros(line.shape, _F32)
+        # along `at` first, so that add.at adds whole slices at the positions
+        xp.add.at(xp.moveaxis(dx, at, 0), places, xp.moveaxis(g.reshape(out.shape), at, 0))
+        return (dx.reshape(x.shape),)
+
+    return _make(_contiguous(out.reshape(shape)), (x,), backward, reads=False)

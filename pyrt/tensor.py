@@ -86,6 +86,14 @@ def _array_index(index):
 _ndarray = np.ndarray
 
 
+
+def _other_tensor(other, name):
+    """`other`, a Tensor argument of method `name`, or a TypeError."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' must be a Tensor, got "
+                        f"{type(other).__name__}")
+    return other
+
 class Tensor:
     # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
     # properties grad and requires_grad check what a user assigns, as PyTorch does
@@ -879,6 +887,79 @@ class Tensor:
             raise TypeError(f"expand_as(): argument 'other' must be a Tensor, got "
                             f"{type(other).__name__}")
         return shapes.expand(self, other.shape)
+
+    def view_as(self, other):
+        """This tensor reshaped to `other`'s shape."""
+        return self.reshape(_other_tensor(other, "view_as").shape)
+
+    def type_as(self, other):
+        """This tensor as `other`'s dtype (itself if it has it already)."""
+        return self.to(_other_tensor(other, "type_as").dtype)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """zeros(size), of this tensor's dtype and device unless told otherwise."""
+        return zeros(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """ones(size), of this tensor's dtype and device unless told otherwise."""
+        return ones(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """empty(size), of this tensor's dtype and device unless told otherwise."""
+        return empty(*size, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        """full(size, fill_value), of this tensor's dtype and device unless told otherwise."""
+        return full(size, fill_value, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        """tensor(data) (a copy), of this tensor's dtype and device unless told otherwise."""
+        return tensor(data, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def _like(self, dtype, device):
+        return {"dtype": self.dtype if dtype is None else dtype,
+                "device": self.device if device is None else device}
+
+    def any(self, dim=None, keepdim=False):
+        """Whether any element (along `dim`) is nonzero: a bool tensor."""
+        return self._logical("any", dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        """Whether every element (along `dim`) is nonzero: a bool tensor."""
+        return self._logical("all", dim, keepdim)
+
+    def _logical(self, name, dim, keepdim):
+        keepdim = _flag(keepdim, name, "keepdim")
+        xp = F._xp(self.data)
+        axis = None if dim is None else F.dim_index(dim, self.data.ndim)
+        if self.data.ndim == 0:
+            axis = None
+        return Tensor(xp.asarray(getattr(xp, name)(self.data, axis=axis, keepdims=keepdim)))
+
+    def isnan(self):
+        """Where the elements are NaN: a bool tensor."""
+        return Tensor(F._xp(self.data).isnan(self.data))
+
+    def isinf(self):
+        """Where the elements are +-inf: a bool tensor."""
+        return Tensor(F._xp(self.data).isinf(self.data))
+
+    def isfinite(self):
+        """Where the elements are neither NaN nor +-inf: a bool tensor."""
+        return Tensor(F._xp(self.data).isfinite(self.data))
+
+    def argsort(self, dim=-1, descending=False):
+        """The indices that sort this tensor along `dim` (sort's indices)."""
+        return self.sort(dim, descending).indices
+
+    def flip(self, *dims):
+        """The elements in reverse order along each of `dims`, with the gradient flipped back."""
+        return shapes.flip(self, dims)
+
+    def index_select(self, dim, index):
+        """The slices along `dim` at the positions of `index`, a 1-D integer tensor; the
+        gradient adds each slice's back at its position (positions may repeat)."""
+        return shapes.index_select(self, dim, index)
 
     def repeat(self, *sizes):
         if not sizes:

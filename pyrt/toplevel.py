@@ -24,13 +24,14 @@ from pyrt.functional import (
 from pyrt.tensor import Tensor
 
 __all__ = [
-    "abs", "allclose", "argmax", "argmin", "bitwise_and", "bitwise_not", "bitwise_or",
-    "bitwise_xor", "ceil", "chunk", "clamp", "clone", "cos", "cumsum", "detach", "equal",
-    "exp", "expm1", "flatten", "floor", "floor_divide", "gather", "is_tensor", "log",
-    "log1p", "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min",
-    "minimum", "mm", "norm", "numel", "permute", "pow", "prod", "relu", "remainder",
-    "reshape", "round", "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "squeeze",
-    "std", "sum", "t", "tanh", "topk", "transpose", "unsqueeze", "var",
+    "abs", "all", "allclose", "any", "argmax", "argmin", "argsort", "bitwise_and",
+    "bitwise_not", "bitwise_or", "bitwise_xor", "ceil", "chunk", "clamp", "clone", "cos",
+    "cumsum", "detach", "equal", "exp", "expm1", "flatten", "flip", "floor", "floor_divide",
+    "gather", "index_select", "is_tensor", "isfinite", "isinf", "isnan", "log", "log1p",
+    "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mm",
+    "norm", "numel", "permute", "pow", "prod", "relu", "remainder", "reshape", "round",
+    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "squeeze", "std", "sum", "t", "tanh",
+    "topk", "transpose", "unsqueeze", "var",
 ]
 
 
@@ -47,10 +48,13 @@ def _method(name):
     return function
 
 
-# (abs, max, min, pow, round and sum take the builtins' names, as torch's do)
+# (abs, all, any, max, min, pow, round and sum take the builtins' names, as torch's do)
 abs = _method("abs")
+all = _method("all")
+any = _method("any")
 argmax = _method("argmax")
 argmin = _method("argmin")
+argsort = _method("argsort")
 ceil = _method("ceil")
 chunk = _method("chunk")
 clamp = _method("clamp")
@@ -61,8 +65,13 @@ detach = _method("detach")
 exp = _method("exp")
 expm1 = _method("expm1")
 flatten = _method("flatten")
+flip = _method("flip")
 floor = _method("floor")
 gather = _method("gather")
+index_select = _method("index_select")
+isfinite = _method("isfinite")
+isinf = _method("isinf")
+isnan = _method("isnan")
 log = _method("log")
 log1p = _method("log1p")
 log_softmax = _method("log_softmax")

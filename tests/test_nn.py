@@ -1176,6 +1176,8 @@ def test_loss_reductions_are_checked():
             F.nll_loss(pyrt.tensor([[1, 2]]), [0], reduction=reduction)
         with pytest.raises(TypeError, match="input must be a Tensor"):
             F.nll_loss(np.zeros((3, 4), F32), [0, 1, 2], reduction=reduction)
+        with pytest.raises(TypeError, match="target must be a tensor of class indices"):
+            F.nll_loss(z, None, reduction=reduction)
 
 
 def test_nn_functional_reads_as_torch():

@@ -925,3 +925,96 @@ def test_var_arguments():
         pyrt.tensor([1, 2]).var()
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.std(2)
+
+
+# ---- flip, index_select and the smaller conveniences -----------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=SHAPES, data=st.data(), seed=st.integers(0, 2**16))
+def test_flip_and_index_select_match_torch(shape, data, seed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape).astype(np.float32)
+    dims = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), max_size=len(shape),
+                              unique_by=lambda d: d % len(shape)))
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    index = rng.integers(0, shape[dim], data.draw(st.integers(0, 6)))  # repeats included
+    for name, p_op, t_op in (
+            ("flip", lambda t: t.flip(dims), lambda t: t.flip(dims)),
+            ("index_select", lambda t: t.index_select(dim, pyrt.tensor(index)),
+             lambda t: t.index_select(dim, torch.tensor(index)))):
+        p, q = leaf(x), torch.tensor(x, requires_grad=True)
+        got, want = p_op(p), t_op(q)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy(), err_msg=name)
+        w = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+        (got * pyrt.tensor(w)).sum().backward()
+        (want * torch.tensor(w)).sum().backward()
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6, atol=1e-6,
+                                   err_msg=name)
+
+
+def test_flip_and_index_select_errors_and_corners():
+    x = pyrt.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert x.flip(0, 1).tolist() == [[6.0, 5.0, 4.0], [3.0, 2.0, 1.0]]
+    assert x.flip().tolist() == x.tolist() and x.flip() is not x
+    assert pyrt.tensor(2.0).flip(0).item() == 2.0
+    assert x.index_select(1, pyrt.tensor(2)).tolist() == [[3.0], [6.0]]  # 0-d: keeps the dim
+    assert pyrt.tensor(3.0).index_select(0, pyrt.tensor([0])).shape == ()
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        x.flip(0, -2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.flip(2)
+    with pytest.raises(RuntimeError, match="out of range for dimension 1 with size 3"):
+        x.index_select(1, pyrt.tensor([3]))
+    with pytest.raises(RuntimeError, match="out of range"):
+        x.index_select(0, pyrt.tensor([-1]))
+    with pytest.raises(RuntimeError, match="int32/int64"):
+        x.index_select(0, pyrt.tensor([0.0]))
+    with pytest.raises(IndexError, match="vector"):
+        x.index_select(0, pyrt.tensor([[0]]))
+    with pytest.raises(TypeError, match="argument 'index' must be a Tensor"):
+        x.index_select(0, [0])
+    index = pyrt.tensor([0, 0])
+    w = leaf([1.0, 2.0])
+    out = w.index_select(0, index)
+    index.data[:] = 1  # written after the forward: the gradient still goes to position 0
+    out.sum().backward()
+    assert w.grad.tolist() == [2.0, 0.0]
+
+
+def test_conveniences_match_torch():
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.5, 0.0, -2.0], [np.nan, np.inf, 3.0]], np.float32)
+    p, q = pyrt.tensor(x), torch.tensor(x)
+    for name in ("isnan", "isinf", "isfinite"):
+        np.testing.assert_array_equal(getattr(p, name)().numpy(), getattr(q, name)().numpy())
+        np.testing.assert_array_equal(getattr(pyrt, name)(p).numpy(),
+                                      getattr(torch, name)(q).numpy())
+    for name in ("any", "all"):
+        for args in ((), (0,), (1, True), (-1,)):
+            got, want = getattr(p, name)(*args), getattr(q, name)(*args)
+            assert got.dtype == np.bool_
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert pyrt.tensor(0.0).any(0).item() is False
+    with pytest.raises(TypeError, match="keepdim"):
+        p.any(0, "yes")
+    ints = pyrt.tensor([3, 1, 2])
+    assert ints.argsort().tolist() == torch.tensor([3, 1, 2]).argsort().tolist()
+    assert ints.argsort(descending=True).tolist() == [0, 2, 1]
+    assert p.view_as(pyrt.zeros(3, 2)).shape == (3, 2)
+    assert ints.type_as(p).dtype == np.float32
+    assert pyrt.tensor([1.5, -2.5]).type_as(ints).tolist() == [1, -2]
+    for name, args in (("new_zeros", ((2, 3),)), ("new_ones", (2,)), ("new_empty", (4,)),
+                       ("new_full", ((2,), 7)), ("new_tensor", ([1, 2],))):
+        for source, ref in ((p, q), (ints, torch.tensor([3, 1, 2]))):
+            got, want = getattr(source, name)(*args), getattr(ref, name)(*args)
+            assert got.shape == tuple(want.shape) and got.dtype == source.dtype, name
+            if name != "new_empty":
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert p.new_zeros(2, dtype=pyrt.int64).dtype == np.int64
+    assert p.new_ones(2, requires_grad=True).requires_grad
+    with pytest.raises(TypeError, match="argument 'other' must be a Tensor"):
+        p.view_as((3, 2))
+    with pytest.raises(TypeError, match="argument 'other' must be a Tensor"):
+        p.type_as(np.float32)
