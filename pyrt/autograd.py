@@ -199,7 +199,13 @@ class enable_grad(_GradModeContext):
 
 class inference_mode(_GradModeContext):
     """``with pyrt.inference_mode():`` is ``no_grad``: pyrt keeps no bookkeeping beyond the
-    graph that inference mode could also skip. ``inference_mode(False)`` records as usual."""
+    graph that inference mode could also skip. ``inference_mode(False)`` records as usual.
+    As a decorator it may go without parentheses, as torch's may."""
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # @pyrt.inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
 
     def __init__(self, mode=True):
         if not isinstance(mode, bool):

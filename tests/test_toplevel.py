@@ -125,6 +125,13 @@ def test_inference_mode_records_nothing():
         return t * 2
 
     assert not doubled(x).requires_grad and (x * 2).requires_grad
+
+    @pyrt.inference_mode
+    def tripled(t):
+        return t * 3
+
+    assert not tripled(x).requires_grad and tripled(x).tolist() == [3.0, 3.0]
+    assert pyrt.is_grad_enabled()
     with pytest.raises(TypeError, match="mode must be a bool"):
         pyrt.inference_mode("yes")
 
