@@ -738,6 +738,7 @@ class Tensor:
         tensor, the elementwise maximum of the two (pyrt.maximum)."""
         if isinstance(dim, Tensor):
             return F.maximum(self, dim)
+        self._check_reducible(dim, "max")
         if self._exact():
             return self._exact_extreme(dim, keepdim, "max", max_result)
         if dim is None:
@@ -749,12 +750,27 @@ class Tensor:
         tensor, the elementwise minimum of the two (pyrt.minimum)."""
         if isinstance(dim, Tensor):
             return F.minimum(self, dim)
+        self._check_reducible(dim, "min")
         if self._exact():
             return self._exact_extreme(dim, keepdim, "min", min_result)
         flipped = F.neg(self)  # min is -max(-x): its gradient goes to the first minimum
         if dim is None:
             return F.neg(F.max(flipped))
         return min_result(F.neg(F.max(flipped, dim, keepdim)), flipped.argmax(dim, keepdim))
+
+    def _check_reducible(self, dim, name):
+        """PyTorch's errors for max or min over no elements: there is no value to give."""
+        if self.data.size:
+            return
+        if dim is None:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        axes = F.reduction_axes(dim, self.data.ndim)
+        for axis in axes if isinstance(axes, tuple) else (axes,):
+            if axis is not None and self.data.shape[axis] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero "
+                                 f"size.")
 
     def _exact_extreme(self, dim, keepdim, name, result):
         dim = None if dim is None else F.dim_index(dim, self.data.ndim)

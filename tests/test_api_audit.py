@@ -312,3 +312,18 @@ def test_deeply_nested_metadata_is_corrupt_not_a_recursion_error():
     buffer.seek(0)
     with pytest.raises(ValueError, match="nested too deeply"):
         pyrt.load(buffer)
+
+
+def test_max_and_min_over_no_elements_raise_as_torch():
+    for dtype in (pyrt.float32, pyrt.int64):
+        empty = pyrt.zeros(0, 3, dtype=dtype)
+        for name in ("max", "min"):
+            for args, error, message in (
+                    ((0,), IndexError, "reduction dim 0 to have non-zero size"),
+                    ((), RuntimeError, "reduction dim to be specified")):
+                with pytest.raises(error, match=message):
+                    getattr(torch.zeros(0, 3), name)(*args)
+                with pytest.raises(error, match=f"{name}\\(\\): Expected {message}"):
+                    getattr(empty, name)(*args)
+            values, indices = getattr(empty, name)(1)  # over 3 elements of no rows: empty
+            assert values.shape == indices.shape == (0,)
