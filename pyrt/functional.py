@@ -26,7 +26,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "tanh", "sigmoid", "relu",
     "abs", "clamp", "pow", "where", "matmul", "linear", "sum", "mean", "max", "reshape",
     "transpose", "index_rows", "log1p", "expm1", "sin", "cos", "round", "floor", "ceil",
-    "rpow", "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "sign", "sgn", "rpow", "floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "maximum", "minimum", "masked_fill", "cumsum", "prod", "norm",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
@@ -411,8 +411,8 @@ def _integer(value):
 def abs(x):
     xd = x.data
     xp = _xp(xd)
-    # the gradient is sign(x): 0 at 0, as PyTorch's
-    return _make(xp.abs(xd), (x,), lambda g: (g * xp.sign(xd),))
+    # the gradient is sign(x): 0 at 0 and at nan, as PyTorch's
+    return _make(xp.abs(xd), (x,), lambda g: (g * sign_of(xp, xd),))
 
 
 def clamp(x, min=None, max=None):
@@ -1044,6 +1044,9 @@ from pyrt.pointwise import (  # noqa: E402
     remainder,
     round,
     rpow,
+    sgn,
+    sign,
+    sign_of,
     sin,
 )
 from pyrt.reductions import cumsum, norm, prod  # noqa: E402

@@ -26,6 +26,7 @@ from pyrt.functional import (
     _xp,
 )
 from pyrt.ops._checks import F32
+from pyrt.pointwise import sign_of
 
 __all__ = ["binary_cross_entropy", "huber_loss", "kl_div", "l1_loss", "smooth_l1_loss"]
 
@@ -88,13 +89,13 @@ def _difference_backward(input, target, slope, xp):
 
 def l1_loss(input, target, *, reduction="mean"):
     """|input - target| of each element, reduced; the gradient is sign(input - target) (0
-    where they are equal, as in PyTorch)."""
+    where they are equal or either is nan, as in PyTorch)."""
     _check_reduction(reduction)
     input, target = _operands("l1_loss", input, target)
     xp = _xp(input.data)
     d = input.data - target.data
     return _reduced(xp.abs(d), reduction, (input, target),
-                    _difference_backward(input, target, lambda: xp.sign(d), xp))
+                    _difference_backward(input, target, lambda: sign_of(xp, d), xp))
 
 
 def smooth_l1_loss(input, target, *, reduction="mean", beta=1.0):

@@ -1,5 +1,6 @@
 """Pointwise functions computed with array operations (NumPy's on the CPU, CuPy's on the
-GPU), each with its gradient beside it: log1p, expm1, sin and cos; round, floor and ceil; a
+GPU), each with its gradient beside it: log1p, expm1, sin and cos; round, floor, ceil and
+sign; a
 number raised to a tensor's power; floor division, remainder and the bitwise ops, typed and
 checked as PyTorch does; maximum and minimum. ``pyrt.functional`` exports them beside its
 other ops."""
@@ -24,7 +25,7 @@ from pyrt.ops._checks import F32, I64
 __all__ = [
     "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_shape", "ceil",
     "cos", "expm1", "floor", "floor_divide", "log1p", "maximum", "minimum", "remainder",
-    "round", "rpow", "sin",
+    "round", "rpow", "sgn", "sign", "sin",
 ]
 
 
@@ -123,6 +124,25 @@ def floor(x):
 
 def ceil(x):
     return _rounding(x, "ceil", lambda xp, v: xp.ceil(v))
+
+
+def sign_of(xp, v):
+    """-1, 0 or 1 by the sign of each element of array `v`, in its dtype: 0 for zeros of
+    either sign and for nan, as PyTorch's sign (NumPy's gives nan there)."""
+    return (v > 0).astype(v.dtype) - (v < 0).astype(v.dtype)
+
+
+def sign(x):
+    """-1, 0 or 1 by the sign of each element, 0 for nan, in the tensor's dtype (bools stay
+    bools: their own sign); zero gradient, as PyTorch's."""
+    xd = _input_array(x, "sign")
+    if xd.dtype.kind == "b":
+        return _make(xd.copy(), (x,), None)
+    xp = _xp(xd)
+    return _make(sign_of(xp, xd), (x,), lambda g: (xp.zeros(g.shape, F32),), reads=False)
+
+
+sgn = sign  # the same for real tensors, as in PyTorch
 
 
 def rpow(base, exponent):

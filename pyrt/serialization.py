@@ -6,7 +6,10 @@ A file holds:
 
 - ``meta``: one JSON string, the object with every array replaced by a reference
   ``{"__array__": "a3"}`` (``__tensor__`` for a Tensor, with ``"requires_grad": true`` when
-  it does; ``__scalar__`` for a NumPy scalar); dicts are stored as lists of key/value pairs
+  it does; ``__scalar__`` for a NumPy scalar); an array met twice (one tensor under two
+  names, a tensor and its detached copy) is stored once, referred to twice, and loads as
+  one array (tensors that share data share it again; one tensor is one tensor again), as
+  torch.save keeps shared storage; views of one another are stored apart; dicts are stored as lists of key/value pairs
   (``{"__dict__": [[k, v], ...]}``) so that integer keys, such as an optimizer's parameter
   indices, come back as integers, and tuples as ``{"__tuple__": [...]}``. The top level is a
   dict naming the format and its version: pyrt.save stores ``{"format": "pyrt", "version": 1,
@@ -39,20 +42,21 @@ CHECKPOINT_FORMAT = "pyrt-checkpoint"  # what pyrt.load also reads: the CLI's ch
 MAX_DEPTH = 100
 
 
-def _encode(obj, arrays, depth=0):
+def _encode(obj, arrays, depth=0, stored=None):
     """`obj` as JSON, its arrays appended to `arrays`; `depth`: the containers around it
-    (the top-level dict of the file is the first)."""
+    (the top-level dict of the file is the first); `stored`: the name under which each array
+    already in `arrays` went, by id, so that an array (or a tensor's data) met twice is
+    stored once and loads as one array again, as torch.save keeps shared storage."""
+    stored = {} if stored is None else stored
     if isinstance(obj, Tensor):
-        arrays.append(np.asarray(_move(obj.data, "cpu")))
-        ref = {"__tensor__": f"a{len(arrays) - 1}"}
+        ref = {"__tensor__": _store(obj.data, arrays, stored, cpu=True)}
         if obj.requires_grad:
             ref["requires_grad"] = True
         return ref
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:
             raise TypeError("cannot store an array of Python objects (dtype object)")
-        arrays.append(obj)
-        return {"__array__": f"a{len(arrays) - 1}"}
+        return {"__array__": _store(obj, arrays, stored)}
     if isinstance(obj, np.generic):
         arrays.append(np.asarray(obj))
         return {"__scalar__": f"a{len(arrays) - 1}"}
@@ -61,12 +65,12 @@ def _encode(obj, arrays, depth=0):
                          f"container that contains itself)")
     depth += 1
     if isinstance(obj, dict):
-        return {"__dict__": [[_encode(k, arrays, depth), _encode(v, arrays, depth)]
-                             for k, v in obj.items()]}
+        return {"__dict__": [[_encode(k, arrays, depth, stored),
+                              _encode(v, arrays, depth, stored)] for k, v in obj.items()]}
     if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, arrays, depth) for v in obj]}
+        return {"__tuple__": [_encode(v, arrays, depth, stored) for v in obj]}
     if isinstance(obj, list):
-        return [_encode(v, arrays, depth) for v in obj]
+        return [_encode(v, arrays, depth, stored) for v in obj]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     raise TypeError(f"cannot store a {type(obj).__name__}: pyrt.save takes tensors, NumPy "
@@ -74,26 +78,52 @@ def _encode(obj, arrays, depth=0):
                     f"of them")
 
 
-def _decode(obj, arrays, device):
+def _store(array, arrays, stored, cpu=False):
+    """The name of `array` in the file: appended to `arrays` (a copy on the CPU if `cpu`)
+    the first time it is met. `stored` holds (name, array) by id: the array kept alive, so
+    that its id cannot pass to another array while the file is written."""
+    seen = stored.get(id(array))
+    if seen is not None:
+        return seen[0]
+    name = f"a{len(arrays)}"
+    arrays.append(np.asarray(_move(array, "cpu")) if cpu else array)
+    stored[id(array)] = (name, array)
+    return name
+
+
+def _decode(obj, arrays, device, made=None):
+    """The object `obj` of the metadata describes, its arrays from `arrays`, tensors on
+    `device`; `made`: the tensors' arrays and the tensors made so far, by name, so that what
+    was one array or one tensor when saved is one again."""
+    made = {} if made is None else made
     if isinstance(obj, list):
-        return [_decode(v, arrays, device) for v in obj]
+        return [_decode(v, arrays, device, made) for v in obj]
     if not isinstance(obj, dict):
         return obj
     if "__dict__" in obj:
-        return {_decode(k, arrays, device): _decode(v, arrays, device) for k, v in obj["__dict__"]}
+        return {_decode(k, arrays, device, made): _decode(v, arrays, device, made)
+                for k, v in obj["__dict__"]}
     if "__tuple__" in obj:
-        return tuple(_decode(v, arrays, device) for v in obj["__tuple__"])
+        return tuple(_decode(v, arrays, device, made) for v in obj["__tuple__"])
     if "__array__" in obj:
         return arrays[obj["__array__"]]
     if "__tensor__" in obj:
-        data = np.require(arrays[obj["__tensor__"]], requirements="C")  # 0-d stays 0-d
+        name = obj["__tensor__"]
         requires_grad = obj.get("requires_grad") is True
-        # what pyrt.save writes, checked: Tensor() takes any array as it is
-        if data.dtype.kind not in "fiub":
-            raise ValueError(f"a tensor of dtype {data.dtype}")
+        tensor = made.get((name, requires_grad))
+        if tensor is not None:  # the same tensor again (a tied weight saved under two names)
+            return tensor
+        data = made.get(name)
+        if data is None:
+            data = np.require(arrays[name], requirements="C")  # 0-d stays 0-d
+            # what pyrt.save writes, checked: Tensor() takes any array as it is
+            if data.dtype.kind not in "fiub":
+                raise ValueError(f"a tensor of dtype {data.dtype}")
+            data = made[name] = _move(data, device)
         if requires_grad and data.dtype != np.float32:
             raise ValueError(f"a tensor of dtype {data.dtype} that requires grad")
-        return Tensor(_move(data, device), requires_grad=requires_grad)
+        tensor = made[(name, requires_grad)] = Tensor(data, requires_grad=requires_grad)
+        return tensor
     if "__scalar__" in obj:
         return arrays[obj["__scalar__"]][()]
     raise ValueError(f"unknown entry {sorted(obj)}")

@@ -652,6 +652,12 @@ class Tensor:
     def ceil(self):
         return F.ceil(self)
 
+    def sign(self):
+        return F.sign(self)
+
+    def sgn(self):
+        return F.sgn(self)
+
     def masked_fill(self, mask, value):
         return F.masked_fill(self, mask, value)
 
@@ -685,19 +691,37 @@ class Tensor:
         the mean over N - correction, correction 1 by default (Bessel's), 0 with
         unbiased=False. With N - correction <= 0 it is inf (nan where the sum is 0) and a
         warning, as in PyTorch. Differentiable."""
+        return self._variance("var", dim, unbiased, keepdim, correction)[0]
+
+    def _variance(self, name, dim, unbiased, keepdim, correction):
+        """(var's tensor, the axes reduced, keepdim, N - correction) for var or std (`name`,
+        the function the user called: its warning points at their call)."""
+        axes, keepdim, divisor = self._variance_arguments(name, dim, unbiased, keepdim,
+                                                          correction)
+        deviation = self - F.mean(self, axes, True)
+        squares = F.sum(deviation * deviation, axes, keepdim)
+        if not divisor > 0:  # as PyTorch: no degrees of freedom (or a nan correction): inf
+            # (0 / 0: nan)
+            warnings.warn(f"{name}(): degrees of freedom is <= 0: correction should be less "
+                          f"than the number of elements reduced", UserWarning, stacklevel=3)
+            return squares * math.inf, axes, keepdim, divisor
+        return squares * (1.0 / divisor), axes, keepdim, divisor
+
+    def _variance_arguments(self, name, dim, unbiased, keepdim, correction):
+        """var's and std's arguments checked: (the axes reduced, keepdim, N - correction)."""
         if self._exact():
             raise RuntimeError("std and var only support floating point and complex dtypes")
         if unbiased is not None and correction is not None:
-            raise TypeError("var(): give unbiased or correction, not both")
+            raise TypeError(f"{name}(): give unbiased or correction, not both")
         if unbiased is not None and not isinstance(unbiased, (bool, np.bool_)):
             # as PyTorch: 0 or "no" would otherwise read as Bessel's correction
-            raise TypeError(f"var(): argument 'unbiased' must be a bool, got "
+            raise TypeError(f"{name}(): argument 'unbiased' must be a bool, got "
                             f"{type(unbiased).__name__}")
-        keepdim = _flag(keepdim, "var", "keepdim")
+        keepdim = _flag(keepdim, name, "keepdim")
         if correction is None:
             correction = 0 if unbiased is False else 1
         if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
-            raise TypeError(f"var(): correction must be a number, got "
+            raise TypeError(f"{name}(): correction must be a number, got "
                             f"{type(correction).__name__}")
         # an empty list of dims is all of them, as torch.var reads it
         axes = None if dim is None else F.reduction_axes(dim, self.data.ndim, True)
@@ -706,22 +730,25 @@ class Tensor:
         else:
             n = math.prod(self.data.shape[a] for a in
                           (axes if isinstance(axes, tuple) else (axes,)))
-        deviation = self - F.mean(self, axes, True)
-        squares = F.sum(deviation * deviation, axes, keepdim)
-        divisor = n - correction
-        if divisor <= 0:  # as PyTorch: a sum over no degrees of freedom, inf (0 / 0: nan)
-            warnings.warn("var(): degrees of freedom is <= 0: correction should be less than "
-                          "the number of elements reduced", UserWarning, stacklevel=2)
-            return squares * math.inf
-        return squares * (1.0 / divisor)
+        return axes, keepdim, n - correction
 
     def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         """The standard deviation: the square root of var (same arguments). Where it is 0
         its gradient is 0, as PyTorch makes it, rather than the square root's infinite slope
         times a zero deviation."""
-        variance = self.var(dim, unbiased, keepdim, correction=correction)
+        variance, axes, keepdim, divisor = self._variance("std", dim, unbiased, keepdim,
+                                                          correction)
         xp = F._xp(variance.data)
         out = F._contiguous(xp.sqrt(variance.data))
+        if divisor > 0 and xp.isinf(out).any():
+            # deviations beyond 1.8e19 overflow float32's squares, not always their root:
+            # the root of a float64 sum of squares there, as PyTorch accumulates (the
+            # gradient, g times the deviation over divisor times this root, stays finite)
+            wide = self.data.astype(np.float64)
+            squares = xp.square(wide - wide.mean(axis=axes, keepdims=True))
+            root = xp.sqrt(squares.sum(axis=axes, keepdims=keepdim) / divisor)
+            with np.errstate(over="ignore"):
+                out = F._contiguous(xp.where(xp.isinf(out), root.astype(np.float32), out))
 
         def backward(g):
             flat = out == 0

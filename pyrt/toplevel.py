@@ -30,8 +30,8 @@ __all__ = [
     "gather", "index_select", "is_tensor", "isfinite", "isinf", "isnan", "log", "log1p",
     "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mm",
     "norm", "numel", "permute", "pow", "prod", "relu", "remainder", "reshape", "round",
-    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "squeeze", "std", "sum", "t", "tanh",
-    "topk", "transpose", "unsqueeze", "var",
+    "sgn", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "squeeze", "std",
+    "sum", "t", "tanh", "topk", "transpose", "unsqueeze", "var",
 ]
 
 
@@ -89,7 +89,9 @@ prod = _method("prod")
 relu = _method("relu")
 reshape = _method("reshape")
 round = _method("round")
+sgn = _method("sgn")
 sigmoid = _method("sigmoid")
+sign = _method("sign")
 sin = _method("sin")
 softmax = _method("softmax")
 sort = _method("sort")

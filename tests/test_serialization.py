@@ -42,6 +42,33 @@ def test_round_trip_of_nested_values(tmp_path):
     assert pyrt.load(buffer).tolist() == [0, 1, 2, 3]
 
 
+def test_what_was_shared_when_saved_is_shared_when_loaded(tmp_path):
+    """As torch.save keeps storage: one tensor under two names loads as one tensor, a
+    tensor and its detached copy share their data again, an array met twice is one array,
+    each stored once; tensors that only hold equal values stay apart."""
+    weight = pyrt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    array = np.arange(3.0)
+    value = {"encoder": weight, "decoder": weight, "frozen": weight.detach(),
+             "equal": pyrt.tensor([[1.0, 2.0], [3.0, 4.0]]), "array": array,
+             "arrays": [array, array]}
+    pyrt.save(value, tmp_path / "shared.pt")
+    with np.load(tmp_path / "shared.pt") as npz:
+        assert len([k for k in npz.files if k != "meta"]) == 3  # weight, equal, array
+    back = pyrt.load(tmp_path / "shared.pt")
+    assert back["encoder"] is back["decoder"] and back["encoder"].requires_grad
+    assert back["frozen"] is not back["encoder"] and not back["frozen"].requires_grad
+    assert back["array"] is back["arrays"][0] is back["arrays"][1]
+    back["frozen"].data[0, 0] = 9.0  # writes through to the tensor whose data it shares
+    assert back["encoder"].detach().numpy()[0, 0] == 9.0
+    assert back["equal"].numpy()[0, 0] == 1.0
+    # a model's tied weight, saved as its parameters, loads as one parameter
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 3))
+    model[1].weight = model[0].weight
+    pyrt.save(dict(model.named_parameters(remove_duplicate=False)), tmp_path / "tied.pt")
+    state = pyrt.load(tmp_path / "tied.pt")
+    assert state["0.weight"] is state["1.weight"]
+
+
 def test_a_saved_model_and_optimizer_resume_training_exactly(tmp_path):
     def make():
         pyrt.manual_seed(0)

@@ -4,6 +4,7 @@ and dims (hypothesis); then PyTorch's errors for bad input."""
 
 import math
 import operator
+import warnings
 
 import numpy as np
 import pytest
@@ -59,7 +60,10 @@ def assert_same(yp, yq, rtol=1e-5, atol=1e-6):
 
 
 def grad_or_zeros(t, shape):
-    return np.zeros(shape, np.float32) if t.grad is None else t.grad.numpy()
+    # torch's zero gradients (sign's) are ZeroTensors, which .numpy() refuses without force
+    if t.grad is None:
+        return np.zeros(shape, np.float32)
+    return t.grad.numpy(force=True) if isinstance(t, torch.Tensor) else t.grad.numpy()
 
 
 def against_torch(fn, *arrays, seed=0, rtol=1e-5, atol=1e-6, fn_torch=None):
@@ -100,7 +104,7 @@ def same_error(call_pyrt, call_torch, error):
 
 # ---- elementwise functions -------------------------------------------------------------------
 
-UNARY = ["log1p", "expm1", "sin", "cos", "round", "floor", "ceil"]
+UNARY = ["log1p", "expm1", "sin", "cos", "round", "floor", "ceil", "sign", "sgn"]
 
 
 @EXAMPLES
@@ -113,6 +117,47 @@ def test_unary_functions_and_their_gradients(shape, seed):
     # halves round to even, both ways
     halves = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5], np.float32)
     against_torch(lambda t: t.round(), halves)
+
+
+def test_sign_of_zeros_nan_integers_and_bools_as_torch():
+    special = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 2.0, -3.0], np.float32)
+    against_torch(lambda t: t.sign(), special)
+    against_torch(lambda t: t.sgn(), special)
+    assert_same(pyrt.sign(pyrt.tensor([3, -2, 0])), torch.sign(torch.tensor([3, -2, 0])))
+    assert_same(pyrt.sgn(pyrt.tensor([True, False])), torch.sgn(torch.tensor([True, False])))
+    with pytest.raises(TypeError, match="'input' must be a Tensor"):
+        pyrt.sign([1.0])
+
+
+def test_abs_and_l1_loss_gradients_at_nan_and_zero_as_torch():
+    """Their gradient is the sign: 0 where the value (or difference) is 0 or nan."""
+    x = np.array([np.nan, 0.0, 1.5, -2.0], np.float32)
+    target = np.array([0.0, 0.0, 1.5, 1.0], np.float32)
+    against_torch(lambda t: t.abs(), x)
+    against_torch(lambda a, b: pyrt.nn.functional.l1_loss(a, b),
+                  x, target, fn_torch=lambda a, b: torch.nn.functional.l1_loss(a, b))
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_std_of_values_whose_variance_overflows_float32(dim):
+    """Deviations past 1.8e19 square beyond float32; the root of their mean need not: std
+    is finite as torch's (which accumulates in double), var inf, the gradient finite."""
+    x = np.array([[1e20, -1e20, 3e19], [1.0, 2.0, 3.0]], np.float32)
+    (got,) = against_torch(lambda t: t.std(dim, keepdim=True), x, rtol=1e-5, atol=0)
+    assert np.isfinite(got.detach().numpy()).all()
+    assert_same(pyrt.tensor(x).var(dim), torch.tensor(x).var(dim))
+
+
+@pytest.mark.parametrize("correction", [math.nan, 2, 5.5])
+def test_var_and_std_without_degrees_of_freedom_are_inf_with_a_warning(correction):
+    x = np.array([1.0, 2.0], np.float32)
+    for name in ("var", "std"):
+        with pytest.warns(UserWarning, match=f"{name}\\(\\): degrees of freedom"):
+            got = getattr(pyrt.tensor(x), name)(correction=correction)
+        with warnings.catch_warnings():  # torch warns for a whole correction, not for nan
+            warnings.simplefilter("ignore", UserWarning)
+            want = getattr(torch.tensor(x), name)(correction=correction)
+        assert_same(got, want)
 
 
 @pytest.mark.parametrize("decimals", [1, 2, 3, -1, -2])
