@@ -19,10 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
-KERNELS_BUILD = ROOT / "benchmarks" / "build" / "kernels"
-
 # Shared with `python -m pyrt bench scaling`, which lives in the package: machine facts,
 # timing passes, the C programs' builds, thread lists and markdown tables.
 from pyrt.bench import machine
@@ -31,6 +27,10 @@ from pyrt.bench.options import parse_thread_list
 from pyrt.bench.programs import STREAM_FLAGS, build_stream  # noqa: F401
 from pyrt.bench.report import markdown_table
 from pyrt.bench.timing import calls_per_sample, timed_passes  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+KERNELS_BUILD = ROOT / "benchmarks" / "build" / "kernels"
 
 # ---- command line ---------------------------------------------------------------------------
 
@@ -155,8 +155,8 @@ def timing_phrase(settings, stream=False):
                 "variants interleaved"
                 + (" (quick: a smoke test, not a measurement)" if settings["quick"] else ""))
     return (f"{settings['repeat']} timed passes after a warm-up"
-            + (f", in {min(STREAM_ROUNDS, settings['repeat'])} rounds with the STREAM ceiling's passes between "
-               "them" if stream else "")
+            + (f", in {min(STREAM_ROUNDS, settings['repeat'])} rounds with the STREAM "
+               "ceiling's passes between them" if stream else "")
             + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else ""))
 
 

@@ -2,12 +2,12 @@
 
 __version__ = "0.1.0"
 
-import sys  # noqa: E402
+import sys
 
-from pyrt import _threadpool  # noqa: E402,F401  (registers pyrt's pool with threadpoolctl)
+from pyrt import _threadpool  # noqa: F401  (registers pyrt's pool with threadpoolctl)
 
 try:
-    from pyrt.runtime import (  # noqa: E402
+    from pyrt.runtime import (
         cpu_count,
         get_num_threads,
         max_concurrency,
@@ -24,18 +24,18 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import functional, nn, optim  # noqa: E402
-from pyrt.ops._memory import empty_cache  # noqa: E402
-from pyrt.autograd import (  # noqa: E402
+from pyrt import functional, nn, optim
+from pyrt.autograd import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
 )
-from pyrt.shapes import cat, stack  # noqa: E402
+from pyrt.ops._memory import empty_cache
 from pyrt.serialization import load, save
-from pyrt.tensor import (  # noqa: E402
+from pyrt.shapes import cat, stack
+from pyrt.tensor import (
     Tensor,
     arange,
     bool_,
@@ -43,9 +43,9 @@ from pyrt.tensor import (  # noqa: E402
     empty_like,
     eye,
     float32,
+    from_numpy,
     full,
     full_like,
-    from_numpy,
     int64,
     linspace,
     manual_seed,
@@ -67,27 +67,33 @@ __all__ = [
     "arange",
     "bool_",
     "cat",
+    "cpu_count",
     "empty",
     "empty_cache",
     "empty_like",
-    "eye",
-    "full",
-    "full_like",
     "enable_grad",
-    "inference_mode",
+    "eye",
     "float32",
     "from_numpy",
-    "int64",
-    "linspace",
+    "full",
+    "full_like",
     "functional",
-    "nn",
-    "optim",
+    "get_num_threads",
+    "inference_mode",
+    "int64",
     "is_grad_enabled",
+    "linspace",
     "load",
     "manual_seed",
+    "max_concurrency",
+    "nn",
     "no_grad",
+    "num_threads",
     "ones",
     "ones_like",
+    "optim",
+    "parallel_for",
+    "parallel_reduce",
     "rand",
     "rand_like",
     "randint",
@@ -95,26 +101,20 @@ __all__ = [
     "randn_like",
     "save",
     "set_grad_enabled",
+    "set_num_threads",
     "stack",
     "tensor",
     "where",
     "zeros",
     "zeros_like",
-    "cpu_count",
-    "get_num_threads",
-    "max_concurrency",
-    "num_threads",
-    "parallel_for",
-    "parallel_reduce",
-    "set_num_threads",
 ]
 
 # the functions torch keeps at its top level (pyrt.exp(x), pyrt.sum(x, 1), ...), and the data
 # sets and loader; last but for the dtype names below, as some take builtins' names (abs,
 # max, min, pow, sum)
-from pyrt import data  # noqa: E402
-from pyrt.toplevel import *  # noqa: E402,F403
-from pyrt.toplevel import __all__ as _toplevel_all  # noqa: E402
+from pyrt import data
+from pyrt.toplevel import *  # noqa: F403
+from pyrt.toplevel import __all__ as _toplevel_all
 
 __all__ += ["data", *_toplevel_all]
 

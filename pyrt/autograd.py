@@ -14,7 +14,7 @@ import threading
 
 from pyrt.runtime import carry_thread_state
 
-__all__ = ["no_grad", "enable_grad", "inference_mode", "is_grad_enabled", "set_grad_enabled"]
+__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 _NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
 _MARKS_MAX = 4096
@@ -144,7 +144,7 @@ class _GradModeContext(contextlib.ContextDecorator):
                         with _GradModeContext(mode):
                             gen.close()
                         raise
-                    except BaseException as exc:  # thrown in by the caller: pass it on
+                    except BaseException as exc:  # noqa: BLE001 (thrown in by the caller: pass it on)
                         with _GradModeContext(mode):
                             response = gen.throw(exc)
                     else:

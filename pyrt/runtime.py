@@ -15,13 +15,13 @@ import threading
 from pyrt._pyrt_cffi import ffi, lib
 
 __all__ = [
-    "get_num_threads",
-    "set_num_threads",
-    "num_threads",
     "cpu_count",
+    "get_num_threads",
     "max_concurrency",
+    "num_threads",
     "parallel_for",
     "parallel_reduce",
+    "set_num_threads",
 ]
 
 MAX_THREADS = lib.PYRT_MAX_THREADS
@@ -206,7 +206,7 @@ def carry_thread_state(get, set_):
 class _Job:
     """State shared by the chunks of one parallel call; C holds it through a cffi handle."""
 
-    __slots__ = ("fn", "combine", "leaf_size", "values", "error", "state")
+    __slots__ = ("combine", "error", "fn", "leaf_size", "state", "values")
 
     def __init__(self, fn, combine=None, leaf_size=0):
         self.fn = fn
@@ -252,7 +252,7 @@ def pyrt_py_range(ctx, start, stop):
         return 1
     try:
         job.call(job.fn, start, stop)
-    except BaseException as exc:  # KeyboardInterrupt too: it must reach the caller
+    except BaseException as exc:  # noqa: BLE001 (KeyboardInterrupt too: it must reach the caller)
         return job.fail(exc)
     return 0
 
@@ -265,7 +265,7 @@ def pyrt_py_leaf(ctx, start, stop, acc):
         return 1
     try:
         job.values[start] = job.call(job.fn, start, stop)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 (as in pyrt_py_range)
         return job.fail(exc)
     ffi.cast("int64_t *", acc)[0] = start
     return 0
@@ -280,7 +280,7 @@ def pyrt_py_combine(ctx, left, right):
     rkey = ffi.cast("int64_t *", right)[0]
     try:
         job.values[lkey] = job.call(job.combine, job.values[lkey], job.values.pop(rkey))
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 (as in pyrt_py_range)
         return job.fail(exc)
     return 0
 

@@ -9,9 +9,10 @@ A file holds:
   it does; ``__scalar__`` for a NumPy scalar); an array met twice (one tensor under two
   names, a tensor and its detached copy) is stored once, referred to twice, and loads as
   one array (tensors that share data share it again; one tensor is one tensor again), as
-  torch.save keeps shared storage; views of one another are stored apart; dicts are stored as lists of key/value pairs
-  (``{"__dict__": [[k, v], ...]}``) so that integer keys, such as an optimizer's parameter
-  indices, come back as integers, and tuples as ``{"__tuple__": [...]}``. The top level is a
+  torch.save keeps shared storage; views of one another are stored apart; dicts are stored
+  as lists of key/value pairs (``{"__dict__": [[k, v], ...]}``) so that integer keys, such
+  as an optimizer's parameter indices, come back as integers, and tuples as
+  ``{"__tuple__": [...]}``. The top level is a
   dict naming the format and its version: pyrt.save stores ``{"format": "pyrt", "version": 1,
   "value": obj}``, and the training CLI's checkpoints (pyrt/cli/checkpoint.py) their state
   beside ``"format": "pyrt-checkpoint"``;

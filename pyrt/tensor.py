@@ -15,15 +15,36 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt import shapes
-from pyrt.autograd import mark_modified
 from pyrt.autograd import _state as _grad_mode
-from pyrt.autograd import run_backward
+from pyrt.autograd import mark_modified, run_backward
 from pyrt.pointwise import checked_flag as _flag
 
-__all__ = ["Tensor", "tensor", "zeros", "ones", "randn", "rand", "empty", "arange", "where",
-           "manual_seed", "from_numpy", "float32", "int64", "bool_", "zeros_like", "ones_like",
-           "empty_like", "full", "full_like", "rand_like", "randn_like", "randint", "eye",
-           "linspace"]
+__all__ = [
+    "Tensor",
+    "arange",
+    "bool_",
+    "empty",
+    "empty_like",
+    "eye",
+    "float32",
+    "from_numpy",
+    "full",
+    "full_like",
+    "int64",
+    "linspace",
+    "manual_seed",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "tensor",
+    "where",
+    "zeros",
+    "zeros_like",
+]
 
 # The dtypes a tensor holds, under PyTorch's names: NumPy's dtype objects, which Tensor.dtype
 # returns, so that ``x.dtype == pyrt.float32`` and ``x.to(pyrt.int64)`` read as with torch.
@@ -100,8 +121,15 @@ class Tensor:
     # _epoch, set by the op that made a tensor (functional._make), for graph nodes only: the
     # count of in-place writes then if its backward reads its inputs, else infinite
     # (pyrt.autograd: mark_modified)
-    __slots__ = ("data", "_grad", "_requires_grad", "_parents", "_backward", "_epoch",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_backward",
+        "_epoch",
+        "_grad",
+        "_parents",
+        "_requires_grad",
+        "data",
+    )
 
     def __init__(self, data, requires_grad=False):
         # an array (NumPy's, CuPy's) is wrapped as it is, sharing its memory: pyrt's ops make

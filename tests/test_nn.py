@@ -551,8 +551,8 @@ def test_a_forward_set_on_an_instance_is_called_inside_sequential():
         calls = []
         original = seq[patched].forward
 
-        def wrapped(*args, _original=original, **kwargs):
-            calls.append(1)
+        def wrapped(*args, _original=original, _calls=calls, **kwargs):
+            _calls.append(1)
             return _original(*args, **kwargs) * 2
 
         seq[patched].forward = wrapped
@@ -1649,7 +1649,7 @@ def test_manual_sgd_with_in_place_operators_matches_torch():
     ours = nn.Linear(3, 2)
     theirs = torch.nn.Linear(3, 2)
     copy_to_torch(ours, theirs)
-    for step in range(3):
+    for _ in range(3):
         for model, lib in ((ours, pyrt), (theirs, torch)):
             model.zero_grad()
             mse = F.mse_loss if lib is pyrt else torch.nn.functional.mse_loss

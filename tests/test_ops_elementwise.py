@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops.elementwise import (
     add,
     addcmul,

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops.linalg import matmul, sgemm_kernel
 
 EPS = np.finfo(np.float32).eps

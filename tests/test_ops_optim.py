@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops.optim import adam_step, sgd_step
 
 F32 = np.float32

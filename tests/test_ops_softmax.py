@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt._pyrt_cffi import ffi, lib
 from pyrt.ops.softmax import (
     binary_cross_entropy_with_logits,
     cross_entropy,

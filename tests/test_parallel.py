@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import lib
 
 import pyrt
-from pyrt._pyrt_cffi import lib
 
 THREADS = [1, 2, 3, 4, 8]
 
@@ -165,7 +165,7 @@ def test_exception_stops_remaining_chunks():
 @pytest.mark.parametrize("side", ["leaf_left", "leaf_right", "combine"])
 def test_reduce_exception_from_either_side(side):
     def fn(a, b):
-        if side == "leaf_left" and a == 0 or side == "leaf_right" and b == 1000:
+        if (side == "leaf_left" and a == 0) or (side == "leaf_right" and b == 1000):
             raise Boom(side)
         return b - a
 
@@ -208,7 +208,7 @@ def test_concurrent_callers_from_eight_threads():
                 n = 500 + 37 * k + rep
                 counts = np.zeros(n, dtype=np.int64)
 
-                def body(a, b):
+                def body(a, b, counts=counts):
                     counts[a:b] += 1
 
                 pyrt.parallel_for(n, body, grain=1 + k)
@@ -217,7 +217,7 @@ def test_concurrent_callers_from_eight_threads():
                                              lambda x, y: x + y, grain=9)
                 assert total == n * (n - 1) // 2
             results[k] = True
-        except BaseException as exc:  # reported below
+        except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
 
     with pyrt.num_threads(2):

@@ -383,7 +383,7 @@ def test_set_grad_enabled_applies_when_called():
                 assert not lib.is_grad_enabled()
 
             @lib.set_grad_enabled(False)
-            def recording():
+            def recording(lib=lib):
                 return lib.is_grad_enabled()
 
             assert lib.is_grad_enabled()  # decorating applies nothing

@@ -795,7 +795,8 @@ def test_factories_take_a_dtype():
 
 @settings(max_examples=60, deadline=None)
 @given(start=st.one_of(st.integers(-20, 20), st.floats(-20, 20).map(lambda v: round(v, 2))),
-       end=st.one_of(st.none(), st.integers(-20, 20), st.floats(-20, 20).map(lambda v: round(v, 2))),
+       end=st.one_of(st.none(), st.integers(-20, 20),
+                     st.floats(-20, 20).map(lambda v: round(v, 2))),
        step=st.one_of(st.integers(-5, 5), st.sampled_from([0.25, -0.5, 1.5, 0.1])))
 def test_arange_matches_torch(start, end, step):
     torch = pytest.importorskip("torch")

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyrt._pyrt_cffi import ffi
 
 import pyrt
 from pyrt import nn, optim
-from pyrt._pyrt_cffi import ffi
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.ops.optim import adam_step, sgd_step
 
@@ -363,6 +363,7 @@ def test_linear_chain_reuses_output_arrays_nobody_holds():
         model.zero_grad()
         loss = model(x).sum()  # the output itself is held by the loss's graph only
         loss.backward()
+        assert np.isclose(loss.item(), ref.sum(), rtol=1e-5, atol=1e-6)
         arrays.add(id(model.__dict__["_plan"][1][0][0]._reuse.outs[0][1]))
     assert len(arrays) == 1
     # a loop that keeps each output until the next one replaces it: two arrays in turn, and

@@ -178,8 +178,8 @@ def markdown(report):
          "pyrt fwd+bwd", "torch fwd+bwd", "pyrt/torch"], cells)
     method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
               "Backward is all three gradients of a convolution or a batch norm, the input "
-              "gradient of a pooling. `pyrt/torch` is pyrt's time over torch's at the same thread count "
-              "(below 1: pyrt is faster); the target is 0.8 or less.")
+              "gradient of a pooling. `pyrt/torch` is pyrt's time over torch's at the same "
+              "thread count (below 1: pyrt is faster); the target is 0.8 or less.")
     return harness.markdown_report(
         report, "conv2d, max_pool2d and batch_norm: pyrt.ops against PyTorch",
         f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],

@@ -57,10 +57,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
+from benchmarks.kernels.blas_child import BlasChild  # noqa: E402
 from pyrt.bench.kernels import MLP_GEMMS, gemm_close, gemm_operands, gemm_variants  # noqa: E402
 from pyrt.ops.linalg import sgemm_kernel  # noqa: E402
-
-from benchmarks.kernels.blas_child import BlasChild  # noqa: E402
 
 # Between two timed samples: libgomp's threads keep spinning for a few milliseconds after a
 # call, and OpenBLAS's for 2^28 cycles, about 0.1 s here, which would eat into the next

@@ -31,10 +31,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from pyrt._pyrt_cffi import ffi, lib  # noqa: E402
+
 import benchmarks._harness as harness  # noqa: E402
 import pyrt  # noqa: E402
 from pyrt import ops  # noqa: E402
-from pyrt._pyrt_cffi import ffi, lib  # noqa: E402
 
 PAUSE_S = 0.005
 WAYS = ("pyrt.ops", "C call", "NumPy", "torch")

@@ -6,9 +6,9 @@ one sample after a warm-up. A workload's `repeat` samples per (variant, thread c
 in rounds, each round running every variant at every thread count once, so that drift on a
 shared machine over the workload's runs (other jobs, clock changes) spreads over all thread
 counts and peers instead of landing on one of them: a slower spell that fell on the 2-thread
-runs alone would pass for a loss of scaling. Every process gets the thread count through PYRT_NUM_THREADS,
-OMP_NUM_THREADS and TBB_NUM_THREADS (the worker sets torch's, numexpr's and the BLAS's from
-there), so that no two runtimes' pools ever meet in one process.
+runs alone would pass for a loss of scaling. Every process gets the thread count through
+PYRT_NUM_THREADS, OMP_NUM_THREADS and TBB_NUM_THREADS (the worker sets torch's, numexpr's and
+the BLAS's from there), so that no two runtimes' pools ever meet in one process.
 
 Each process runs in a session, and so a process group, of its own: a Ctrl-C at the terminal
 reaches only this process, whose handler (pyrt.cli.interrupt.StopOnInterrupt) just raises a

@@ -8,8 +8,18 @@ import math
 
 from pyrt.tensor import generator
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-           "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_"]
+__all__ = [
+    "calculate_gain",
+    "constant_",
+    "kaiming_normal_",
+    "kaiming_uniform_",
+    "normal_",
+    "ones_",
+    "uniform_",
+    "xavier_normal_",
+    "xavier_uniform_",
+    "zeros_",
+]
 
 
 def calculate_gain(nonlinearity, param=None):

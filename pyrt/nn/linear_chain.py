@@ -43,7 +43,7 @@ _ndarray = np.ndarray
 class _Tables:
     """Pointers to the parameter arrays of one set of arrays, and those arrays, kept alive."""
 
-    __slots__ = ("weights", "biases", "keep")
+    __slots__ = ("biases", "keep", "weights")
 
     def __init__(self, weights, biases):
         self.keep = [_from_buffer(_FLOATS, w) for w in weights]

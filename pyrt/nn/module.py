@@ -290,7 +290,8 @@ class Module:
     def train(self, mode=True):
         """Set training mode (True) or evaluation mode (False) here and in every descendant."""
         if not isinstance(mode, bool):
-            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+            raise ValueError(  # noqa: TRY004 (PyTorch's ValueError)
+                f"training mode is expected to be boolean, got {mode!r}")
         self.training = mode
         for module in self.children():
             module.train(mode)

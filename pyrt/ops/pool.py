@@ -36,7 +36,7 @@ from pyrt.ops.conv import (
     _remember,
 )
 
-__all__ = ["max_pool2d", "max_pool2d_backward", "avg_pool2d", "avg_pool2d_backward"]
+__all__ = ["avg_pool2d", "avg_pool2d_backward", "max_pool2d", "max_pool2d_backward"]
 
 
 def _pool_geometry(x_shape, kernel_size, stride, padding, ceil_mode=False,

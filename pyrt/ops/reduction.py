@@ -27,7 +27,7 @@ from pyrt.ops._checks import (
 )
 from pyrt.ops._memory import empty
 
-__all__ = ["sum", "mean", "max", "argmax"]
+__all__ = ["argmax", "max", "mean", "sum"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer

@@ -23,7 +23,7 @@ from pyrt.ops._checks import (
 )
 from pyrt.ops._memory import empty, in_and_result
 
-__all__ = ["softmax", "log_softmax", "cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["binary_cross_entropy_with_logits", "cross_entropy", "log_softmax", "softmax"]
 
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer

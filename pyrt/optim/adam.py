@@ -2,6 +2,8 @@
 (decoupled weight decay); each parameter is updated by one fused kernel pass
 (pyrt.ops.adam_step)."""
 
+from typing import ClassVar
+
 import numpy as np
 
 from pyrt import ops
@@ -108,7 +110,7 @@ class AdamW(Adam):
     without weight decay. ``weight_decay`` defaults to 1e-2."""
 
     # torch.optim.AdamW saves decoupled_weight_decay=True, which is what this one does
-    _OFF = {**Adam._OFF, "decoupled_weight_decay": (True,)}
+    _OFF: ClassVar[dict] = {**Adam._OFF, "decoupled_weight_decay": (True,)}
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

@@ -8,6 +8,7 @@ first update.
 
 import copy
 from collections import defaultdict
+from typing import ClassVar
 
 import numpy as np
 
@@ -249,7 +250,7 @@ class Optimizer:
 
     # options of torch.optim that this optimizer does not implement, with the values that
     # mean "off": a state saved with them off loads (they are dropped), with one on it fails
-    _OFF = {"maximize": (False,), "foreach": (None, False), "fused": (None, False),
+    _OFF: ClassVar[dict] = {"maximize": (False,), "foreach": (None, False), "fused": (None, False),
             "differentiable": (False,), "capturable": (False,), "amsgrad": (False,),
             "decoupled_weight_decay": (False,)}
 

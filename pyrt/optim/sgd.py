@@ -3,8 +3,8 @@ torch.optim.SGD; each parameter is updated by one fused kernel pass (pyrt.ops.sg
 
 import numpy as np
 
-from pyrt.autograd import new_write, write_key
 from pyrt._pyrt_cffi import ffi, lib
+from pyrt.autograd import new_write, write_key
 from pyrt.ops._checks import F32, check_rc
 from pyrt.ops.optim import _grad, _in_place, sgd_hyperparameters
 from pyrt.optim.optimizer import Optimizer

@@ -130,7 +130,7 @@ def _plan(a, b, out, alpha, beta):
         return _Plan("fill", shape)
     layout_a, layout_b = _layout_of(a), _layout_of(b)
     if (layout_a is None or layout_b is None
-            or out is not None and (out.strides[-1] != 4 and n > 1 or min(out.strides) < 0)):
+            or (out is not None and ((out.strides[-1] != 4 and n > 1) or min(out.strides) < 0))):
         return _Plan("copy", shape)
     (trans_a, lda), (trans_b, ldb) = layout_a, layout_b
     target = out if out is not None else _Contiguous(shape)
@@ -223,7 +223,7 @@ def _through_copies(a, b, out, alpha, beta, shape):
     if _layout_of(b) is None:
         b = cupy.ascontiguousarray(b)
     target = out
-    if out is not None and (out.strides[-1] != 4 and shape[-1] > 1 or min(out.strides) < 0):
+    if out is not None and ((out.strides[-1] != 4 and shape[-1] > 1) or min(out.strides) < 0):
         target = cupy.ascontiguousarray(out) if beta != 0.0 else cupy.empty(shape, F32)
     res = _cublas_matmul(a, b, target, alpha, beta)
     if out is None:
@@ -291,7 +291,7 @@ def gemm(a, b, *, out=None, alpha=1.0, beta=0.0):
     if out.size == 0:
         return out
     target = out
-    if out.strides[-1] != out.itemsize and n > 1 or any(s < 0 for s in out.strides):
+    if (out.strides[-1] != out.itemsize and n > 1) or any(s < 0 for s in out.strides):
         target = cupy.ascontiguousarray(out) if beta != 0.0 else cupy.empty(shape, np.float32)
     a, trans_a, lda = _layout(a)
     b, trans_b, ldb = _layout(b)
