@@ -450,7 +450,10 @@ def sigmoid(x):
     return _unary(lib.PYRT_SIGMOID, x)
 
 
-def relu(x):
+def relu(x, inplace=False):
+    if inplace:  # (the message of activations.refuse_inplace, which imports this module)
+        raise ValueError("relu(inplace=True) is not supported: pyrt writes the result to a "
+                         "new tensor")
     return _unary(lib.PYRT_RELU, x)
 
 

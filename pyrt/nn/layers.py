@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from pyrt import functional as F
+from pyrt.activations import refuse_inplace
 from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import FORWARD_PATCHES, Module
@@ -328,6 +329,11 @@ class Unflatten(Module):
 
 class ReLU(Module):
     _tensor_input = True
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        refuse_inplace("ReLU", inplace)  # as the other activations with torch's argument
+        self.inplace = False
 
     def forward(self, x):
         return F.relu(x)
