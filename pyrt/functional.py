@@ -29,6 +29,8 @@ from pyrt.ops.softmax import (
 
 __all__ = [
     "abs",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
     "add",
     "avg_pool2d",
     "batch_norm",
@@ -42,6 +44,7 @@ __all__ = [
     "clamp",
     "conv2d",
     "cos",
+    "cosine_similarity",
     "cross_entropy",
     "cumsum",
     "div",
@@ -75,7 +78,10 @@ __all__ = [
     "neg",
     "nll_loss",
     "norm",
+    "normalize",
+    "one_hot",
     "pad",
+    "pairwise_distance",
     "pow",
     "prod",
     "relu",
@@ -1086,6 +1092,7 @@ def mse_loss(input, target, *, reduction="mean"):
 # more losses (pyrt/loss_functions.py)
 
 from pyrt.activations import elu, gelu, hardtanh, leaky_relu, silu, softplus  # noqa: E402
+from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
 from pyrt.loss_functions import (  # noqa: E402
     binary_cross_entropy,
@@ -1120,3 +1127,9 @@ from pyrt.pointwise import (  # noqa: E402
 from pyrt.reductions import cumsum, norm, prod  # noqa: E402
 from pyrt.selection import masked_fill, scalar_as, where  # noqa: E402,F401 (scalar_as: pyrt.tensor)
 from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402
+from pyrt.vector_functions import (  # noqa: E402
+    cosine_similarity,
+    normalize,
+    one_hot,
+    pairwise_distance,
+)

@@ -3,6 +3,7 @@
 
 from pyrt.nn import functional, init, utils
 from pyrt.nn.activations import ELU, GELU, Hardtanh, LeakyReLU, SiLU, Softplus
+from pyrt.nn.adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from pyrt.nn.embedding import Embedding
 from pyrt.nn.layers import (
@@ -38,10 +39,10 @@ from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 
 __all__ = [
-    "ELU", "GELU", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Hardtanh",
-    "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LeakyReLU", "Linear", "LogSoftmax",
-    "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "NLLLoss", "Parameter",
-    "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",
-    "Unflatten", "functional", "init", "utils",
+    "ELU", "GELU", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BCELoss",
+    "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
+    "Embedding", "Flatten", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
+    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
 ]

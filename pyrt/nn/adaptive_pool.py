@@ -1,0 +1,45 @@
+"""AdaptiveAvgPool2d and AdaptiveMaxPool2d: pooling to a fixed output size whatever the input's
+(pyrt.adaptive_pool), as in torch.nn."""
+
+from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d, output_size_pair
+from pyrt.nn.module import Module
+
+__all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+
+
+class _AdaptivePool2d(Module):
+    _function_name = None
+
+    def __init__(self, output_size):
+        super().__init__()
+        output_size_pair(output_size, self._function_name)  # a bad size fails here, not later
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptivePool2d):
+    """The mean over each of output_size bins of x [n, c, h, w] or [c, h, w]: an int, or a
+    pair of which None keeps that dim's size. AdaptiveAvgPool2d(1) is global average
+    pooling."""
+    _function_name = "adaptive_avg_pool2d"
+
+    def forward(self, input):
+        return adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool2d(_AdaptivePool2d):
+    """The maximum over each of output_size bins of x [n, c, h, w] or [c, h, w]; with
+    return_indices the layer returns (maxima, indices), the flat index of each maximum within
+    its h * w plane."""
+    _function_name = "adaptive_max_pool2d"
+
+    def __init__(self, output_size, return_indices=False):
+        if not isinstance(return_indices, bool):
+            raise TypeError(f"return_indices must be a bool, got {return_indices!r}")
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return adaptive_max_pool2d(input, self.output_size, self.return_indices)
