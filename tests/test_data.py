@@ -454,14 +454,27 @@ def test_loader_errors(kwargs, error, match):
         DataLoader(**kwargs)
 
 
-def test_loader_takes_its_epoch_at_iter_and_refuses_a_list_of_samples():
+def test_loader_takes_its_epoch_at_iter():
     x, y = _arrays(10)
     loader = DataLoader((x, y), 4, shuffle=True, seed=1)
     first = iter(loader)
     loader.set_epoch(5)  # after iter(): the iteration already has its epoch
     np.testing.assert_array_equal(next(first)[1].numpy(), loader.order(0)[:4])
-    with pytest.raises(TypeError, match="list of \\(input, target\\) samples"):
-        DataLoader([(x[i], y[i]) for i in range(10)], 4)
+
+
+def test_loader_reads_a_list_as_samples():
+    # a list is a map-style data set, as in torch: its (input, target) samples are collated
+    # into the batches the same data as columns, a tuple of arrays, gives
+    x, y = _arrays(10)
+    samples = DataLoader([(x[i], y[i]) for i in range(10)], 4, shuffle=True, seed=3)
+    columns = DataLoader((x, y), 4, shuffle=True, seed=3)
+    for (sx, sy), (cx, cy) in zip(samples, columns, strict=True):
+        np.testing.assert_array_equal(sx.numpy(), cx.numpy())
+        np.testing.assert_array_equal(sy.numpy(), cy.numpy())
+        assert sx.dtype == cx.dtype and sy.dtype == cy.dtype
+    # the old spelling of columns, [x, y], now fails to collate, and the error says why
+    with pytest.raises(ValueError, match="different shapes.*pass a tuple to batch arrays"):
+        next(iter(DataLoader([x, y], 2)))
 
 
 def test_discovery_errors_say_what_is_wrong(no_data_anywhere, monkeypatch):

@@ -1,4 +1,14 @@
-"""Mini-batches over in-memory arrays.
+"""Mini-batches over in-memory arrays and map-style data sets.
+
+DataLoader tells three kinds of data set apart when it is built:
+
+- a tuple of arrays, the columns of the data such as ``(images, labels)``: a batch takes the
+  same rows of every column;
+- a TensorDataset, or a Subset of one: the same, its tensors being the columns, so a batch is
+  one indexing of each column with the batch's rows, with no loop over samples;
+- any other map-style data set (a Dataset, a list of samples, anything with ``__len__`` and
+  ``__getitem__``): a batch reads its samples one by one and collates them as torch's
+  default_collate does.
 
 The shuffle order of an epoch is a function of ``(seed, epoch)`` alone, drawn with NumPy on the
 calling thread: it does not depend on the number of threads, on earlier epochs having run, or
@@ -7,33 +17,24 @@ an uninterrupted run would have seen.
 """
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
-from pyrt.tensor import checked_seed, generator
+from pyrt import functional as F
+from pyrt.data.dataset import Dataset, Subset, TensorDataset, as_batchable, batch_dtype
+from pyrt.tensor import Tensor, checked_seed, generator
 
 __all__ = ["DataLoader"]
 
+_EXPECTED = ("dataset must be a map-style data set (a Dataset such as TensorDataset(x, y), or "
+             "any object with __len__ and __getitem__) or a non-empty tuple of arrays, such as "
+             "(images, labels)")
 
-def _as_batchable(array, position):
-    """Floats become float32 and integers int64 (the dtypes pyrt's tensors hold), C-contiguous
-    so that a slice of rows is a contiguous block."""
-    try:
-        values = np.asarray(array)
-    except ValueError:  # NumPy's words ("setting an array element with a sequence") name no
-        # argument; the usual cause is a nested tuple, such as ((images, labels),)
-        raise ValueError(f"dataset[{position}] must be an array, got rows of different "
-                         "shapes") from None
-    if values.dtype.kind in "iub":
-        dtype = np.int64
-    elif values.dtype.kind == "f":
-        dtype = np.float32
-    else:  # a lone None or dict is a 0-d object array: its type says more than the dtype
-        what = type(array).__name__ if values.ndim == 0 else f"dtype {values.dtype}"
-        raise TypeError(f"dataset[{position}] must hold numbers, got {what}")
-    if values.ndim == 0:
-        raise ValueError(f"dataset[{position}] must have a first (sample) axis, got a scalar")
-    return np.ascontiguousarray(values, dtype=dtype)
+# the hint for a list whose samples fail to collate: a list of whole arrays, such as
+# [images, labels], is a data set of two samples, where the tuple (images, labels) is columns
+_LIST_HINT = ("; a list is a data set of samples, as in torch: pass a tuple to batch arrays "
+              "as columns, such as (images, labels)")
 
 
 def _positive_int(value, name):
@@ -42,35 +43,180 @@ def _positive_int(value, name):
     return int(value)
 
 
-class DataLoader:
-    """Iterate over ``dataset`` (a tuple of arrays with the same first dimension, such as
-    ``(images, labels)``) in batches of ``batch_size`` rows, yielding a tuple of Tensors.
-
-    ``shuffle=True`` visits the rows in a new random order each epoch; the order of epoch e
-    is fixed by ``(seed, e)``. Each ``iter(loader)`` runs the next epoch; ``set_epoch(e)``
-    picks the epoch the next iteration runs (to resume). ``drop_last=True`` skips a final
-    batch smaller than ``batch_size``. With ``seed=None`` the seed is drawn from pyrt's
-    generator, so ``pyrt.manual_seed`` fixes it. Without shuffling a batch is a view of the
-    dataset's rows, as slicing a Tensor is (no copy per step): copy it before writing into it.
-    """
-
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
-        if isinstance(dataset, np.ndarray) or not isinstance(dataset, (tuple, list)) \
-                or not dataset:
-            raise TypeError("dataset must be a non-empty tuple of arrays, such as "
-                            "(images, labels)")
-        if isinstance(dataset, list) and len(dataset) > 2 and all(
-                isinstance(s, (tuple, list)) for s in dataset):
-            # PyTorch's map-style data set, a list of (input, target) samples: taken as
-            # columns it would batch the wrong way, silently
-            raise TypeError("dataset looks like a list of (input, target) samples; pass the "
-                            "columns instead, such as (images, labels) arrays")
-        self.arrays = tuple(_as_batchable(a, i) for i, a in enumerate(dataset))
-        n = len(self.arrays[0])
-        for i, a in enumerate(self.arrays[1:], start=1):
+def _columns_of(dataset):
+    """How DataLoader reads `dataset`: the column arrays and the rows of them that are its
+    samples (None for all rows in order, else an int64 array), or (None, None) for a data set
+    read one sample at a time. Anything that is neither is refused here, before any epoch."""
+    if isinstance(dataset, tuple):
+        if not dataset:
+            raise TypeError(_EXPECTED)
+        columns = tuple(as_batchable(a, f"dataset[{i}]") for i, a in enumerate(dataset))
+        n = len(columns[0])
+        for i, a in enumerate(columns[1:], start=1):
             if len(a) != n:
                 raise ValueError(f"dataset arrays differ in length: dataset[0] has {n} rows, "
                                  f"dataset[{i}] has {len(a)}")
+        return columns, None
+    if isinstance(dataset, (np.ndarray, Tensor)):
+        raise TypeError(f"{_EXPECTED}; got a bare {type(dataset).__name__}: pass (x,) or "
+                        "TensorDataset(x)")
+    if _is_column_dataset(dataset):
+        return _columns_and_rows(dataset)
+    if isinstance(dataset, Dataset) and (type(dataset).__getitem__ is Dataset.__getitem__
+                                         or not hasattr(type(dataset), "__len__")):
+        raise TypeError(f"dataset: {type(dataset).__name__} must define __len__ and "
+                        "__getitem__ to be batched")
+    if isinstance(dataset, (str, bytes)) or not (
+            hasattr(type(dataset), "__len__") and hasattr(type(dataset), "__getitem__")):
+        raise TypeError(f"{_EXPECTED}; got {type(dataset).__name__}")
+    len(dataset)  # a __len__ that fails, fails now rather than at the first epoch
+    return None, None
+
+
+def _is_column_dataset(dataset):
+    """Whether `dataset` is a TensorDataset, or a Subset of one, that can be batched by its
+    columns: not a subclass that overrides __getitem__, which must then run for each sample,
+    as torch runs it."""
+    if isinstance(dataset, TensorDataset):
+        return type(dataset).__getitem__ is TensorDataset.__getitem__
+    if isinstance(dataset, Subset) and type(dataset).__getitem__ is Subset.__getitem__:
+        return _is_column_dataset(dataset.dataset)
+    return False
+
+
+def _columns_and_rows(dataset):
+    """_columns_of for a TensorDataset or a Subset of one: a Subset's negative indices count
+    from the end, as in torch, and a Subset of a Subset maps its indices through the inner
+    one's."""
+    if isinstance(dataset, TensorDataset):
+        return tuple(t.data for t in dataset.tensors), None
+    columns, rows = _columns_and_rows(dataset.dataset)
+    n = len(columns[0]) if rows is None else len(rows)
+    indices = np.asarray(dataset.indices)
+    if indices.size == 0:
+        indices = indices.astype(np.int64)
+    if indices.ndim != 1 or indices.dtype.kind not in "iu":
+        raise TypeError(f"Subset indices must be a sequence of integers, got "
+                        f"{indices.ndim}-d {indices.dtype} values")
+    if indices.size and (indices.min() < -n or indices.max() >= n):
+        bad = indices[(indices < -n) | (indices >= n)][0]
+        raise IndexError(f"Subset index {bad} is out of range for a data set of {n} samples")
+    indices = np.where(indices < 0, indices + n, indices).astype(np.int64)
+    return columns, (indices if rows is None else rows[indices])
+
+
+def _take(column, rows):
+    """``column[rows]``: a view for a slice; a copy, on the column's device, for an array of
+    rows (take, which NumPy runs faster than fancy indexing)."""
+    if isinstance(rows, slice):
+        return column[rows]
+    xp = F._xp(column)
+    return xp.take(column, xp.asarray(rows), axis=0)
+
+
+# ---- collating samples into a batch ----------------------------------------------------------
+
+def _kind(value):
+    """How a sample, or a part of one, is collated."""
+    if isinstance(value, Tensor):
+        return "tensor"
+    if isinstance(value, (str, bytes)):
+        return "string"
+    if isinstance(value, (np.ndarray, np.generic, numbers.Number)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "dict"
+    if isinstance(value, (tuple, list)):
+        return "sequence"
+    return None
+
+
+def _stacked(arrays, rows, where):
+    """The arrays, all of one shape, stacked on a new first axis."""
+    shape = arrays[0].shape
+    for array, row in zip(arrays, rows):
+        if array.shape != shape:
+            raise ValueError(f"cannot batch samples of different shapes: dataset[{rows[0]}]"
+                             f"{where} has shape {shape}, dataset[{row}]{where} has shape "
+                             f"{array.shape}")
+    return F._xp(arrays[0]).stack(arrays)
+
+
+def _collate(samples, rows, where=""):
+    """One batch of `samples`, the data set's samples at `rows`, as torch's default_collate
+    builds it: Tensors and arrays stacked on a new first axis (Tensors keep their dtype, arrays
+    and numbers become float32 or int64 as columns do), numbers made a 1-d tensor, tuples,
+    lists and dicts collated element by element, strings kept as a list. A tuple stays a
+    tuple, as DataLoader's column batches are (torch makes it a list). `where` is the path to
+    the part being collated, for errors."""
+    first = samples[0]
+    kind = _kind(first)
+    if kind is None:
+        raise TypeError(f"cannot batch dataset[{rows[0]}]{where}: a sample must be made of "
+                        f"tensors, arrays, numbers, strings, tuples, lists and dicts, found "
+                        f"{type(first).__name__}")
+    for sample, row in zip(samples, rows):
+        if _kind(sample) != kind:
+            raise TypeError(f"cannot batch dataset[{row}]{where}, a {type(sample).__name__}, "
+                            f"with dataset[{rows[0]}]{where}, a {type(first).__name__}")
+    if kind == "tensor":
+        return Tensor(_stacked([s.data for s in samples], rows, where))
+    if kind == "array":
+        batch = _stacked([np.asarray(s) for s in samples], rows, where)
+        dtype = batch_dtype(batch.dtype)
+        if dtype is None:
+            raise TypeError(f"cannot batch dataset[{rows[0]}]{where}: it must hold numbers, "
+                            f"got dtype {batch.dtype}")
+        return Tensor(batch.astype(dtype, copy=False))
+    if kind == "string":
+        return list(samples)
+    if kind == "dict":
+        for sample, row in zip(samples, rows):
+            if sample.keys() != first.keys():
+                raise ValueError(f"cannot batch dicts with different keys: dataset[{rows[0]}]"
+                                 f"{where} has {list(first)}, dataset[{row}]{where} has "
+                                 f"{list(sample)}")
+        return {key: _collate([s[key] for s in samples], rows, f"{where}[{key!r}]")
+                for key in first}
+    for sample, row in zip(samples, rows):
+        if len(sample) != len(first):
+            raise ValueError(f"cannot batch sequences of different lengths: dataset[{rows[0]}]"
+                             f"{where} has {len(first)} elements, dataset[{row}]{where} has "
+                             f"{len(sample)}")
+    parts = [_collate([s[i] for s in samples], rows, f"{where}[{i}]")
+             for i in range(len(first))]
+    if isinstance(first, tuple) and hasattr(first, "_fields"):  # a namedtuple
+        return type(first)(*parts)
+    return tuple(parts) if isinstance(first, tuple) else parts
+
+
+# ---- the loader ------------------------------------------------------------------------------
+
+class DataLoader:
+    """Iterate over `dataset` in batches of ``batch_size`` samples.
+
+    `dataset` is a tuple of arrays with the same first dimension, such as ``(images,
+    labels)``, or a map-style data set: a TensorDataset, a Subset or ConcatDataset, a Dataset
+    of your own, a list of samples. A tuple of arrays or a TensorDataset (or a Subset of one)
+    yields a tuple of Tensors per batch, floats as float32 and integers as int64 for arrays.
+    Another data set yields its samples collated as torch's default_collate does: Tensors and
+    arrays stacked on a new first axis, numbers made a 1-d tensor (floats float32, integers
+    int64), tuples, lists and dicts collated element by element. A bare array or Tensor is
+    refused: wrap it, as ``(x,)`` or ``TensorDataset(x)``.
+
+    ``shuffle=True`` visits the samples in a new random order each epoch; the order of epoch e
+    is fixed by ``(seed, e)``. Each ``iter(loader)`` runs the next epoch; ``set_epoch(e)``
+    picks the epoch the next iteration runs (to resume). ``drop_last=True`` skips a final
+    batch smaller than ``batch_size``. With ``seed=None`` the seed is drawn from pyrt's
+    generator, so ``pyrt.manual_seed`` fixes it. Without shuffling a batch of a tuple of arrays
+    or of a TensorDataset is a view of the data's rows, as slicing a Tensor is (no copy per
+    step): copy it before writing into it. A TensorDataset's tensors and a Subset's indices
+    are read once, when the loader is built.
+    """
+
+    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
+        self.dataset = dataset
+        self._columns, self._rows = _columns_of(dataset)
         self.batch_size = _positive_int(batch_size, "batch_size")
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
@@ -82,7 +228,9 @@ class DataLoader:
 
     @property
     def num_samples(self):
-        return len(self.arrays[0])
+        if self._columns is None:
+            return len(self.dataset)
+        return len(self._columns[0]) if self._rows is None else len(self._rows)
 
     def __len__(self):
         """The number of batches in an epoch."""
@@ -97,7 +245,8 @@ class DataLoader:
         self.epoch = int(epoch)
 
     def order(self, epoch):
-        """The row order of `epoch`: a permutation when shuffling, else ``None`` (in order)."""
+        """The sample order of `epoch`: a permutation when shuffling, else ``None`` (in
+        order)."""
         if not self.shuffle:
             return None
         return np.random.default_rng((self.seed, epoch)).permutation(self.num_samples)
@@ -106,16 +255,29 @@ class DataLoader:
         # the epoch is taken here, at iter(), not at the first batch
         order = self.order(self.epoch)
         self.epoch += 1
-        return self._batches(order)
+        if self._columns is None:
+            return self._sample_batches(order)
+        return self._column_batches(order)
 
-    def _batches(self, order):
-        from pyrt.tensor import Tensor
+    def _spans(self):
+        """The [lo, hi) positions in the epoch's order of each batch."""
+        bs, n = self.batch_size, self.num_samples
+        return ((b * bs, min((b + 1) * bs, n)) for b in range(len(self)))
 
-        bs = self.batch_size
-        for b in range(len(self)):
-            lo, hi = b * bs, min((b + 1) * bs, self.num_samples)
-            if order is None:
-                yield tuple(Tensor(a[lo:hi]) for a in self.arrays)  # views: no copy
-            else:
-                rows = order[lo:hi]
-                yield tuple(Tensor(a.take(rows, axis=0)) for a in self.arrays)
+    def _column_batches(self, order):
+        for lo, hi in self._spans():
+            positions = slice(lo, hi) if order is None else order[lo:hi]
+            rows = positions if self._rows is None else self._rows[positions]
+            yield tuple(Tensor(_take(c, rows)) for c in self._columns)
+
+    def _sample_batches(self, order):
+        for lo, hi in self._spans():
+            rows = range(lo, hi) if order is None else order[lo:hi].tolist()
+            samples = [self.dataset[i] for i in rows]
+            try:
+                batch = _collate(samples, rows)
+            except ValueError as exc:
+                if not isinstance(self.dataset, list):
+                    raise
+                raise ValueError(f"{exc}{_LIST_HINT}") from None
+            yield batch
