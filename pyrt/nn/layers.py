@@ -485,6 +485,41 @@ class _Indexed(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def extend(self, modules):
+        if isinstance(modules, str) or not hasattr(modules, "__iter__"):
+            raise TypeError(f"{type(self).__name__}.extend should be called with an iterable "
+                            f"of modules, got {type(modules).__name__}")
+        for module in list(modules):
+            self.append(module)
+        return self
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        """A new container of this one's modules, then `other`'s (the same objects)."""
+        if not isinstance(other, type(self)):
+            return NotImplemented
+        return type(self)().extend([*self, *other])
+
+    def insert(self, index, module):
+        """Insert `module` before position `index` (as list.insert)."""
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise TypeError(f"{type(self).__name__} indices must be integers, got "
+                            f"{type(index).__name__}")
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+        return self
+
+    def pop(self, index=-1):
+        """Remove the module at `index` (the last by default) and return it."""
+        module = self._modules[self._key(index)]
+        del self[index]
+        return module
+
 
 class Sequential(_Indexed):
     """Modules applied one after another, named "0", "1", ... (or by an OrderedDict)."""
@@ -546,8 +581,10 @@ class Sequential(_Indexed):
         with one pass less over the output). ReLU then MaxPool2d becomes one pooling that applies
         the ReLU to its maxima (_pool_then_relu)."""
         def plain(module, kinds):
-            # of one of these exact types, with the class's forward (not one set on it)
-            return type(module) in kinds and "forward" not in module.__dict__
+            # of one of these exact types, with the class's forward (not one set on it) and
+            # no hooks (a fused step calls kernels, not the module)
+            return (type(module) in kinds and "forward" not in module.__dict__
+                    and not module._hooked)
 
         steps = []
         i, n = 0, len(modules)
@@ -602,26 +639,6 @@ class ModuleList(_Indexed):
             return ModuleList(list(self._modules.values())[index])
         return self._modules[self._key(index)]
 
-    def extend(self, modules):
-        if isinstance(modules, str) or not hasattr(modules, "__iter__"):
-            raise TypeError(f"ModuleList.extend should be called with an iterable of modules, "
-                            f"got {type(modules).__name__}")
-        for module in list(modules):
-            self.append(module)
-        return self
-
-    def __iadd__(self, modules):
-        return self.extend(modules)
-
-    def insert(self, index, module):
-        """Insert `module` before position `index` (as list.insert)."""
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-            raise TypeError(f"ModuleList indices must be integers, got {type(index).__name__}")
-        if not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        modules = list(self._modules.values())
-        modules.insert(index, module)
-        self._renumber(modules)
 
 
 class ModuleDict(Module):

@@ -8,6 +8,7 @@ without being trained (a running statistic, a fixed mask): it moves with ``to()`
 registered with ``persistent=False``, is saved in ``state_dict()``.
 """
 
+import itertools
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -16,7 +17,7 @@ from pyrt.autograd import mark_modified_all, reset_grads
 from pyrt.nn.parameter import Parameter
 from pyrt.tensor import Tensor, _check_device, _move
 
-__all__ = ["Module"]
+__all__ = ["Module", "RemovableHandle"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -36,6 +37,29 @@ def _check_tensor_input(module, args, kwargs):
                 if isinstance(x, np.ndarray) else "")
         raise TypeError(f"{type(module).__name__}: input must be a pyrt Tensor, got "
                         f"{type(x).__name__}{hint}") from None
+
+
+class RemovableHandle:
+    """What register_forward_hook and register_forward_pre_hook return: ``remove()`` takes
+    the hook out (a second call does nothing); used as a context manager, the hook is
+    removed when the block ends."""
+
+    _ids = itertools.count()
+
+    def __init__(self, module, hooks):
+        self.id = next(RemovableHandle._ids)
+        self._module = module
+        self._hooks = hooks  # the module's dict of hooks of this kind, by handle id
+
+    def remove(self):
+        if self._hooks.pop(self.id, None) is not None:
+            self._module._hooks_changed()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
 
 
 def _addindent(text, spaces):
@@ -71,13 +95,82 @@ class Module:
     # attribute of something else (None, a number, an array), the error says so instead
     _tensor_input = False
 
+    # whether forward hooks are registered on this module (an instance attribute then): the
+    # one attribute a plain call reads beyond forward
+    _hooked = False
+
     def __call__(self, *args, **kwargs):
+        if self._hooked:
+            return self._call_with_hooks(args, kwargs)
         try:
             return self.forward(*args, **kwargs)
         except AttributeError:
             if self._tensor_input:
                 _check_tensor_input(self, args, kwargs)
             raise
+
+    # ---- forward hooks -----------------------------------------------------------------------
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args)`` before each forward (``hook(module, args, kwargs)``
+        with_kwargs); a result other than None replaces the arguments: a tuple, or one value
+        (with_kwargs: a pair (args, kwargs)). Hooks run in registration order, a prepended
+        one first. Returns a RemovableHandle."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Call ``hook(module, args, output)`` after each forward (``hook(module, args,
+        kwargs, output)`` with_kwargs); a result other than None replaces the output.
+        Returns a RemovableHandle."""
+        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs)
+
+    def _add_hook(self, kind, hook, prepend, with_kwargs):
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        hooks = self.__dict__.get(kind)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, kind, hooks)
+        handle = RemovableHandle(self, hooks)
+        hooks[handle.id] = (hook, bool(with_kwargs))
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        self._hooks_changed()
+        return handle
+
+    def _hooks_changed(self):
+        d = self.__dict__
+        object.__setattr__(self, "_hooked",
+                           bool(d.get("_forward_pre_hooks") or d.get("_forward_hooks")))
+        # Sequential calls the kernels of its fused steps, not their modules: a hooked module
+        # must be called, so Sequential plans its steps again
+        FORWARD_PATCHES[0] += 1
+
+    def _call_with_hooks(self, args, kwargs):
+        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result!r}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        try:
+            output = self.forward(*args, **kwargs)
+        except AttributeError:
+            if self._tensor_input:
+                _check_tensor_input(self, args, kwargs)
+            raise
+        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
+            result = (hook(self, args, kwargs, output) if with_kwargs
+                      else hook(self, args, output))
+            if result is not None:
+                output = result
+        return output
 
     # ---- registration ------------------------------------------------------------------------
 
@@ -278,6 +371,46 @@ class Module:
         for _, buf in self.named_buffers(recurse=recurse):
             yield buf
 
+    def get_submodule(self, target):
+        """The descendant at dotted path `target` ("" is this module)."""
+        if not isinstance(target, str):
+            raise TypeError(f"target must be a str, got {type(target).__name__}")
+        module = self
+        if target == "":
+            return module
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            child = getattr(module, item)
+            if not isinstance(child, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")  # noqa: TRY004 (torch's)
+            module = child
+        return module
+
+    def get_parameter(self, target):
+        """The parameter at dotted path `target` ("layer.weight")."""
+        module, name = self._owner_of(target)
+        if name not in module._parameters or module._parameters[name] is None:
+            if not hasattr(module, name):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return module._parameters[name]
+
+    def get_buffer(self, target):
+        """The buffer at dotted path `target` ("bn.running_mean")."""
+        module, name = self._owner_of(target)
+        if name not in module._buffers or module._buffers[name] is None:
+            if not hasattr(module, name):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
+
+    def _owner_of(self, target):
+        if not isinstance(target, str):
+            raise TypeError(f"target must be a str, got {type(target).__name__}")
+        path, _, name = target.rpartition(".")
+        return self.get_submodule(path), name
+
     def apply(self, fn):
         """Call fn(module) on every child (recursively), then on self; returns self."""
         for module in self.children():
@@ -330,6 +463,16 @@ class Module:
 
     def cuda(self):
         return self.to("cuda")
+
+    def float(self):
+        """The parameters are float32 already: this module, unchanged."""
+        return self
+
+    def double(self):
+        raise NotImplementedError("double(): pyrt's modules hold float32 parameters only")
+
+    def half(self):
+        raise NotImplementedError("half(): pyrt's modules hold float32 parameters only")
 
     # ---- saving and loading ------------------------------------------------------------------
 
