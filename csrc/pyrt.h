@@ -360,6 +360,31 @@ int pyrt_batch_norm_backward(int64_t n, int64_t c, int64_t m, const float *x, co
                              const float *save_invstd, int training, float *dx, float *dweight,
                              float *dbias);
 
+/* ---- layer normalisation -------------------------------------------------------------- */
+/* x is [rows, m]: each row of m values (PyTorch's normalized_shape, flattened) is normalised
+ * by its own mean and biased variance (sums of short float blocks, carried in double: see
+ * csrc/kernels/layer_norm.c). weight and bias have m values each and may be NULL (1 and 0).
+ * A row is one task's work (rows of 65536 values or more are split into fixed leaves); the
+ * parameter gradients sum fixed groups of rows in double and add the groups in order: bitwise
+ * the same at any thread count. Any thread. Negative sizes, sizes whose product overflows, or
+ * NULL buffers where values are read or written give PYRT_EINVAL; PYRT_ENOMEM when the
+ * backward pass cannot allocate its column sums. */
+
+/* y = (x - mean) / sqrt(var + eps) * weight + bias per row; save_mean and save_invstd
+ * (rows values each) receive the float32 mean and 1 / sqrt(var + eps) used, for the backward
+ * pass (NaN for rows of no values, m == 0). Any eps is taken, as PyTorch's; a negative one
+ * can give NaN. */
+int pyrt_layer_norm_forward(int64_t rows, int64_t m, const float *x, const float *weight,
+                            const float *bias, double eps, float *y, float *save_mean,
+                            float *save_invstd);
+
+/* The gradients of pyrt_layer_norm_forward from dy [rows, m], given the save_mean and
+ * save_invstd it gave: dx [rows, m] (through the row's statistics too), dweight and dbias
+ * [m] (sums over the rows; zeros when rows == 0). Each of the three may be NULL: not wanted. */
+int pyrt_layer_norm_backward(int64_t rows, int64_t m, const float *x, const float *dy,
+                             const float *weight, const float *save_mean,
+                             const float *save_invstd, float *dx, float *dweight, float *dbias);
+
 /* ---- optimizer updates (in place, one pass over the parameter and its state) ---------- */
 /* Both store a state value (momentum buffer, m, v) below FLT_MIN in magnitude as zero: a state
  * decaying under a zero gradient would otherwise linger among subnormal numbers, on which the

@@ -61,6 +61,7 @@ __all__ = [
     "index_rows",
     "kl_div",
     "l1_loss",
+    "layer_norm",
     "leaky_relu",
     "linear",
     "log",
@@ -1086,14 +1087,15 @@ def mse_loss(input, target, *, reduction="mean"):
 
 
 # ---- the ops of their own files, written on the helpers above: convolution, pooling and
-# padding (pyrt/spatial.py), batch normalisation (pyrt/normalization.py), pointwise functions
-# (pyrt/pointwise.py), reductions and scans (pyrt/reductions.py), selection
-# (pyrt/selection.py), activations (pyrt/activations.py), embedding (pyrt/embedding.py) and
-# more losses (pyrt/loss_functions.py)
+# padding (pyrt/spatial.py), batch normalisation (pyrt/normalization.py), layer
+# normalisation (pyrt/layer_norm.py), pointwise functions (pyrt/pointwise.py), reductions and
+# scans (pyrt/reductions.py), selection (pyrt/selection.py), activations (pyrt/activations.py),
+# embedding (pyrt/embedding.py) and more losses (pyrt/loss_functions.py)
 
 from pyrt.activations import elu, gelu, hardtanh, leaky_relu, silu, softplus  # noqa: E402
 from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
+from pyrt.layer_norm import layer_norm  # noqa: E402
 from pyrt.loss_functions import (  # noqa: E402
     binary_cross_entropy,
     huber_loss,

@@ -42,6 +42,8 @@ POS = np.abs(X) + 0.5
 LABELS = np.array([0, 5, 2, 1])
 BN_X, BN_C = f32(4, 3, 5), f32(3)
 _, BN_MEAN, BN_INVSTD = ops.batch_norm(BN_X, training=True)
+LN_X, LN_W = f32(4, 3, 5), f32(5)
+_, LN_MEAN, LN_INVSTD = ops.layer_norm(LN_X, (5,))
 
 
 def _spec(fn, args, kwargs=None, reads=None, ints=()):
@@ -100,6 +102,14 @@ SPECS = {
     "batch_norm_backward": _spec(ops.batch_norm_backward,
                                  [("grad_output", f32(4, 3, 5)), ("x", BN_X), ("weight", BN_C),
                                   ("mean", BN_MEAN), ("invstd", BN_INVSTD)]),
+    "layer_norm": _spec(ops.layer_norm, [("x", LN_X), ("normalized_shape", (5,)),
+                                         ("weight", LN_W), ("bias", LN_W[::-1].copy())],
+                        {}, ["x", "weight", "bias"]),
+    "layer_norm_backward": _spec(ops.layer_norm_backward,
+                                 [("grad_output", f32(4, 3, 5)), ("x", LN_X),
+                                  ("normalized_shape", (5,)), ("weight", LN_W),
+                                  ("mean", LN_MEAN), ("invstd", LN_INVSTD)],
+                                 {}, ["grad_output", "x", "weight", "mean", "invstd"]),
 }
 IN_PLACE = {"sgd_step": ["param", "momentum_buffer"],
             "adam_step": ["param", "exp_avg", "exp_avg_sq"],
@@ -107,7 +117,8 @@ IN_PLACE = {"sgd_step": ["param", "momentum_buffer"],
 SCALAR_OK = {"add", "sub", "mul", "div"}  # a or b may be a real number
 OPTIONAL = {("bias_act", "bias"), ("conv2d", "bias"), ("sgd_step", "momentum_buffer"),
             ("batch_norm", "running_mean"), ("batch_norm", "running_var"),
-            ("batch_norm", "weight"), ("batch_norm", "bias"), ("batch_norm_backward", "weight")}
+            ("batch_norm", "weight"), ("batch_norm", "bias"), ("batch_norm_backward", "weight"),
+            ("layer_norm", "weight"), ("layer_norm", "bias"), ("layer_norm_backward", "weight")}
 
 
 def fresh(name):

@@ -7,7 +7,9 @@
  * two GEMMs and pyrt_bias_grad backward, as pyrt.h promises), with gradients that are not
  * wanted left unwritten. Batch normalisation (forward in training, with its running
  * statistics, and in evaluation; its three gradients) is compared with its formulas in double,
- * on values near zero and far from it.
+ * on values near zero and far from it. Layer normalisation (statistics, output, the three
+ * gradients) is compared with its formulas in double, with bounds for float32 rounding, on
+ * rows of one value to rows split into leaves.
  * Every run is repeated at 2 and 4 threads and must match bit for bit.
  */
 #include <stddef.h>
@@ -378,6 +380,155 @@ static void check_batch_norm_errors(void)
     CHECK_RC(pyrt_batch_norm_backward(2, 1, -1, v, v, NULL, v, v, 1, v, v, v), PYRT_EINVAL);
 }
 
+/* ---- layer normalisation -------------------------------------------------------------- */
+
+typedef struct {
+    int64_t rows, m;
+    int with_dx;
+    const float *x, *dy, *weight, *bias;
+    float *y, *mean, *invstd, *dx, *dweight, *dbias;
+    /* the formulas in double: y and dx with their bounds (see ln_reference), per row
+     * [3][rows] mean, invstd and the mean's scale, per column [4][m] dweight, dbias and
+     * their bounds */
+    double *want_y, *want_dx, *bound_y, *bound_dx, *want_r, *want_c;
+} ln_job;
+
+static void ln_run(void *ctx)
+{
+    ln_job *j = ctx;
+    CHECK_RC(pyrt_layer_norm_forward(j->rows, j->m, j->x, j->weight, j->bias, 1e-3, j->y,
+                                     j->mean, j->invstd),
+             PYRT_OK);
+    CHECK_RC(pyrt_layer_norm_backward(j->rows, j->m, j->x, j->dy, j->weight, j->mean, j->invstd,
+                                      j->with_dx ? j->dx : NULL, j->dweight, j->dbias),
+             PYRT_OK);
+}
+
+/* Row by row in double, with the bounds kc_close scales by a few float32 roundings: the
+ * kernel's mean, summed about the row's first value in float blocks, is rounded to float32,
+ * off by up to half an ulp of mscale = |mean| + 32 mean|x - x[0]|; that moves every centred
+ * value, and so y, dx and dweight, by up to as much. */
+static void ln_reference(ln_job *j)
+{
+    const int64_t rows = j->rows, m = j->m;
+    double *mean_r = j->want_r, *inv_r = mean_r + rows, *mscale_r = inv_r + rows;
+    double *dw = j->want_c, *db = dw + m, *dw_bound = db + m, *db_bound = dw_bound + m;
+    for (int64_t q = 0; q < 4 * m; q++)
+        j->want_c[q] = 0.0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *x = j->x + i * m, *dy = j->dy + i * m;
+        double s = 0, sq = 0, abs_dev = 0, a = 0, b = 0, abs_g = 0, abs_gx = 0;
+        for (int64_t q = 0; q < m; q++)
+            s += x[q];
+        const double mean = s / (double)m;
+        for (int64_t q = 0; q < m; q++) {
+            sq += (x[q] - mean) * (x[q] - mean);
+            abs_dev += fabs(x[q] - x[0]);
+        }
+        const double inv = 1.0 / sqrt(sq / (double)m + 1e-3);
+        const double mscale = fabs(mean) + 32.0 * abs_dev / (double)m;
+        for (int64_t q = 0; q < m; q++) {
+            const double w = j->weight ? j->weight[q] : 1.0, bias = j->bias ? j->bias[q] : 0.0;
+            const double xhat = (x[q] - mean) * inv, g = dy[q] * w;
+            j->want_y[i * m + q] = xhat * w + bias;
+            j->bound_y[i * m + q] = (fabs(x[q] - mean) + mscale) * inv * fabs(w) + fabs(bias);
+            a += g;
+            b += g * (x[q] - mean);
+            abs_g += fabs(g);
+            abs_gx += fabs(g) * (fabs(x[q] - mean) + mscale);
+            dw[q] += dy[q] * xhat;
+            db[q] += dy[q];
+            dw_bound[q] += fabs(dy[q]) * (fabs(x[q] - mean) + mscale) * inv;
+            db_bound[q] += fabs(dy[q]);
+        }
+        for (int64_t q = 0; q < m; q++) {
+            const double w = j->weight ? j->weight[q] : 1.0, g = dy[q] * w;
+            const double centred = x[q] - mean;
+            j->want_dx[i * m + q] = inv * g - inv * a / (double)m
+                                    - centred * inv * inv * inv * b / (double)m;
+            j->bound_dx[i * m + q] = inv * fabs(g) + inv * abs_g / (double)m
+                                     + (fabs(centred) + mscale) * inv * inv * inv * abs_gx
+                                           / (double)m;
+        }
+        mean_r[i] = mean;
+        inv_r[i] = inv;
+        mscale_r[i] = mscale;
+    }
+}
+
+static void ln_check(void *ctx)
+{
+    ln_job *j = ctx;
+    const int64_t rows = j->rows, m = j->m, size = rows * m;
+    ln_reference(j);
+    const double *mean_r = j->want_r, *inv_r = mean_r + rows, *mscale_r = inv_r + rows;
+    kc_close("layer_norm mean", j->mean, mean_r, mscale_r, rows, 0, 0);
+    kc_close("layer_norm invstd", j->invstd, inv_r, NULL, rows, 16, 0);
+    kc_close("layer_norm y", j->y, j->want_y, j->bound_y, size, 8, 0);
+    if (j->with_dx)
+        kc_close("layer_norm dx", j->dx, j->want_dx, j->bound_dx, size, 16, 0);
+    const double *c = j->want_c;
+    kc_close("layer_norm dweight", j->dweight, c, c + 2 * m, m, 16, 0);
+    kc_close("layer_norm dbias", j->dbias, c + m, c + 3 * m, m, 16, 0);
+}
+
+static void check_layer_norm(stress_rng *r, int64_t rows, int64_t m, float offset, int affine,
+                             int with_dx)
+{
+    ln_job j = {.rows = rows, .m = m, .with_dx = with_dx};
+    const int64_t size = rows * m;
+    float *x = kc_floats(size), *dy = kc_floats(size);
+    float *weight = affine ? kc_floats(m) : NULL, *bias = affine ? kc_floats(m) : NULL;
+    kc_fill(r, x, size, offset - 1.0f, offset + 1.0f);
+    kc_fill(r, dy, size, -1.0f, 1.0f);
+    if (affine) {
+        kc_fill(r, weight, m, -2.0f, 2.0f);
+        kc_fill(r, bias, m, -2.0f, 2.0f);
+    }
+    j.x = x, j.dy = dy, j.weight = weight, j.bias = bias;
+    j.y = kc_floats(size), j.dx = kc_floats(size), j.mean = kc_floats(rows);
+    j.invstd = kc_floats(rows), j.dweight = kc_floats(m), j.dbias = kc_floats(m);
+    j.want_y = kc_doubles(size), j.want_dx = kc_doubles(size), j.bound_y = kc_doubles(size);
+    j.bound_dx = kc_doubles(size), j.want_r = kc_doubles(3 * rows), j.want_c = kc_doubles(4 * m);
+    const size_t sb = sizeof(float) * (size_t)size, rb = sizeof(float) * (size_t)rows;
+    const size_t mb = sizeof(float) * (size_t)m;
+    const kc_out outs[] = {{j.y, sb}, {j.dx, with_dx ? sb : 0}, {j.mean, rb}, {j.invstd, rb},
+                           {j.dweight, mb}, {j.dbias, mb}};
+    kc_across_threads("layer_norm", ln_run, ln_check, &j, outs, 6);
+    free(x), free(dy), free(weight), free(bias), free(j.y), free(j.dx), free(j.mean);
+    free(j.invstd), free(j.dweight), free(j.dbias), free(j.want_y), free(j.want_dx);
+    free(j.bound_y), free(j.bound_dx), free(j.want_r), free(j.want_c);
+}
+
+static void check_layer_norm_edges(void)
+{
+    float v[8] = {0}, out[8], mean[2], invstd[2], dw[4], db[4];
+    /* rows of no values: NaN statistics; no rows: zero parameter gradients */
+    CHECK_RC(pyrt_layer_norm_forward(2, 0, NULL, NULL, NULL, 1e-5, NULL, mean, invstd), PYRT_OK);
+    CHECK(isnan(mean[0]) && isnan(mean[1]) && isnan(invstd[1]), "layer_norm: m == 0 not NaN");
+    kc_fill_value(dw, 4, 1.0f);
+    kc_fill_value(db, 4, 1.0f);
+    CHECK_RC(pyrt_layer_norm_backward(0, 4, NULL, NULL, NULL, NULL, NULL, NULL, dw, db), PYRT_OK);
+    CHECK(dw[3] == 0.0f && db[0] == 0.0f, "layer_norm: no rows, gradients not zero");
+    /* a constant row: variance 0, output 0 (times the weight) plus the bias */
+    kc_fill_value(v, 8, 3.0f);
+    CHECK_RC(pyrt_layer_norm_forward(1, 8, v, NULL, NULL, 1e-5, out, mean, invstd), PYRT_OK);
+    CHECK(mean[0] == 3.0f && out[5] == 0.0f, "layer_norm: a constant row");
+    /* negative sizes, sizes whose product overflows, missing buffers */
+    CHECK_RC(pyrt_layer_norm_forward(-1, 4, v, NULL, NULL, 1e-5, out, mean, invstd),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_layer_norm_forward(INT64_MAX / 2, 4, v, NULL, NULL, 1e-5, out, mean, invstd),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_layer_norm_forward(2, 4, NULL, NULL, NULL, 1e-5, out, mean, invstd),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_layer_norm_forward(2, 4, v, NULL, NULL, 1e-5, out, NULL, invstd),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_layer_norm_backward(2, -4, v, v, NULL, mean, invstd, out, dw, db),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_layer_norm_backward(2, 4, v, NULL, NULL, mean, invstd, out, dw, db),
+             PYRT_EINVAL);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -416,5 +567,15 @@ int main(void)
     check_batch_norm(&rng, 5, 20, 9, 0.0f, 1);
     check_batch_norm(&rng, 2, 3, 40000, 2.0f, 1); /* planes larger than a leaf */
     check_batch_norm_errors();
+
+    check_layer_norm(&rng, 64, 768, 0.0f, 1, 1);    /* a transformer's rows: groups of 21 */
+    check_layer_norm(&rng, 7, 13, 300.0f, 1, 1);    /* partial blocks, far from zero */
+    check_layer_norm(&rng, 1, 1, 0.0f, 1, 1);
+    check_layer_norm(&rng, 300, 64, -5.0f, 0, 1);   /* no weight or bias: one block a row */
+    check_layer_norm(&rng, 2000, 37, 0.5f, 1, 1);   /* 64 groups, sets of four and a tail */
+    check_layer_norm(&rng, 2000, 37, 0.5f, 1, 0);   /* parameter gradients only */
+    check_layer_norm(&rng, 3, 70001, 2.0f, 1, 1);   /* rows split into leaves */
+    check_layer_norm(&rng, 0, 5, 0.0f, 1, 1);
+    check_layer_norm_edges();
     return stress_end("kernels_train", t0);
 }

@@ -27,6 +27,7 @@ from pyrt.ops.elementwise import (
     tanh,
     tanh_backward,
 )
+from pyrt.ops.layer_norm import layer_norm, layer_norm_backward
 from pyrt.ops.linalg import matmul, sgemm_kernel
 from pyrt.ops.optim import adam_step, sgd_step
 from pyrt.ops.pool import avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward
@@ -56,6 +57,8 @@ __all__ = [
     "div",
     "exp",
     "exp_backward",
+    "layer_norm",
+    "layer_norm_backward",
     "log",
     "log_backward",
     "log_softmax",

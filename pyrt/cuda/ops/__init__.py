@@ -33,6 +33,7 @@ from pyrt.cuda.ops.elementwise import (
     tanh,
     tanh_backward,
 )
+from pyrt.cuda.ops.layer_norm import layer_norm, layer_norm_backward
 from pyrt.cuda.ops.linalg import matmul
 from pyrt.cuda.ops.optim import adam_step, sgd_step
 from pyrt.cuda.ops.reduction import (
@@ -53,7 +54,8 @@ OPS = {
     "bias_act": bias_act, "bias_grad": bias_grad,
     "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits, "conv2d": conv2d,
     "conv2d_backward": conv2d_backward, "cross_entropy": cross_entropy, "div": div,
-    "exp": exp, "exp_backward": exp_backward, "log": log, "log_backward": log_backward,
+    "exp": exp, "exp_backward": exp_backward, "layer_norm": layer_norm,
+    "layer_norm_backward": layer_norm_backward, "log": log, "log_backward": log_backward,
     "log_softmax": log_softmax, "matmul": matmul, "max": max, "max_pool2d": max_pool2d,
     "max_pool2d_backward": max_pool2d_backward, "mean": mean, "mul": mul, "neg": neg,
     "relu": relu, "relu_backward": relu_backward, "sgd_step": sgd_step, "sigmoid": sigmoid,
