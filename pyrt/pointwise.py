@@ -1,16 +1,18 @@
 """Pointwise functions computed with array operations (NumPy's on the CPU, CuPy's on the
-GPU), each with its gradient beside it: log1p, expm1, sin and cos; round, floor, ceil and
-sign; a
-number raised to a tensor's power; floor division, remainder and the bitwise ops, typed and
-checked as PyTorch does; maximum and minimum. ``pyrt.functional`` exports them beside its
-other ops."""
+GPU), each with its gradient beside it: log1p, expm1, sin, cos, tan, erf, square, rsqrt,
+reciprocal, log2, log10 and exp2; round, floor, ceil, trunc, frac and sign; a number raised
+to a tensor's power; floor division, remainder, fmod and the bitwise ops, typed and checked
+as PyTorch does; maximum and minimum; lerp and addcmul. ``pyrt.functional`` exports them
+beside its other ops."""
 
 import builtins
+import math
 import numbers
 
 import numpy as np
 
 from pyrt.functional import (
+    _contiguous,
     _describe,
     _float32,
     _kind,
@@ -23,9 +25,39 @@ from pyrt.functional import (
 from pyrt.ops._checks import F32, I64
 
 __all__ = [
-    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast_shape", "ceil",
-    "cos", "expm1", "floor", "floor_divide", "log1p", "maximum", "minimum", "remainder",
-    "round", "rpow", "sgn", "sign", "sin",
+    "addcmul",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "broadcast_shape",
+    "ceil",
+    "cos",
+    "divide_rounded",
+    "erf",
+    "exp2",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "fmod",
+    "frac",
+    "lerp",
+    "log1p",
+    "log2",
+    "log10",
+    "maximum",
+    "minimum",
+    "reciprocal",
+    "remainder",
+    "round",
+    "rpow",
+    "rsqrt",
+    "sgn",
+    "sign",
+    "sin",
+    "square",
+    "tan",
+    "trunc",
 ]
 
 
@@ -85,6 +117,70 @@ def cos(x):
     return _floating(x, "cos", lambda xp, v: xp.cos(v), lambda xp, v, y: -xp.sin(v))
 
 
+def tan(x):
+    """tan(x); d/dx = 1 + tan(x)^2."""
+    return _floating(x, "tan", lambda xp, v: xp.tan(v), lambda xp, v, y: 1 + y * y,
+                     reads=False)
+
+
+_TWO_OVER_ROOT_PI = 2 / math.sqrt(math.pi)
+_erf_host = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_array(xp, v):
+    """erf of each element of `v`: CuPy's special function on the GPU; on the CPU (NumPy has
+    none) the C library's erf, element by element, in double and rounded once."""
+    if xp is not np:
+        from cupyx.scipy.special import erf as erf_device
+
+        return erf_device(v)
+    return _erf_host(v.astype(np.float64)).astype(np.float64)
+
+
+def erf(x):
+    """The error function; d/dx = 2 / sqrt(pi) * exp(-x^2)."""
+    return _floating(x, "erf", _erf_array,
+                     lambda xp, v, y: _TWO_OVER_ROOT_PI * xp.exp(-v * v))
+
+
+def rsqrt(x):
+    """1 / sqrt(x) (inf at 0, nan below); d/dx = -y^3 / 2."""
+    return _floating(x, "rsqrt", lambda xp, v: 1 / xp.sqrt(v), lambda xp, v, y: -0.5 * y ** 3,
+                     reads=False)
+
+
+def reciprocal(x):
+    """1 / x; d/dx = -y^2."""
+    return _floating(x, "reciprocal", lambda xp, v: 1 / v, lambda xp, v, y: -(y * y),
+                     reads=False)
+
+
+def log2(x):
+    return _floating(x, "log2", lambda xp, v: xp.log2(v),
+                     lambda xp, v, y: 1 / (v * math.log(2)))
+
+
+def log10(x):
+    return _floating(x, "log10", lambda xp, v: xp.log10(v),
+                     lambda xp, v, y: 1 / (v * math.log(10)))
+
+
+def exp2(x):
+    """2 ** x; d/dx = y * log(2)."""
+    return _floating(x, "exp2", lambda xp, v: xp.exp2(v), lambda xp, v, y: y * math.log(2),
+                     reads=False)
+
+
+def square(x):
+    """x * x: integers and bools give int64, as PyTorch squares them (no gradient there);
+    floats through the product, with its gradient 2x."""
+    xd = _input_array(x, "square")
+    if xd.dtype.kind in "biu":
+        wide = xd.astype(I64)
+        return _make(wide * wide, (x,), None)
+    return x * x
+
+
 def _rounding(x, name, forward):
     """A rounding function of a floating-point tensor, same dtype out, with PyTorch's zero
     gradient (the steps are flat almost everywhere). Integers are whole already: a copy.
@@ -124,6 +220,21 @@ def floor(x):
 
 def ceil(x):
     return _rounding(x, "ceil", lambda xp, v: xp.ceil(v))
+
+
+def trunc(x):
+    """x rounded toward zero; zero gradient."""
+    return _rounding(x, "trunc", lambda xp, v: xp.trunc(v))
+
+
+def frac(x):
+    """x - trunc(x), the fraction with x's sign; gradient g. Floating point only, as in
+    PyTorch."""
+    xd = _input_array(x, "frac")
+    if xd.dtype.kind != "f":
+        raise NotImplementedError(f'"frac" is not implemented for {xd.dtype} tensors')
+    return _floating(x, "frac", lambda xp, v: v - xp.trunc(v), lambda xp, v, y: 1,
+                     reads=False)
 
 
 def sign_of(xp, v):
@@ -235,6 +346,18 @@ def remainder(input, other):
     return _division("remainder", input, other)
 
 
+def fmod(input, other):
+    """The remainder of input / other with the sign of input, as C's fmod and PyTorch's:
+    input - trunc(input / other) * other. dtype and errors as remainder; the gradient is g for
+    input and -g * trunc(input / other) for other."""
+    return _division("fmod", input, other)
+
+
+# the quotient whose multiple of `other` each remainder takes away
+_QUOTIENTS = {"remainder": lambda xp, a, b: xp.floor_divide(a, b),
+              "fmod": lambda xp, a, b: xp.trunc(a / b)}
+
+
 def _division(op, a, b):
     dtype = result_dtype(op, a, b)
     if dtype == np.bool_:
@@ -257,11 +380,41 @@ def _division(op, a, b):
         with np.errstate(divide="ignore", invalid="ignore"):
             return tuple(
                 None if not x._requires_grad
-                else _unbroadcast(g if first else -g * xp.floor_divide(ad, bd), x.shape)
+                else _unbroadcast(g if first else -g * _QUOTIENTS[op](xp, ad, bd), x.shape)
                 for x, first in sides)
 
     return _make(out, tuple(x for x, _ in sides), backward,
                  reads=isinstance(b, Tensor) and b._requires_grad)
+
+
+def divide_rounded(input, other, rounding_mode):
+    """input / other rounded toward zero ("trunc") or down ("floor"), as torch.div with a
+    rounding_mode: integers stay int64 (division by zero is PyTorch's RuntimeError), floats
+    are float32 with PyTorch's zero gradient (the steps are flat almost everywhere)."""
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found {rounding_mode!r}")
+    dtype = result_dtype("floor_divide", input, other)
+    if dtype == np.bool_:
+        raise NotImplementedError('"div" with a rounding_mode is not implemented for bool '
+                                  'tensors')
+    Tensor = _tensor()
+    if dtype is F32:
+        a, b = _float32(input, "div", "input"), _float32(other, "div", "other")
+        xp, ad, bd = _binary_setup("div", a, b, F32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = xp.floor_divide(ad, bd) if rounding_mode == "floor" else xp.trunc(ad / bd)
+        parents = tuple(t for t in (a, b) if isinstance(t, Tensor))
+        return _make(_contiguous(xp.asarray(q, dtype=F32)), parents, lambda g: tuple(
+            xp.zeros(t.shape, F32) if t._requires_grad else None for t in parents),
+            reads=False)
+    xp, ad, bd = _binary_setup("div", input, other, dtype)
+    if bool((bd == 0).any()):
+        raise RuntimeError("ZeroDivisionError")
+    q = xp.floor_divide(ad, bd)
+    if rounding_mode == "trunc":  # one up where the exact quotient is negative and inexact
+        q = q + ((xp.remainder(ad, bd) != 0) & ((ad < 0) != (bd < 0)))
+    return Tensor(_contiguous(xp.asarray(q, dtype=I64)))
 
 
 def _floor_divide_backward(g):
@@ -349,3 +502,93 @@ def _extremum(op, a, b):
                 if b._requires_grad else None)
 
     return _make(out, (a, b), backward)
+
+
+# ---- lerp and addcmul ------------------------------------------------------------------------
+
+
+def _floating_operands(name, tensors):
+    """The arrays of `tensors` (name, tensor) of a float32 function, checked as PyTorch checks
+    them: tensors, of float32, on one device."""
+    arrays = []
+    for arg, t in tensors:
+        if not isinstance(t, _tensor()):
+            raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got "
+                            f"{type(t).__name__}")
+        arrays.append(t.data)
+    first = arrays[0]
+    for (arg, t), a in zip(tensors, arrays):
+        if a.dtype != first.dtype:
+            raise RuntimeError(f"{name}(): expected dtype {first.dtype} for '{arg}' but got "
+                               f"{a.dtype}")
+        if _xp(a) is not _xp(first):
+            raise RuntimeError(f"{name}(): expected all tensors on {tensors[0][1].device}, "
+                               f"got '{arg}' on {t.device}")
+    if first.dtype.kind != "f":
+        raise NotImplementedError(f'"{name}" is not implemented for {first.dtype} tensors')
+    shape = ()
+    for a in arrays:
+        shape = broadcast_shape(shape, a.shape)
+    return arrays
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), as torch.lerp: weight a number or a tensor, all
+    broadcast together. Computed as PyTorch computes it, from the nearer end (end -
+    (end - input) * (1 - weight) where |weight| >= 1/2), so that weight 1 gives end exactly.
+    Gradients: g * (1 - weight) to input, g * weight to end, g * (end - input) to weight."""
+    named = [("input", input), ("end", end)]
+    if isinstance(weight, _tensor()):
+        named.append(("weight", weight))
+    elif isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+        raise TypeError(f"lerp(): argument 'weight' must be a number or a Tensor, got "
+                        f"{type(weight).__name__}")
+    arrays = _floating_operands("lerp", named)
+    a, b = arrays[0], arrays[1]
+    xp = _xp(a)
+    w = arrays[2] if len(arrays) == 3 else a.dtype.type(weight)
+    diff = b - a
+    out = _contiguous(xp.asarray(xp.where(xp.abs(w) < 0.5, a + w * diff, b - diff * (1 - w)),
+                                 dtype=a.dtype))
+    parents = tuple(t for _, t in named)
+
+    def backward(g):
+        grads = (g * (1 - w), g * w, g * diff)
+        return tuple(_unbroadcast(_contiguous(xp.asarray(d, dtype=F32)), t.shape)
+                     if t._requires_grad else None
+                     for d, t in zip(grads, parents))
+
+    return _make(out, parents, backward)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcast together; gradients g, g * value *
+    tensor2 and g * value * tensor1 (summed back to each shape). Integer tensors give int64
+    (value then taken toward zero, as PyTorch takes it); float32 with gradients."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"addcmul(): argument 'value' must be a number, got "
+                        f"{type(value).__name__}")
+    named = (("input", input), ("tensor1", tensor1), ("tensor2", tensor2))
+    for arg, t in named:
+        if not isinstance(t, _tensor()):
+            raise TypeError(f"addcmul(): argument '{arg}' must be a Tensor, got "
+                            f"{type(t).__name__}")
+    if builtins.all(t.data.dtype.kind in "biu" for _, t in named):
+        xp, wide = _xp(input.data), [t.data.astype(I64) for _, t in named]
+        shape = broadcast_shape(broadcast_shape(wide[0].shape, wide[1].shape), wide[2].shape)
+        out = wide[0] + I64.type(int(value)) * wide[1] * wide[2]
+        return (_tensor())(_contiguous(xp.broadcast_to(out, shape)))
+    floats = [(arg, _float32(t, "addcmul", arg)) for arg, t in named]
+    a, t1, t2 = _floating_operands("addcmul", floats)
+    xp = _xp(a)
+    v = F32.type(value)
+    out = _contiguous(xp.asarray(a + v * (t1 * t2), dtype=F32))
+    parents = tuple(t for _, t in floats)
+
+    def backward(g):
+        grads = (g, g * v * t2, g * v * t1)
+        return tuple(_unbroadcast(_contiguous(xp.asarray(d, dtype=F32)), t.shape)
+                     if t._requires_grad else None
+                     for d, t in zip(grads, parents))
+
+    return _make(out, parents, backward)

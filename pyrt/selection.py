@@ -1,5 +1,6 @@
-"""Selecting elements: where (one of two tensors by a condition) and masked_fill, with
-their gradients. ``pyrt.functional`` exports them beside its other ops."""
+"""Selecting elements: where (one of two tensors by a condition), masked_fill and
+masked_select, with their gradients; nonzero, unique and bincount, which have none.
+``pyrt.functional`` exports them beside its other ops."""
 
 import builtins
 import numbers
@@ -7,10 +8,11 @@ import numbers
 import numpy as np
 
 from pyrt.functional import _contiguous, _describe, _make, _tensor, _unbroadcast, _xp, result_dtype
-from pyrt.ops._checks import F32
-from pyrt.pointwise import _input_array, broadcast_shape
+from pyrt.ops._checks import F32, I64
+from pyrt.pointwise import _input_array, broadcast_shape, checked_flag
 
-__all__ = ["masked_fill", "scalar_as", "where"]
+__all__ = ["bincount", "masked_fill", "masked_select", "nonzero", "scalar_as", "unique",
+           "where"]
 
 
 def where(condition, input, other):
@@ -120,3 +122,114 @@ def masked_fill(input, mask, value):
         return dx, xp.asarray(xp.where(m, g, zero).sum(dtype=F32))
 
     return _make(out, parents, backward, reads=False)
+
+
+def _bool_mask(mask, xd, name):
+    """The array of `mask`, a bool tensor on the device of input's array `xd` whose shape
+    broadcasts with it, as PyTorch checks it."""
+    if not isinstance(mask, _tensor()):
+        raise TypeError(f"{name}(): argument 'mask' must be a bool Tensor, got "
+                        f"{type(mask).__name__}")
+    if mask.data.dtype != np.bool_:
+        raise RuntimeError(f"{name}: expected BoolTensor for mask, got {mask.data.dtype}")
+    if _xp(mask.data) is not _xp(xd):
+        raise RuntimeError(f"{name}(): expected mask on the device of input")
+    broadcast_shape(xd.shape, mask.shape)
+    return mask.data
+
+
+def masked_select(input, mask):
+    """The elements of `input` where `mask` holds, input and mask broadcast together, in
+    order, as a 1-D tensor; the gradient goes back to those places (summed over the copies
+    a broadcast input made)."""
+    xd = _input_array(input, "masked_select")
+    m = _bool_mask(mask, xd, "masked_select")
+    xp = _xp(xd)
+    shape = np.broadcast_shapes(xd.shape, m.shape)
+    full_mask = xp.broadcast_to(m, shape).copy()  # a copy: the gradient must not move
+    out = _contiguous(xp.broadcast_to(xd, shape)[full_mask])
+
+    def backward(g):
+        dx = xp.zeros(shape, F32)
+        dx[full_mask] = g
+        return (_unbroadcast(dx, xd.shape),)
+
+    return _make(out, (input,), backward, reads=False)
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the nonzero elements (NaN is nonzero), in row-major order: an (n, ndim)
+    int64 tensor, or with as_tuple a tuple of ndim 1-D tensors, one per dim (a 0-d input
+    counts as 1-D there), as torch.nonzero."""
+    xd = _input_array(input, "nonzero")
+    xp = _xp(xd)
+    Tensor = _tensor()
+    if as_tuple:
+        return tuple(Tensor(i.astype(I64)) for i in xp.nonzero(xd.reshape(xd.shape or (1,))))
+    if xd.ndim == 0:
+        return Tensor(xp.zeros((int(bool(xd != 0)), 0), I64))
+    return Tensor(_contiguous(xp.argwhere(xd).astype(I64)))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements, sorted (as PyTorch's CPU unique returns them whatever `sorted`
+    says), NaNs each distinct; with return_inverse, where each element of input went (input's
+    shape), with return_counts how often each occurs, in a tuple after the values. No
+    gradient, as in PyTorch."""
+    xd = _input_array(input, "unique")
+    checked_flag(sorted, "unique", "sorted")
+    return_inverse = checked_flag(return_inverse, "unique", "return_inverse")
+    return_counts = checked_flag(return_counts, "unique", "return_counts")
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported: pyrt's unique takes the "
+                                  "distinct elements of the flattened tensor")
+    xp = _xp(xd)
+    Tensor = _tensor()
+    flat = xd.reshape(-1)
+    order = xp.argsort(flat, kind="stable")  # NaNs last, each a value of its own
+    ordered = flat[order]
+    starts = xp.ones(flat.shape, bool)
+    if flat.size:
+        starts[1:] = ordered[1:] != ordered[:-1]
+    values = Tensor(_contiguous(ordered[starts]))
+    if not (return_inverse or return_counts):
+        return values
+    out = [values]
+    if return_inverse:
+        inverse = xp.empty(flat.shape, I64)
+        inverse[order] = xp.cumsum(starts) - 1
+        out.append(Tensor(inverse.reshape(xd.shape)))
+    if return_counts:
+        bounds = xp.concatenate([xp.flatnonzero(starts), xp.asarray([flat.size])])
+        out.append(Tensor(_contiguous(xp.diff(bounds).astype(I64))))
+    return tuple(out)
+
+
+def bincount(input, weights=None, minlength=0):
+    """How often each value 0, 1, ... occurs in `input`, a 1-D tensor of non-negative
+    integers (at least minlength counts): int64, or with `weights` (a tensor of input's
+    shape) the sums of the weights at each value, in the weights' floating-point dtype. No
+    gradient, as in PyTorch."""
+    xd = _input_array(input, "bincount")
+    if xd.dtype.kind == "f":
+        raise NotImplementedError(f'"bincount" is not implemented for {xd.dtype} tensors')
+    if isinstance(minlength, bool) or not isinstance(minlength, numbers.Integral):
+        raise TypeError(f"bincount(): argument 'minlength' must be an int, got "
+                        f"{type(minlength).__name__}")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if xd.ndim != 1 or (xd.size and bool((xd < 0).any())):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    xp = _xp(xd)
+    Tensor = _tensor()
+    if weights is None:
+        return Tensor(xp.bincount(xd.astype(I64), minlength=minlength).astype(I64))
+    if not isinstance(weights, Tensor):
+        raise TypeError(f"bincount(): argument 'weights' must be a Tensor, got "
+                        f"{type(weights).__name__}")
+    if weights.shape != xd.shape:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    w = weights.data
+    dtype = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
+    counts = xp.bincount(xd.astype(I64), weights=w.astype(np.float64), minlength=minlength)
+    return Tensor(counts.astype(dtype))

@@ -9,12 +9,13 @@ import math
 import numbers
 import operator
 import warnings
+import weakref
 from collections import namedtuple
 
 import numpy as np
 
 from pyrt import functional as F
-from pyrt import shapes
+from pyrt import logical, pointwise, products, rearrange, reductions, selection, shapes
 from pyrt.autograd import _state as _grad_mode
 from pyrt.autograd import mark_modified, run_backward
 from pyrt.pointwise import checked_flag as _flag
@@ -293,6 +294,42 @@ class Tensor:
         """A copy as int64 (floats rounded toward zero), outside autograd."""
         return Tensor(self.data.astype(np.int64))
 
+    def int(self):
+        """A copy as int32 (floats rounded toward zero), outside autograd, as torch's int()."""
+        return Tensor(self.data.astype(np.int32))
+
+    def bool(self):
+        """A copy as bool (nonzero, NaN included, is True)."""
+        return Tensor(self.data.astype(np.bool_))
+
+    def double(self):
+        """A float64 copy, outside autograd: pyrt stores float64 but computes gradients in
+        float32 only, so a tensor that requires grad is refused rather than cut from its
+        graph without a word."""
+        if self._requires_grad and _grad_mode.enabled:
+            raise RuntimeError("double(): pyrt computes gradients in float32 only, so a "
+                               "float64 copy could not carry this tensor's gradient: call "
+                               "detach().double(), or keep float32")
+        return self.to(np.float64)
+
+    def is_floating_point(self):
+        return self.data.dtype.kind == "f"
+
+    def is_contiguous(self):
+        return bool(self.data.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        """The steps between neighbouring elements of each dim, in elements."""
+        steps = tuple(s // self.data.itemsize for s in self.data.strides)
+        return steps if dim is None else steps[shapes.dim_index(dim, self.data.ndim)]
+
+    def element_size(self):
+        """The size of one element in bytes."""
+        return self.data.itemsize
+
+    def nelement(self):
+        return self.data.size
+
     def detach(self):
         return Tensor(self.data)
 
@@ -459,7 +496,72 @@ class Tensor:
         mark_modified(self.data)
         return self
 
+    def normal_(self, mean=0.0, std=1.0):
+        """Every element drawn from N(mean, std^2), in place, from the generator that
+        pyrt.manual_seed seeds (as pyrt.randn)."""
+        self._check_random_fill("normal_", mean, std)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        draw = _generator.standard_normal(self.shape, self._draw_dtype()) * std + mean
+        return self._fill_drawn(draw)
+
+    def uniform_(self, from_=0.0, to=1.0):
+        """Every element drawn uniformly from [from_, to), in place, from the generator that
+        pyrt.manual_seed seeds (as pyrt.rand)."""
+        self._check_random_fill("uniform_", from_, to)
+        if from_ > to:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={from_} > to={to}")
+        draw = _generator.random(self.shape, self._draw_dtype()) * (to - from_) + from_
+        return self._fill_drawn(draw)
+
+    def _check_random_fill(self, name, *numbers_):
+        self._check_in_place()
+        if self.data.dtype.kind != "f":
+            raise NotImplementedError(f"{name}(): numbers are drawn in floating point, not "
+                                      f"into a {self.data.dtype} tensor")
+        for value in numbers_:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"{name}(): arguments must be real numbers, got "
+                                f"{type(value).__name__}")
+
+    def _draw_dtype(self):
+        return np.float64 if self.data.dtype == np.float64 else np.float32
+
+    def _fill_drawn(self, draw):
+        self.data[...] = _move(draw.astype(self.data.dtype, copy=False), self.device)
+        mark_modified(self.data)
+        return self
+
     # ---- autograd ----------------------------------------------------------------------------
+
+    def retain_grad(self):
+        """Keep this tensor's gradient in .grad after backward() though it is not a leaf (a
+        leaf keeps it anyway). Its backward closure is wrapped to store the gradient it
+        receives (summed over its consumers), so that the backward loop pays nothing for it."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._backward is not None:
+            _Hooked.of(self).retain = True
+
+    def register_hook(self, hook):
+        """Call hook(grad) with this tensor's gradient during backward(); a tensor it returns
+        replaces the gradient passed on. For tensors made by ops; pyrt does not run hooks on
+        leaves. Returns a handle whose remove() takes the hook off."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self._backward is None:
+            raise NotImplementedError("register_hook(): pyrt runs hooks on tensors made by ops "
+                                      "only, not on leaves: read the leaf's .grad after "
+                                      "backward() instead")
+        if not callable(hook):
+            raise TypeError(f"register_hook(): hook must be callable, got "
+                            f"{type(hook).__name__}")
+        hooks = _Hooked.of(self).hooks
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad. The
@@ -689,6 +791,131 @@ class Tensor:
     def masked_fill(self, mask, value):
         return F.masked_fill(self, mask, value)
 
+    # method forms of the operators, with PyTorch's keywords
+
+    def add(self, other, *, alpha=1):
+        return F.add(self, self._alpha_scaled(other, alpha, "add"))
+
+    def sub(self, other, *, alpha=1):
+        return F.sub(self, self._alpha_scaled(other, alpha, "sub"))
+
+    def _alpha_scaled(self, other, alpha, name):
+        """other * alpha, alpha checked as PyTorch checks it: a real number, an integer when
+        both operands are integers."""
+        if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
+            raise TypeError(f"{name}(): argument 'alpha' must be a number, got "
+                            f"{type(alpha).__name__}")
+        if alpha == 1 and isinstance(alpha, numbers.Integral):
+            return other
+        if not isinstance(alpha, numbers.Integral) and "f" not in (F._kind(self),
+                                                                   F._kind(other)):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        return F.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+    def mul(self, other):
+        return F.mul(self, other)
+
+    def div(self, other, *, rounding_mode=None):
+        """self / other; with rounding_mode "trunc" or "floor", rounded that way (integers
+        stay integers, floats get a zero gradient), as torch.div."""
+        if rounding_mode is None:
+            return F.div(self, other)
+        return pointwise.divide_rounded(self, other, rounding_mode)
+
+    def true_divide(self, other):
+        return F.div(self, other)
+
+    def neg(self):
+        return F.neg(self)
+
+    def fmod(self, other):
+        return pointwise.fmod(self, other)
+
+    def square(self):
+        return pointwise.square(self)
+
+    def rsqrt(self):
+        return pointwise.rsqrt(self)
+
+    def reciprocal(self):
+        return pointwise.reciprocal(self)
+
+    def erf(self):
+        return pointwise.erf(self)
+
+    def log2(self):
+        return pointwise.log2(self)
+
+    def log10(self):
+        return pointwise.log10(self)
+
+    def exp2(self):
+        return pointwise.exp2(self)
+
+    def tan(self):
+        return pointwise.tan(self)
+
+    def trunc(self):
+        return pointwise.trunc(self)
+
+    def frac(self):
+        return pointwise.frac(self)
+
+    def clamp_min(self, min):
+        return F.clamp(self, min=min)
+
+    def clamp_max(self, max):
+        return F.clamp(self, max=max)
+
+    def clip(self, min=None, max=None):
+        return F.clamp(self, min, max)
+
+    def lerp(self, end, weight):
+        return pointwise.lerp(self, end, weight)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        return pointwise.addcmul(self, tensor1, tensor2, value=value)
+
+    def logical_and(self, other):
+        return logical.logical_and(self, other)
+
+    def logical_or(self, other):
+        return logical.logical_or(self, other)
+
+    def logical_xor(self, other):
+        return logical.logical_xor(self, other)
+
+    def logical_not(self):
+        return logical.logical_not(self)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return logical.isclose(self, other, rtol, atol, equal_nan)
+
+    def masked_select(self, mask):
+        return selection.masked_select(self, mask)
+
+    def nonzero(self, *, as_tuple=False):
+        return selection.nonzero(self, as_tuple=as_tuple)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        return selection.unique(self, sorted, return_inverse, return_counts, dim)
+
+    def bincount(self, weights=None, minlength=0):
+        return selection.bincount(self, weights, minlength)
+
+    def outer(self, vec2):
+        return products.outer(self, vec2)
+
+    def dot(self, other):
+        return products.dot(self, other)
+
+    def mm(self, mat2):
+        return products.mm(self, mat2)
+
+    def bmm(self, mat2):
+        return products.bmm(self, mat2)
+
     def gather(self, dim, index):
         return shapes.gather(self, dim, index)
 
@@ -886,6 +1113,25 @@ class Tensor:
     def prod(self, dim=None, keepdim=False):
         return F.prod(self, dim, keepdim)
 
+    def cumprod(self, dim):
+        return reductions.cumprod(self, dim)
+
+    def logsumexp(self, dim, keepdim=False):
+        return reductions.logsumexp(self, dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        return reductions.amax(self, dim, keepdim)
+
+    def amin(self, dim=(), keepdim=False):
+        return reductions.amin(self, dim, keepdim)
+
+    def nansum(self, dim=None, keepdim=False):
+        return reductions.nansum(self, dim, keepdim)
+
+    def median(self, dim=None, keepdim=False):
+        """The lower median (of all elements, or (values, indices) along `dim`)."""
+        return reductions.median(self, dim, keepdim)
+
     def norm(self, p="fro", dim=None, keepdim=False):
         return F.norm(self, p, dim, keepdim)
 
@@ -1043,12 +1289,97 @@ class Tensor:
     def chunk(self, chunks, dim=0):
         return shapes.chunk(self, chunks, dim)
 
+    def unbind(self, dim=0):
+        return rearrange.unbind(self, dim)
+
+    def narrow(self, dim, start, length):
+        return rearrange.narrow(self, dim, start, length)
+
+    def movedim(self, source, destination):
+        return rearrange.movedim(self, source, destination)
+
+    moveaxis = movedim
+
+    def swapaxes(self, axis0, axis1):
+        return shapes.transpose(self, axis0, axis1)
+
+    swapdims = swapaxes
+
+    def unflatten(self, dim, sizes):
+        return rearrange.unflatten(self, dim, sizes)
+
+    def roll(self, shifts, dims=None):
+        return rearrange.roll(self, shifts, dims)
+
+    def repeat_interleave(self, repeats, dim=None):
+        return rearrange.repeat_interleave(self, repeats, dim)
+
+    def tril(self, diagonal=0):
+        return rearrange.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return rearrange.triu(self, diagonal)
+
+    def diag(self, diagonal=0):
+        return rearrange.diag(self, diagonal)
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return rearrange.diff(self, n, dim, prepend, append)
+
     def contiguous(self):
         """Itself: every op returns C-contiguous data (a tensor made around a strided array
         by hand gets a contiguous copy)."""
         if not self.data.flags.c_contiguous:
             return F.reshape(self, self.shape)
         return self
+
+
+class _Hooked:
+    """The backward closure of a tensor with hooks or a retained gradient: runs the hooks on
+    the gradient the tensor receives (each may replace it), stores it in the tensor's .grad if
+    retained, then runs the closure it wraps. Installed only on such tensors, so that the
+    backward loop has no extra test. It holds the tensor weakly (no cycle through the
+    tensor's own closure)."""
+
+    __slots__ = ("backward", "hooks", "retain", "tensor")
+
+    def __init__(self, tensor):
+        self.backward = tensor._backward
+        self.hooks = []
+        self.retain = False
+        self.tensor = weakref.ref(tensor)
+
+    @classmethod
+    def of(cls, tensor):
+        """The tensor's _Hooked closure, installed on first use."""
+        if not isinstance(tensor._backward, cls):
+            tensor._backward = cls(tensor)
+        return tensor._backward
+
+    def __call__(self, g):
+        for hook in self.hooks:
+            replaced = hook(Tensor(g))
+            if replaced is not None:
+                g = F._xp(g).asarray(replaced.data if isinstance(replaced, Tensor)
+                                     else replaced, dtype=np.float32)
+        tensor = self.tensor()
+        if self.retain and tensor is not None:
+            if tensor._grad is None:
+                tensor._grad = Tensor(g.copy())
+            else:
+                tensor._grad.data += g
+        return self.backward(g)
+
+
+class _HookHandle:
+    """What register_hook returns: remove() takes the hook off."""
+
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
 
 
 # ---- creation --------------------------------------------------------------------------------

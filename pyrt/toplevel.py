@@ -3,7 +3,7 @@
 argument, which must be a Tensor (as torch's, they take no lists or arrays there), and is
 exported as ``pyrt.exp``, ``pyrt.sum``, ... The binary ones (maximum, remainder, the bitwise
 ops) are pyrt.functional's; a few that are not one method (``allclose``, ``equal``,
-``is_tensor``) are written out below."""
+``is_tensor``, ``meshgrid``, ``broadcast_tensors``, ``randperm``) are written out below."""
 
 import numbers
 
@@ -21,17 +21,133 @@ from pyrt.functional import (
     minimum,
     remainder,
 )
-from pyrt.tensor import Tensor
+from pyrt.rearrange import broadcast_tensors, meshgrid
+from pyrt.tensor import Tensor, generator
+from pyrt.tensor import tensor as _tensor
 
 __all__ = [
-    "abs", "all", "allclose", "any", "argmax", "argmin", "argsort", "bitwise_and",
-    "bitwise_not", "bitwise_or", "bitwise_xor", "ceil", "chunk", "clamp", "clone", "cos",
-    "cumsum", "detach", "equal", "exp", "expm1", "flatten", "flip", "floor", "floor_divide",
-    "gather", "index_select", "is_tensor", "isfinite", "isinf", "isnan", "log", "log1p",
-    "log_softmax", "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mm",
-    "norm", "numel", "permute", "pow", "prod", "relu", "remainder", "reshape", "round",
-    "sgn", "sigmoid", "sign", "sin", "softmax", "sort", "split", "sqrt", "squeeze", "std",
-    "sum", "t", "tanh", "topk", "transpose", "unsqueeze", "var",
+    "abs",
+    "add",
+    "addcmul",
+    "all",
+    "allclose",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "bincount",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "bmm",
+    "broadcast_tensors",
+    "ceil",
+    "chunk",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
+    "clone",
+    "cos",
+    "cumprod",
+    "cumsum",
+    "detach",
+    "diag",
+    "diff",
+    "div",
+    "dot",
+    "equal",
+    "erf",
+    "exp",
+    "exp2",
+    "expm1",
+    "flatten",
+    "flip",
+    "floor",
+    "floor_divide",
+    "fmod",
+    "frac",
+    "gather",
+    "index_select",
+    "is_tensor",
+    "isclose",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "lerp",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "log_softmax",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "logsumexp",
+    "masked_fill",
+    "masked_select",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "median",
+    "meshgrid",
+    "min",
+    "minimum",
+    "mm",
+    "movedim",
+    "mul",
+    "nansum",
+    "narrow",
+    "neg",
+    "nonzero",
+    "norm",
+    "numel",
+    "outer",
+    "permute",
+    "pow",
+    "prod",
+    "randperm",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "repeat_interleave",
+    "reshape",
+    "roll",
+    "round",
+    "rsqrt",
+    "sgn",
+    "sigmoid",
+    "sign",
+    "sin",
+    "softmax",
+    "sort",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "std",
+    "sub",
+    "sum",
+    "swapaxes",
+    "t",
+    "tan",
+    "tanh",
+    "topk",
+    "transpose",
+    "tril",
+    "triu",
+    "true_divide",
+    "trunc",
+    "unbind",
+    "unflatten",
+    "unique",
+    "unsqueeze",
+    "var",
 ]
 
 
@@ -50,8 +166,59 @@ def _method(name):
 
 # (abs, all, any, max, min, pow, round and sum take the builtins' names, as torch's do)
 abs = _method("abs")
+add = _method("add")
+addcmul = _method("addcmul")
 all = _method("all")
+amax = _method("amax")
+amin = _method("amin")
 any = _method("any")
+bincount = _method("bincount")
+bmm = _method("bmm")
+clamp_max = _method("clamp_max")
+clamp_min = _method("clamp_min")
+clip = _method("clip")
+cumprod = _method("cumprod")
+diag = _method("diag")
+diff = _method("diff")
+div = _method("div")
+dot = _method("dot")
+erf = _method("erf")
+exp2 = _method("exp2")
+fmod = _method("fmod")
+frac = _method("frac")
+isclose = _method("isclose")
+lerp = _method("lerp")
+log10 = _method("log10")
+log2 = _method("log2")
+logical_and = _method("logical_and")
+logical_not = _method("logical_not")
+logical_or = _method("logical_or")
+logical_xor = _method("logical_xor")
+logsumexp = _method("logsumexp")
+masked_select = _method("masked_select")
+median = _method("median")
+movedim = _method("movedim")
+mul = _method("mul")
+nansum = _method("nansum")
+narrow = _method("narrow")
+neg = _method("neg")
+nonzero = _method("nonzero")
+outer = _method("outer")
+reciprocal = _method("reciprocal")
+repeat_interleave = _method("repeat_interleave")
+roll = _method("roll")
+rsqrt = _method("rsqrt")
+square = _method("square")
+sub = _method("sub")
+swapaxes = _method("swapaxes")
+tan = _method("tan")
+tril = _method("tril")
+triu = _method("triu")
+true_divide = _method("true_divide")
+trunc = _method("trunc")
+unbind = _method("unbind")
+unflatten = _method("unflatten")
+unique = _method("unique")
 argmax = _method("argmax")
 argmin = _method("argmin")
 argsort = _method("argsort")
@@ -80,7 +247,7 @@ matmul = _method("matmul")
 max = _method("max")
 mean = _method("mean")
 min = _method("min")
-mm = _method("matmul")
+mm = _method("mm")
 norm = _method("norm")
 numel = _method("numel")
 permute = _method("permute")
@@ -148,3 +315,15 @@ def equal(input, other):
     _checked_pair("equal", input, other)
     return input.shape == other.shape and bool(_xp(input.data).array_equal(input.data,
                                                                            other.data))
+
+
+def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
+    """A random permutation of 0, ..., n - 1, int64 unless `dtype` says otherwise, drawn from
+    the generator pyrt.manual_seed seeds."""
+    if not isinstance(n, numbers.Integral) or isinstance(n, (bool, np.bool_)):
+        raise TypeError(f"randperm(): argument 'n' must be an int, got {type(n).__name__}")
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    data = generator().permutation(int(n))
+    return _tensor(data, dtype=np.int64 if dtype is None else dtype, device=device,
+                   requires_grad=requires_grad)
