@@ -253,6 +253,34 @@ def bandwidth_table(rows, stream, mine, ms_digits):
 # ---- reports --------------------------------------------------------------------------------
 
 
+def forward_backward_table(report, workloads):
+    """The markdown table of a report whose summary times each workload's "forward" and
+    "backward" passes for the variants "pyrt" and "torch": microseconds of each pass and of
+    both, and pyrt's time over torch's, per workload name in `workloads` and thread count."""
+    med = {(r["workload"], r["variant"], r["pass"], r["threads"]): r["median_s"]
+           for r in report["summary"]}
+
+    def micros(seconds):
+        return f"{seconds * 1e6:.0f}" if seconds is not None else "-"
+
+    cells = []
+    for name in workloads:
+        for threads in report["settings"]["threads"]:
+            pf = med.get((name, "pyrt", "forward", threads))
+            pb = med.get((name, "pyrt", "backward", threads))
+            if pf is None:
+                continue
+            tf = med.get((name, "torch", "forward", threads))
+            tb = med.get((name, "torch", "backward", threads))
+            total_t = tf + tb if tf is not None else None
+            cells.append([name, threads, micros(pf), micros(tf), micros(pb), micros(tb),
+                          micros(pf + pb), micros(total_t),
+                          f"{(pf + pb) / total_t:.2f}" if total_t else "-"])
+    return markdown_table(
+        ["workload", "threads", "pyrt fwd", "torch fwd", "pyrt bwd", "torch bwd",
+         "pyrt fwd+bwd", "torch fwd+bwd", "pyrt/torch"], cells)
+
+
 def markdown_report(report, title, libraries, method, blocks, load_at_end=False):
     """A report's markdown: the title, date and command, the machine ("Machine: <cpu>, <n>
     CPUs; <gcc>; <libraries>; load average at start <x>[, at end <y>]."), the paragraph on the

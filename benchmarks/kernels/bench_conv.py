@@ -152,30 +152,9 @@ def check(name, variants, args, torch, notes):
                 notes.append(f"pyrt {name}: differs from torch")
 
 
-def micros(seconds):
-    return f"{seconds * 1e6:.0f}" if seconds is not None else "-"
-
-
 def markdown(report):
     info, settings = report["machine"], report["settings"]
-    med = {(r["workload"], r["variant"], r["pass"], r["threads"]): r["median_s"]
-           for r in report["summary"]}
-    cells = []
-    for name, *_ in WORKLOADS:
-        for threads in settings["threads"]:
-            pf, pb = med.get((name, "pyrt", "forward", threads)), med.get(
-                (name, "pyrt", "backward", threads))
-            if pf is None:
-                continue
-            tf, tb = med.get((name, "torch", "forward", threads)), med.get(
-                (name, "torch", "backward", threads))
-            total_t = tf + tb if tf is not None else None
-            cells.append([name, threads, micros(pf), micros(tf), micros(pb), micros(tb),
-                          micros(pf + pb), micros(total_t),
-                          f"{(pf + pb) / total_t:.2f}" if total_t else "-"])
-    table = harness.markdown_table(
-        ["workload", "threads", "pyrt fwd", "torch fwd", "pyrt bwd", "torch bwd",
-         "pyrt fwd+bwd", "torch fwd+bwd", "pyrt/torch"], cells)
+    table = harness.forward_backward_table(report, [name for name, *_ in WORKLOADS])
     method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
               "Backward is all three gradients of a convolution or a batch norm, the input "
               "gradient of a pooling. `pyrt/torch` is pyrt's time over torch's at the same "

@@ -389,27 +389,25 @@ class Module:
 
     def get_parameter(self, target):
         """The parameter at dotted path `target` ("layer.weight")."""
-        module, name = self._owner_of(target)
-        if name not in module._parameters or module._parameters[name] is None:
-            if not hasattr(module, name):
-                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
-            raise AttributeError(f"`{name}` is not an nn.Parameter")
-        return module._parameters[name]
+        return self._member(target, "_parameters", "an nn.Parameter")
 
     def get_buffer(self, target):
         """The buffer at dotted path `target` ("bn.running_mean")."""
-        module, name = self._owner_of(target)
-        if name not in module._buffers or module._buffers[name] is None:
-            if not hasattr(module, name):
-                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
-            raise AttributeError(f"`{name}` is not a buffer")
-        return module._buffers[name]
+        return self._member(target, "_buffers", "a buffer")
 
-    def _owner_of(self, target):
+    def _member(self, target, store, what):
+        """The entry of the dict `store` of the module that dotted path `target` leads to,
+        with PyTorch's AttributeErrors where there is none."""
         if not isinstance(target, str):
             raise TypeError(f"target must be a str, got {type(target).__name__}")
         path, _, name = target.rpartition(".")
-        return self.get_submodule(path), name
+        module = self.get_submodule(path)
+        member = getattr(module, store).get(name)
+        if member is None:
+            if not hasattr(module, name):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+            raise AttributeError(f"`{name}` is not {what}")
+        return member
 
     def apply(self, fn):
         """Call fn(module) on every child (recursively), then on self; returns self."""
