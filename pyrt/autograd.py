@@ -5,16 +5,26 @@ remembers its inputs (``_parents``) and a closure (``_backward``) that maps the 
 output to the gradients of the inputs. ``backward()`` sorts the graph topologically and runs
 the closures from the output back to the leaves, summing the gradients of tensors used more
 than once. Only leaves (tensors made by the user, such as parameters) keep ``.grad``.
+
+``grad()``, ``backward(inputs=...)``, several outputs at once and hooks on leaves take a general
+pass (run_graph) that sums each tensor's gradients before it uses them; the plain backward()
+of one tensor keeps the lean loop of run_backward. Custom differentiable functions
+(``Function``) live in pyrt.autograd_function.
 """
 
 import contextlib
 import functools
 import inspect
+import itertools
 import threading
+import weakref
+
+import numpy as np
 
 from pyrt.runtime import carry_thread_state
 
-__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["Function", "backward", "enable_grad", "grad", "inference_mode", "is_grad_enabled",
+           "no_grad", "set_grad_enabled"]
 
 _NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
 _MARKS_MAX = 4096
@@ -233,10 +243,17 @@ def _consumer_counts(root):
 _Tensor = None  # pyrt.tensor.Tensor, imported on first use (pyrt.tensor imports this module)
 
 
-def run_backward(root, grad, retain_graph=False):
+def _tensor_class():
+    global _Tensor
+    if _Tensor is None:
+        from pyrt.tensor import Tensor as _Tensor
+    return _Tensor
+
+
+def run_backward(root, grad, retain_graph=False, inputs=None):
     """Propagate `grad` (an array shaped like root) from `root` to every leaf that requires
     grad, accumulating into the leaves' ``.grad``. The graph is freed on the way unless
-    `retain_graph`.
+    `retain_graph`. With `inputs` (Tensor.backward's), only those tensors' ``.grad`` gains.
 
     Kahn's algorithm: a tensor made by an op runs its backward closure once all of its
     consumers in the graph have passed their gradients to it, so each closure runs once, on
@@ -244,10 +261,11 @@ def run_backward(root, grad, retain_graph=False):
     stack; only the gradients of tensors used more than once wait in `partial` for the rest.
     A leaf needs no waiting: each gradient that reaches it is added to its ``.grad`` at once,
     in the order they arrive, which is the order the sums would have been made in anyway."""
-    global _Tensor
-    if _Tensor is None:
-        from pyrt.tensor import Tensor as _Tensor
-    Tensor = _Tensor
+    if inputs is not None or _leaf_hooks:  # one test per backward(), none per node
+        targets = None if inputs is None else _checked_inputs(inputs, "backward")
+        run_graph((root,), (grad,), retain_graph, targets)
+        return
+    Tensor = _tensor_class()
     if root._backward is None:  # a leaf: its gradient is the one given
         if root._grad is None:
             root._grad = Tensor(grad.copy())
@@ -335,3 +353,372 @@ def _freed(grad):
         "Trying to backward through the graph a second time: its intermediate values were "
         "freed by the first backward()"
     )
+
+
+# ---- the general pass: several outputs, chosen inputs, leaf hooks ---------------------------
+
+
+def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
+    """Propagate the gradients `grads` (arrays, or None for none) of the tensors `roots` to
+    `inputs` (tensors made by ops or leaves; every leaf that requires grad when None). Each
+    input's gradient is added to its ``.grad`` if `accumulate`; the result maps id(input) to
+    its gradient array (absent when none reached it). The graph is freed on the way unless
+    `retain_graph`.
+
+    Kahn's algorithm as in run_backward, but on the part of the graph that leads to an input
+    (a tensor from which no input can be reached is not differentiated), and every tensor,
+    leaves included, waits for all of its gradients: a hook, and an input's result, see the
+    sum once."""
+    targets = None if inputs is None else {id(t) for t in inputs}
+    if accumulate and inputs is not None:
+        # as in PyTorch, a tensor made by an op that backward(inputs=) accumulates into
+        # retains its gradient from then on (retain_grad())
+        for tensor in inputs:
+            if tensor._backward is not None:
+                _Hooked.of(tensor).retain = True
+    order = _post_order(roots)
+    useful, running = _useful(order, targets)
+    pending = {}
+    for node in order:
+        if id(node) in running:
+            for parent in node._parents:
+                if parent._requires_grad and id(parent) in useful:
+                    pending[id(parent)] = pending.get(id(parent), 0) + 1
+    for root in roots:  # a root reached from another root waits for that one's gradient too
+        pending[id(root)] = pending.get(id(root), 0) + 1
+    partial, ready, results = {}, [], {}
+    for root, g in zip(roots, grads):
+        _arrive(root, g, pending, partial, ready)
+    while ready:
+        node, g = ready.pop()
+        backward = node._backward
+        if backward is None:  # a leaf
+            if g is not None and (targets is None or id(node) in targets):
+                _deliver(node, _run_leaf_hooks(node, g), results, accumulate)
+            continue
+        runs = id(node) in running
+        # grad() takes the gradient of a tensor made by an op (retain_grad stores it for
+        # backward) before its hooks if its closure runs on (it leads to another input),
+        # after them otherwise: PyTorch's rule
+        target = (not accumulate and g is not None and targets is not None
+                  and id(node) in targets)
+        if target and runs:
+            _deliver(node, g, results, accumulate)
+            target = False
+        if isinstance(backward, _Hooked):  # its hooks see (and may replace) the whole gradient
+            if g is not None:
+                g = backward.run_hooks(g)
+            backward = backward.backward
+        if target:
+            _deliver(node, g, results, accumulate)
+        if not runs:
+            continue
+        if node._epoch < _writes.count:
+            _check_inputs_unchanged(node)
+        parents = node._parents
+        parent_grads = (None,) * len(parents) if g is None else backward(g)
+        for parent, pg in zip(parents, parent_grads):
+            if parent._requires_grad and id(parent) in useful:
+                _arrive(parent, pg, pending, partial, ready)
+        if not retain_graph:
+            node._parents = ()
+            node._backward = _freed
+    return results
+
+
+def _post_order(roots):
+    """The tensors reachable from `roots` through inputs that require grad, each after all
+    of its inputs (iterative depth-first search: graphs can be deeper than the recursion
+    limit)."""
+    order, seen = [], set()
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(root._parents))]
+        while stack:
+            node, parents = stack[-1]
+            for parent in parents:
+                if parent._requires_grad and id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append((parent, iter(parent._parents)))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def _useful(order, targets):
+    """(useful, running): the ids of the tensors of `order` that are targets (leaves when
+    `targets` is None) or lead to one, and of those among them whose backward closure must
+    run (they lead to a target through an input). A freed closure runs, to raise."""
+    useful, running = set(), set()
+    for node in order:  # inputs first: a tensor's inputs are decided before it
+        key = id(node)
+        if node._backward is _freed or any(
+                id(parent) in useful for parent in node._parents if parent._requires_grad):
+            running.add(key)
+            useful.add(key)
+        elif node._backward is None if targets is None else key in targets:
+            useful.add(key)
+    return useful, running
+
+
+def _arrive(node, g, pending, partial, ready):
+    """One of the gradients `node` waits for arrives: summed with the others (None is
+    none); with the last, node is ready."""
+    key = id(node)
+    if g is not None:
+        partial[key] = g if key not in partial else partial[key] + g
+    left = pending[key] - 1
+    if left:
+        pending[key] = left
+    else:
+        del pending[key]
+        ready.append((node, partial.pop(key, None)))
+
+
+def _deliver(tensor, g, results, accumulate):
+    """An input's whole gradient: added to its .grad, or kept for grad()."""
+    if not accumulate:
+        results[id(tensor)] = g
+    else:
+        if tensor._grad is None:
+            tensor._grad = _tensor_class()(g.copy())  # g may be shared: the .grad is its own
+        else:
+            tensor._grad.data += g
+
+
+def _checked_inputs(inputs, name):
+    """`inputs` of grad() or backward(): a tuple of tensors that require grad."""
+    Tensor = _tensor_class()
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if not inputs:
+        raise RuntimeError(f"`inputs` argument to `{name}()` cannot be empty.")
+    for i, tensor in enumerate(inputs):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{name}(): inputs[{i}] must be a Tensor, got "
+                            f"{type(tensor).__name__}")
+        if not tensor._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad: "
+                               f"inputs[{i}] of {name}()")
+    return inputs
+
+
+def _roots_and_gradients(outputs, grad_outputs, name):
+    """The tensors to differentiate and their gradients as arrays, checked as PyTorch checks
+    them: a missing gradient is ones, for an output of one element only."""
+    Tensor = _tensor_class()
+    outputs = _tensors(outputs, "outputs", name)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,) * len(outputs) if grad_outputs is None else (grad_outputs,)
+    else:
+        grad_outputs = tuple(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    grads = tuple(_output_gradient(output, gradient, i)
+                  for i, (output, gradient) in enumerate(zip(outputs, grad_outputs)))
+    for i, output in enumerate(outputs):
+        if not output._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not "
+                               "have a grad_fn")
+    return outputs, grads
+
+
+def _tensors(tensors, argument, name):
+    """A Tensor or a sequence of them, as a tuple."""
+    Tensor = _tensor_class()
+    if isinstance(tensors, Tensor):
+        return (tensors,)
+    if not isinstance(tensors, (tuple, list)) or not all(isinstance(t, Tensor) for t in tensors):
+        raise TypeError(f"{name}(): {argument} must be a Tensor or a sequence of Tensors, got "
+                        f"{type(tensors).__name__}")
+    return tuple(tensors)
+
+
+def _output_gradient(output, gradient, i):
+    """The gradient of `output` (the i-th) as a float32 array on its device."""
+    from pyrt.functional import _xp
+
+    xp = _xp(output.data)
+    if gradient is None:
+        if output.data.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return xp.ones(output.shape, np.float32)
+    if not isinstance(gradient, _tensor_class()):
+        raise TypeError(f"gradients can be either Tensors or None, but got "
+                        f"{type(gradient).__name__}")
+    if gradient.shape != output.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{list(gradient.shape)} and output[{i}] has a shape of "
+                           f"{list(output.shape)}.")
+    if gradient.device != output.device:
+        raise RuntimeError(f"grad_output[{i}] is on {gradient.device} but output[{i}] is on "
+                           f"{output.device}")
+    return xp.asarray(gradient.data, dtype=np.float32, order="C")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """The gradients of `outputs` (a tensor or a sequence of them, weighted by
+    `grad_outputs`) with respect to `inputs` (leaves or tensors made by ops), as a tuple of
+    tensors; no ``.grad`` is touched. An input the outputs do not depend on is an error
+    unless `allow_unused` (its gradient is then None, or zeros with `materialize_grads`).
+    The graph is freed unless `retain_graph`."""
+    if create_graph:
+        raise NotImplementedError("grad(create_graph=True): pyrt does not record the backward "
+                                  "pass, so higher-order gradients are not supported")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    roots, grads = _roots_and_gradients(outputs, grad_outputs, "grad")
+    inputs = _checked_inputs(inputs, "grad")
+    results = run_graph(roots, grads, bool(retain_graph), inputs, accumulate=False)
+    Tensor = _tensor_class()
+    out = []
+    for i, tensor in enumerate(inputs):
+        g = results.get(id(tensor))
+        if g is not None:
+            out.append(Tensor(g.copy()))  # its own array: g may be shared, or the caller's
+        elif not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                               "been used in the graph. Set allow_unused=True if this is the "
+                               "desired behavior.")
+        else:
+            out.append(Tensor(_zeros_like(tensor.data)) if materialize_grads else None)
+    return tuple(out)
+
+
+def _zeros_like(array):
+    from pyrt.functional import _xp
+
+    return _xp(array).zeros(array.shape, np.float32)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of `tensors` (a tensor or a sequence of them, weighted by
+    `grad_tensors`) into the ``.grad`` of every leaf that requires grad, or of `inputs`
+    only. The graph is freed unless `retain_graph`."""
+    if create_graph:
+        raise NotImplementedError("backward(create_graph=True): pyrt does not record the "
+                                  "backward pass, so higher-order gradients are not supported")
+    roots, grads = _roots_and_gradients(tensors, grad_tensors, "backward")
+    targets = None if inputs is None else _checked_inputs(inputs, "backward")
+    if targets is None and len(roots) == 1:
+        run_backward(roots[0], grads[0], bool(retain_graph))
+    else:
+        run_graph(roots, grads, bool(retain_graph), targets)
+
+
+# ---- hooks -----------------------------------------------------------------------------------
+
+
+class _Hooked:
+    """The backward closure of a tensor made by an op that has hooks or a retained gradient:
+    runs the hooks on the gradient the tensor receives (each may replace it), stores it in
+    the tensor's .grad if retained, then runs the closure it wraps. Installed only on such
+    tensors, so that the backward loop has no extra test. It holds the tensor weakly (no
+    cycle through the tensor's own closure)."""
+
+    __slots__ = ("backward", "hooks", "retain", "tensor")
+
+    def __init__(self, tensor):
+        self.backward = tensor._backward
+        self.hooks = {}  # handle id -> hook, in the order they were registered
+        self.retain = False
+        self.tensor = weakref.ref(tensor)
+
+    @classmethod
+    def of(cls, tensor):
+        """The tensor's _Hooked closure, installed on first use."""
+        if not isinstance(tensor._backward, cls):
+            tensor._backward = cls(tensor)
+        return tensor._backward
+
+    def run_hooks(self, g):
+        """The gradient after the hooks, stored in .grad if retained."""
+        g = _apply_hooks(self.hooks, g)
+        tensor = self.tensor()
+        if self.retain and tensor is not None:
+            if tensor._grad is None:
+                tensor._grad = _tensor_class()(g.copy())
+            else:
+                tensor._grad.data += g
+        return g
+
+    def __call__(self, g):
+        return self.backward(self.run_hooks(g))
+
+
+def _apply_hooks(hooks, g):
+    """Run each hook on the gradient `g` in turn; one that returns a tensor (or an array)
+    replaces it, of the same shape."""
+    if not hooks:
+        return g
+    from pyrt.functional import _xp
+
+    Tensor = _tensor_class()
+    for hook in tuple(hooks.values()):  # a hook may remove itself
+        replaced = hook(Tensor(g))
+        if replaced is not None:
+            new = _xp(g).asarray(replaced.data if isinstance(replaced, Tensor) else replaced,
+                                 dtype=np.float32)
+            if new.shape != g.shape:
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the "
+                                   f"size of value: {list(g.shape)} to {list(new.shape)}")
+            g = new
+    return g
+
+
+# leaves with hooks: id(leaf) -> (a weak reference to it, its hooks by handle id). While it is
+# empty, backward() takes run_backward's loop, which has no place for them
+_leaf_hooks = {}
+
+
+def register_leaf_hook(leaf, hook):
+    """Run hook(grad) on the gradient of `leaf` before it is added to ``.grad`` (a tensor it
+    returns replaces it). Returns the handle."""
+    key = id(leaf)
+    entry = _leaf_hooks.get(key)
+    if entry is None or entry[0]() is not leaf:
+        hooks = {}
+        ref = weakref.ref(leaf, lambda _, key=key, hooks=hooks: _drop_leaf_hooks(key, hooks))
+        entry = _leaf_hooks[key] = (ref, hooks)
+    return _HookHandle(entry[1], hook, key)
+
+
+def _drop_leaf_hooks(key, hooks):
+    """Forget a leaf's hooks (all removed, or the leaf is gone), unless its id now names
+    another leaf."""
+    entry = _leaf_hooks.get(key)
+    if entry is not None and entry[1] is hooks:
+        del _leaf_hooks[key]
+
+
+def _run_leaf_hooks(leaf, g):
+    entry = _leaf_hooks.get(id(leaf))
+    if entry is None or entry[0]() is not leaf:
+        return g
+    return _apply_hooks(entry[1], g)
+
+
+class _HookHandle:
+    """What register_hook returns: remove() takes the hook off (again: nothing happens)."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks, hook, leaf_key=None):
+        self.id = next(self._ids)
+        self._hooks, self._leaf_key = hooks, leaf_key
+        hooks[self.id] = hook
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+        if not self._hooks and self._leaf_key is not None:
+            _drop_leaf_hooks(self._leaf_key, self._hooks)
+
+
+from pyrt.autograd_function import Function  # noqa: E402 (it builds on this module)

@@ -1,6 +1,6 @@
 """More ops that move elements, with PyTorch's names, arguments and errors: unbind and
-narrow (slices), movedim and unflatten (dims), roll and repeat_interleave, tril, triu and
-diag, meshgrid and broadcast_tensors, and diff (differences of neighbours).
+narrow (slices), movedim and unflatten (dims), roll, repeat_interleave and tile, rot90, tril,
+triu and diag, meshgrid and broadcast_tensors, and diff (differences of neighbours).
 
 As in pyrt/shapes.py, each result is a contiguous array and each backward moves the gradient
 back the inverse way: slices are placed back, rolls rolled back, repeated copies summed,
@@ -17,10 +17,10 @@ from pyrt.functional import _contiguous, _integer, _make, _tensor, _xp, dim_inde
 from pyrt.functional import reshape as _reshape
 from pyrt.functional import sub as _sub
 from pyrt.pointwise import _input_array, broadcast_shape
-from pyrt.shapes import _piece, _sizes, cat, expand, permute
+from pyrt.shapes import _piece, _sizes, cat, expand, flip, permute, repeat, transpose
 
 __all__ = ["broadcast_tensors", "diag", "diff", "meshgrid", "movedim", "narrow",
-           "repeat_interleave", "roll", "tril", "triu", "unbind", "unflatten"]
+           "repeat_interleave", "roll", "rot90", "tile", "tril", "triu", "unbind", "unflatten"]
 
 _F32 = np.dtype(np.float32)
 
@@ -195,6 +195,39 @@ def repeat_interleave(x, repeats, dim=None):
         return (dx.reshape(shape),)
 
     return _make(out, (x,), backward, reads=False)
+
+
+def tile(x, dims):
+    """x repeated dims[i] times along each dim, as torch.tile: repeat, with dims padded with
+    leading 1s when it has fewer entries than x has dims."""
+    _input_array(x, "tile")
+    dims = _dims(dims, "tile", "dims")
+    return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
+
+
+def rot90(x, k=1, dims=(0, 1)):
+    """x rotated by 90 degrees k times in the plane of `dims`, from the first dim toward the
+    second, as torch.rot90: flips and a transpose (with their gradients)."""
+    _input_array(x, "rot90")
+    if not _integer(k):
+        raise TypeError(f"rot90(): argument 'k' must be an int, got {type(k).__name__}")
+    dims = _dims(dims, "rot90", "dims")
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    first, second = (dim_index(d, x.ndim) for d in dims)
+    if first == second:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    turns = int(k) % 4
+    if turns == 1:
+        return transpose(flip(x, (second,)), first, second)
+    if turns == 2:
+        return flip(x, (first, second))
+    if turns == 3:
+        return transpose(flip(x, (first,)), first, second)
+    return _make(_contiguous(x.data.copy()), (x,), lambda g: (g,), reads=False)
 
 
 # ---- triangles and diagonals -----------------------------------------------------------------

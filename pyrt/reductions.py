@@ -20,8 +20,8 @@ from pyrt.functional import (
 from pyrt.ops._checks import F32, I64
 from pyrt.pointwise import _input_array, checked_flag
 
-__all__ = ["amax", "amin", "cumprod", "cumsum", "logsumexp", "median", "nansum", "norm",
-           "prod"]
+__all__ = ["amax", "amin", "count_nonzero", "cumprod", "cumsum", "logsumexp", "median",
+           "nanmean", "nansum", "norm", "prod", "std_mean", "var_mean"]
 
 # what median(dim) returns, as torch.return_types.median
 median_result = namedtuple("median", ("values", "indices"))
@@ -339,3 +339,41 @@ def median(x, dim=None, keepdim=False):
 
     return median_result(_make(_contiguous(values.reshape(shape)), (x,), backward, reads=False),
                          indices)
+
+
+# ---- count_nonzero, nanmean, var_mean and std_mean -------------------------------------------
+
+
+def count_nonzero(x, dim=None):
+    """How many elements are nonzero (NaN counts), over all dims or `dim` (an int or a
+    sequence): int64, no gradient."""
+    xd = _input_array(x, "count_nonzero")
+    axis = None if dim is None else reduction_axes(dim, xd.ndim, empty_means_all=True)
+    xp = _xp(xd)
+    return (_tensor())(xp.asarray(xp.count_nonzero(xd, axis=axis), dtype=I64))
+
+
+def nanmean(x, dim=None, keepdim=False):
+    """The mean of the elements that are not NaN (NaN where there are none), as
+    torch.nanmean: nansum over their count, with nansum's gradient divided by the count."""
+    xd = _input_array(x, "nanmean")
+    if xd.dtype.kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {xd.dtype}")
+    keepdim = checked_flag(keepdim, "nanmean", "keepdim")
+    axis = None if dim is None else reduction_axes(dim, xd.ndim, empty_means_all=True)
+    xp = _xp(xd)
+    count = (~xp.isnan(xd)).sum(axis=axis, keepdims=keepdim, dtype=xd.dtype)
+    return nansum(x, dim, keepdim) / (_tensor())(xp.asarray(count))
+
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dim, with Tensor.var's arguments, as torch.var_mean."""
+    _input_array(x, "var_mean")
+    return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dim, with Tensor.std's arguments, as torch.std_mean."""
+    _input_array(x, "std_mean")
+    return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)

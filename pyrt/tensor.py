@@ -9,15 +9,29 @@ import math
 import numbers
 import operator
 import warnings
-import weakref
 from collections import namedtuple
 
 import numpy as np
 
+from pyrt import (
+    binary_pointwise,
+    binning,
+    contractions,
+    logical,
+    order_statistics,
+    pointwise,
+    products,
+    rearrange,
+    reductions,
+    scans,
+    scatter,
+    selection,
+    shapes,
+    trigonometric,
+)
 from pyrt import functional as F
-from pyrt import logical, pointwise, products, rearrange, reductions, selection, shapes
+from pyrt.autograd import _Hooked, _HookHandle, mark_modified, register_leaf_hook, run_backward
 from pyrt.autograd import _state as _grad_mode
-from pyrt.autograd import mark_modified, run_backward
 from pyrt.pointwise import checked_flag as _flag
 
 __all__ = [
@@ -496,6 +510,120 @@ class Tensor:
         mark_modified(self.data)
         return self
 
+    def _write_result(self, compute, *operands, floating=False):
+        """The in-place form of an op: its out-of-place result, compute(), written into
+        self's array. Refused where add_ is refused; the result must keep self's shape and
+        cast to self's dtype (same kind: `floating` ops cannot write into integers), as in
+        PyTorch."""
+        self._check_in_place()
+        for other in operands:
+            self._check_in_place(other)
+        name = _GRAD_DTYPES.get(self.data.dtype, self.data.dtype)
+        if floating and self.data.dtype.kind != "f":
+            raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                               f"{name}")
+        result = compute()
+        if result.shape != self.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        if not np.can_cast(result.dtype, self.data.dtype, "same_kind"):
+            raise RuntimeError(f"result type {_GRAD_DTYPES.get(result.dtype, result.dtype)} "
+                               f"can't be cast to the desired output type {name}")
+        self.data[...] = result.data
+        mark_modified(self.data)
+        return self
+
+    def exp_(self):
+        return self._write_result(lambda: F.exp(self), floating=True)
+
+    def log_(self):
+        return self._write_result(lambda: F.log(self), floating=True)
+
+    def sqrt_(self):
+        return self._write_result(lambda: F.sqrt(self), floating=True)
+
+    def sigmoid_(self):
+        return self._write_result(lambda: F.sigmoid(self), floating=True)
+
+    def tanh_(self):
+        return self._write_result(lambda: F.tanh(self), floating=True)
+
+    def reciprocal_(self):
+        return self._write_result(lambda: pointwise.reciprocal(self), floating=True)
+
+    def relu_(self):
+        """max(x, 0) in place (integers stay integers, as in PyTorch)."""
+        return self._write_result(lambda: F.clamp(self, min=0) if self._exact() else
+                                  F.relu(self))
+
+    def abs_(self):
+        return self._write_result(lambda: F.abs(self))
+
+    def neg_(self):
+        return self._write_result(lambda: F.neg(self))
+
+    def sign_(self):
+        return self._write_result(lambda: F.sign(self))
+
+    def floor_(self):
+        return self._write_result(lambda: F.floor(self))
+
+    def ceil_(self):
+        return self._write_result(lambda: F.ceil(self))
+
+    def round_(self, decimals=0):
+        return self._write_result(lambda: F.round(self, decimals))
+
+    def trunc_(self):
+        return self._write_result(lambda: pointwise.trunc(self))
+
+    def clamp_(self, min=None, max=None):
+        return self._write_result(lambda: F.clamp(self, min, max))
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min):
+        return self._write_result(lambda: F.clamp(self, min=min))
+
+    def clamp_max_(self, max):
+        return self._write_result(lambda: F.clamp(self, max=max))
+
+    def pow_(self, exponent):
+        return self._write_result(lambda: F.pow(self, exponent), exponent,
+                                  floating=F._kind(exponent) == "f")
+
+    def masked_fill_(self, mask, value):
+        return self._write_result(lambda: F.masked_fill(self, mask, value), value)
+
+    def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+        return self._write_result(lambda: binary_pointwise.nan_to_num(self, nan, posinf,
+                                                                      neginf))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return self._write_result(lambda: scatter.scatter(self, dim, index, src, value=value,
+                                                          reduce=reduce), src)
+
+    def scatter_add_(self, dim, index, src):
+        return self._write_result(lambda: scatter.scatter_add(self, dim, index, src), src)
+
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        return self._write_result(lambda: scatter.scatter_reduce(
+            self, dim, index, src, reduce, include_self=include_self), src)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return self._write_result(lambda: scatter.index_add(self, dim, index, source,
+                                                            alpha=alpha), source)
+
+    def index_copy_(self, dim, index, source):
+        return self._write_result(lambda: scatter.index_copy(self, dim, index, source), source)
+
+    def index_fill_(self, dim, index, value):
+        return self._write_result(lambda: scatter.index_fill(self, dim, index, value), value)
+
+    def index_put_(self, indices, values, accumulate=False):
+        return self._write_result(lambda: scatter.index_put(self, indices, values, accumulate),
+                                  values)
+
     def normal_(self, mean=0.0, std=1.0):
         """Every element drawn from N(mean, std^2), in place, from the generator that
         pyrt.manual_seed seeds (as pyrt.randn)."""
@@ -545,29 +673,27 @@ class Tensor:
             _Hooked.of(self).retain = True
 
     def register_hook(self, hook):
-        """Call hook(grad) with this tensor's gradient during backward(); a tensor it returns
-        replaces the gradient passed on. For tensors made by ops; pyrt does not run hooks on
-        leaves. Returns a handle whose remove() takes the hook off."""
+        """Call hook(grad) with this tensor's gradient (the sum over its consumers) during
+        backward(), in the order the hooks were registered; a tensor it returns replaces the
+        gradient passed on, or, on a leaf, the one added to .grad. Returns a handle whose
+        remove() takes the hook off."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require "
                                "gradient")
-        if self._backward is None:
-            raise NotImplementedError("register_hook(): pyrt runs hooks on tensors made by ops "
-                                      "only, not on leaves: read the leaf's .grad after "
-                                      "backward() instead")
         if not callable(hook):
             raise TypeError(f"register_hook(): hook must be callable, got "
                             f"{type(hook).__name__}")
-        hooks = _Hooked.of(self).hooks
-        hooks.append(hook)
-        return _HookHandle(hooks, hook)
+        if self._backward is None:
+            return register_leaf_hook(self, hook)
+        return _HookHandle(_Hooked.of(self).hooks, hook)
 
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad. The
-        graph is freed on the way unless `retain_graph`, so that a second backward() through
-        it is an error; with retain_graph=True it can run again. create_graph (a graph of the
-        backward pass itself, for higher derivatives) is not supported."""
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad, or only
+        into that of `inputs` (a tensor or a sequence: leaves or tensors made by ops) when
+        given. The graph is freed on the way unless `retain_graph`, so that a second
+        backward() through it is an error; with retain_graph=True it can run again.
+        create_graph (a graph of the backward pass itself, for higher derivatives) is not
+        supported."""
         if create_graph:
             raise NotImplementedError("backward(create_graph=True): pyrt does not record the "
                                       "backward pass, so higher-order gradients are not "
@@ -593,7 +719,7 @@ class Tensor:
             # on the tensor's device, float32 and contiguous (0-d kept 0-d)
             g = _move(g, self.device)
             g = F._xp(g).asarray(g, dtype=np.float32, order="C")
-        run_backward(self, g, bool(retain_graph))
+        run_backward(self, g, bool(retain_graph), inputs)
 
     # ---- ops ---------------------------------------------------------------------------------
 
@@ -862,6 +988,70 @@ class Tensor:
     def frac(self):
         return pointwise.frac(self)
 
+    def atan(self):
+        return trigonometric.atan(self)
+
+    def asin(self):
+        return trigonometric.asin(self)
+
+    def acos(self):
+        return trigonometric.acos(self)
+
+    def sinh(self):
+        return trigonometric.sinh(self)
+
+    def cosh(self):
+        return trigonometric.cosh(self)
+
+    def asinh(self):
+        return trigonometric.asinh(self)
+
+    def acosh(self):
+        return trigonometric.acosh(self)
+
+    def atanh(self):
+        return trigonometric.atanh(self)
+
+    arctan, arcsin, arccos, arcsinh, arccosh, arctanh = atan, asin, acos, asinh, acosh, atanh
+
+    def sinc(self):
+        return trigonometric.sinc(self)
+
+    def deg2rad(self):
+        return trigonometric.deg2rad(self)
+
+    def rad2deg(self):
+        return trigonometric.rad2deg(self)
+
+    def atan2(self, other):
+        return binary_pointwise.atan2(self, other)
+
+    arctan2 = atan2
+
+    def hypot(self, other):
+        return binary_pointwise.hypot(self, other)
+
+    def logaddexp(self, other):
+        return binary_pointwise.logaddexp(self, other)
+
+    def logaddexp2(self, other):
+        return binary_pointwise.logaddexp2(self, other)
+
+    def xlogy(self, other):
+        return binary_pointwise.xlogy(self, other)
+
+    def copysign(self, other):
+        return binary_pointwise.copysign(self, other)
+
+    def heaviside(self, values):
+        return binary_pointwise.heaviside(self, values)
+
+    def signbit(self):
+        return binary_pointwise.signbit(self)
+
+    def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
+        return binary_pointwise.nan_to_num(self, nan, posinf, neginf)
+
     def clamp_min(self, min):
         return F.clamp(self, min=min)
 
@@ -918,6 +1108,54 @@ class Tensor:
 
     def gather(self, dim, index):
         return shapes.gather(self, dim, index)
+
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return scatter.scatter(self, dim, index, src, value=value, reduce=reduce)
+
+    def scatter_add(self, dim, index, src):
+        return scatter.scatter_add(self, dim, index, src)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return scatter.scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        return scatter.index_add(self, dim, index, source, alpha=alpha)
+
+    def index_copy(self, dim, index, source):
+        return scatter.index_copy(self, dim, index, source)
+
+    def index_fill(self, dim, index, value):
+        return scatter.index_fill(self, dim, index, value)
+
+    def index_put(self, indices, values, accumulate=False):
+        return scatter.index_put(self, indices, values, accumulate)
+
+    def take(self, index):
+        return scatter.take(self, index)
+
+    def take_along_dim(self, indices, dim=None):
+        return scatter.take_along_dim(self, indices, dim)
+
+    def cross(self, other, dim=None):
+        return contractions.cross(self, other, dim)
+
+    def kron(self, other):
+        return contractions.kron(self, other)
+
+    def trace(self):
+        return contractions.trace(self)
+
+    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+        return products.addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return products.addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return products.baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return products.addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
 
     # ---- reductions: float32 through the kernels, with gradients; integers and bools (counts,
     # labels) through NumPy or CuPy, as PyTorch reduces them
@@ -1132,6 +1370,42 @@ class Tensor:
         """The lower median (of all elements, or (values, indices) along `dim`)."""
         return reductions.median(self, dim, keepdim)
 
+    def nanmedian(self, dim=None, keepdim=False):
+        return order_statistics.nanmedian(self, dim, keepdim)
+
+    def nanmean(self, dim=None, keepdim=False):
+        return reductions.nanmean(self, dim, keepdim)
+
+    def count_nonzero(self, dim=None):
+        return reductions.count_nonzero(self, dim)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        return order_statistics.aminmax(self, dim=dim, keepdim=keepdim)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        return order_statistics.kthvalue(self, k, dim, keepdim)
+
+    def mode(self, dim=-1, keepdim=False):
+        return order_statistics.mode(self, dim, keepdim)
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return order_statistics.quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return order_statistics.nanquantile(self, q, dim, keepdim, interpolation=interpolation)
+
+    def cummax(self, dim):
+        return scans.cummax(self, dim)
+
+    def cummin(self, dim):
+        return scans.cummin(self, dim)
+
+    def logcumsumexp(self, dim):
+        return scans.logcumsumexp(self, dim)
+
+    def histc(self, bins=100, min=0, max=0):
+        return binning.histc(self, bins, min, max)
+
     def norm(self, p="fro", dim=None, keepdim=False):
         return F.norm(self, p, dim, keepdim)
 
@@ -1326,60 +1600,20 @@ class Tensor:
     def diff(self, n=1, dim=-1, prepend=None, append=None):
         return rearrange.diff(self, n, dim, prepend, append)
 
+    def tile(self, *dims):
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return rearrange.tile(self, dims)
+
+    def rot90(self, k=1, dims=(0, 1)):
+        return rearrange.rot90(self, k, dims)
+
     def contiguous(self):
         """Itself: every op returns C-contiguous data (a tensor made around a strided array
         by hand gets a contiguous copy)."""
         if not self.data.flags.c_contiguous:
             return F.reshape(self, self.shape)
         return self
-
-
-class _Hooked:
-    """The backward closure of a tensor with hooks or a retained gradient: runs the hooks on
-    the gradient the tensor receives (each may replace it), stores it in the tensor's .grad if
-    retained, then runs the closure it wraps. Installed only on such tensors, so that the
-    backward loop has no extra test. It holds the tensor weakly (no cycle through the
-    tensor's own closure)."""
-
-    __slots__ = ("backward", "hooks", "retain", "tensor")
-
-    def __init__(self, tensor):
-        self.backward = tensor._backward
-        self.hooks = []
-        self.retain = False
-        self.tensor = weakref.ref(tensor)
-
-    @classmethod
-    def of(cls, tensor):
-        """The tensor's _Hooked closure, installed on first use."""
-        if not isinstance(tensor._backward, cls):
-            tensor._backward = cls(tensor)
-        return tensor._backward
-
-    def __call__(self, g):
-        for hook in self.hooks:
-            replaced = hook(Tensor(g))
-            if replaced is not None:
-                g = F._xp(g).asarray(replaced.data if isinstance(replaced, Tensor)
-                                     else replaced, dtype=np.float32)
-        tensor = self.tensor()
-        if self.retain and tensor is not None:
-            if tensor._grad is None:
-                tensor._grad = Tensor(g.copy())
-            else:
-                tensor._grad.data += g
-        return self.backward(g)
-
-
-class _HookHandle:
-    """What register_hook returns: remove() takes the hook off."""
-
-    def __init__(self, hooks, hook):
-        self._hooks, self._hook = hooks, hook
-
-    def remove(self):
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
 
 
 # ---- creation --------------------------------------------------------------------------------

@@ -9,6 +9,9 @@ import numbers
 
 import numpy as np
 
+from pyrt.binary_pointwise import xlogy
+from pyrt.binning import bucketize, searchsorted
+from pyrt.contractions import block_diag, cartesian_prod, cdist, einsum, tensordot
 from pyrt.functional import (
     _xp,
     bitwise_and,
@@ -22,6 +25,7 @@ from pyrt.functional import (
     remainder,
 )
 from pyrt.rearrange import broadcast_tensors, meshgrid
+from pyrt.reductions import std_mean, var_mean
 from pyrt.tensor import Tensor, generator
 from pyrt.tensor import tensor as _tensor
 
@@ -327,3 +331,77 @@ def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
     data = generator().permutation(int(n))
     return _tensor(data, dtype=np.int64 if dtype is None else dtype, device=device,
                    requires_grad=requires_grad)
+
+
+# ---- more of torch's functions: trigonometric and two-operand pointwise ones, the scatter and
+# index ops, scans and order statistics, products; methods as above, and those torch keeps at
+# its top level only (xlogy takes a number first) from their modules
+
+__all__ += [
+    "acos", "acosh", "addbmm", "addmm", "addmv", "aminmax", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh",
+    "baddbmm", "block_diag", "bucketize", "cartesian_prod", "cdist", "copysign", "cosh",
+    "count_nonzero", "cross", "cummax", "cummin", "deg2rad", "einsum", "heaviside", "histc",
+    "hypot", "index_add", "index_copy", "index_fill", "index_put", "kron", "kthvalue",
+    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "nan_to_num", "nanmean", "nanmedian",
+    "nanquantile", "quantile", "rad2deg", "rot90", "scatter", "scatter_add", "scatter_reduce",
+    "searchsorted", "signbit", "sinc", "sinh", "std_mean", "take", "take_along_dim",
+    "tensordot", "tile", "trace", "var_mean", "xlogy",
+]
+
+acos = _method("acos")
+acosh = _method("acosh")
+addbmm = _method("addbmm")
+addmm = _method("addmm")
+addmv = _method("addmv")
+aminmax = _method("aminmax")
+arccos = _method("arccos")
+arccosh = _method("arccosh")
+arcsin = _method("arcsin")
+arcsinh = _method("arcsinh")
+arctan = _method("arctan")
+arctan2 = _method("arctan2")
+arctanh = _method("arctanh")
+asin = _method("asin")
+asinh = _method("asinh")
+atan = _method("atan")
+atan2 = _method("atan2")
+atanh = _method("atanh")
+baddbmm = _method("baddbmm")
+copysign = _method("copysign")
+cosh = _method("cosh")
+count_nonzero = _method("count_nonzero")
+cross = _method("cross")
+cummax = _method("cummax")
+cummin = _method("cummin")
+deg2rad = _method("deg2rad")
+heaviside = _method("heaviside")
+histc = _method("histc")
+hypot = _method("hypot")
+index_add = _method("index_add")
+index_copy = _method("index_copy")
+index_fill = _method("index_fill")
+index_put = _method("index_put")
+kron = _method("kron")
+kthvalue = _method("kthvalue")
+logaddexp = _method("logaddexp")
+logaddexp2 = _method("logaddexp2")
+logcumsumexp = _method("logcumsumexp")
+mode = _method("mode")
+nan_to_num = _method("nan_to_num")
+nanmean = _method("nanmean")
+nanmedian = _method("nanmedian")
+nanquantile = _method("nanquantile")
+quantile = _method("quantile")
+rad2deg = _method("rad2deg")
+rot90 = _method("rot90")
+scatter = _method("scatter")
+scatter_add = _method("scatter_add")
+scatter_reduce = _method("scatter_reduce")
+signbit = _method("signbit")
+sinc = _method("sinc")
+sinh = _method("sinh")
+take = _method("take")
+take_along_dim = _method("take_along_dim")
+tile = _method("tile")
+trace = _method("trace")
