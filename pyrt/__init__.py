@@ -24,7 +24,7 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import functional, nn, optim
+from pyrt import functional, linalg, nn, optim
 from pyrt.autograd import (
     enable_grad,
     inference_mode,
@@ -82,6 +82,7 @@ __all__ = [
     "inference_mode",
     "int64",
     "is_grad_enabled",
+    "linalg",
     "linspace",
     "load",
     "manual_seed",

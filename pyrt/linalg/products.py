@@ -1,0 +1,175 @@
+"""Products and views of batched matrices and vectors: matmul (broadcasting its batch dims, as
+torch.matmul), multi_dot, cross, vecdot and diagonal, each with its gradient."""
+
+import numpy as np
+
+from pyrt import functional as F
+from pyrt.functional import _contiguous, _make, _xp, dim_index
+from pyrt.linalg._common import mT, tensor_array, type_name, unbroadcast
+from pyrt.ops._checks import F32
+
+__all__ = ["cross", "diagonal", "matmul", "multi_dot", "vecdot"]
+
+
+def matmul(input, other):
+    """The matrix product of torch.matmul: 1-D operands are a row (first) or a column (second)
+    vector, dropped from the result; the dims before the last two broadcast. Gradients
+    g @ other^T and input^T @ g, summed back over broadcast dims. 2-D float32 products use
+    pyrt's GEMM kernel; integer ones are exact int64 (no gradient)."""
+    a, b = tensor_array(input, "matmul", "input"), tensor_array(other, "matmul", "other")
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{a.ndim}D and {b.ndim}D")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{type_name(a.dtype)} != {type_name(b.dtype)}")
+    if a.dtype.kind == "b":
+        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+    if a.ndim == 2 and b.ndim == 2 and a.dtype == F32:
+        if a.shape[1] != b.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+                               f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+        return F.matmul(input, other)
+    # a vector is a 1-row (first) or 1-column (second) matrix, its dim removed at the end
+    am = a[None, :] if a.ndim == 1 else a
+    bm = b[:, None] if b.ndim == 1 else b
+    if am.shape[-1] != bm.shape[-2]:
+        raise RuntimeError(f"matmul: the operands' shapes {list(a.shape)} and "
+                           f"{list(b.shape)} cannot be multiplied ({am.shape[-2]}x"
+                           f"{am.shape[-1]} and {bm.shape[-2]}x{bm.shape[-1]} matrices)")
+    try:
+        batch = np.broadcast_shapes(am.shape[:-2], bm.shape[:-2])
+    except ValueError:
+        raise RuntimeError(f"matmul: the batch dims of {list(a.shape)} and {list(b.shape)} "
+                           f"do not broadcast") from None
+    xp = _xp(a)
+    full = xp.matmul(am, bm)
+    shape = batch + am.shape[-2:-1] * (a.ndim > 1) + bm.shape[-1:] * (b.ndim > 1)
+    out = _contiguous(full.reshape(shape))
+    if a.dtype.kind != "f":
+        return _make(out, (input, other), None)
+
+    def backward(g):
+        gm = g.reshape(full.shape)
+        return (_contiguous(unbroadcast(xp.matmul(gm, mT(bm)), am.shape).reshape(a.shape))
+                if input._requires_grad else None,
+                _contiguous(unbroadcast(xp.matmul(mT(am), gm), bm.shape).reshape(b.shape))
+                if other._requires_grad else None)
+
+    return _make(out, (input, other), backward)
+
+
+def _chain_order(dims):
+    """The cheapest parenthesization of a chain of matrices, matrix i being dims[i] by
+    dims[i + 1]: the classic dynamic program over sub-chains, cost[i][j] the fewest scalar
+    multiplications that compute the product of matrices i..j. split[i][j] is where that
+    product divides."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1], k)
+                for k in range(i, j))
+    return split
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices in its cheapest order, as torch.linalg.multi_dot:
+    the first may be a 1-D row vector and the last a 1-D column vector (their dims dropped
+    from the result); the others are 2-D."""
+    tensors = list(tensors)
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    arrays = [tensor_array(t, "multi_dot", "tensors") for t in tensors]
+    for i, a in enumerate(arrays):
+        if i in (0, n - 1) and a.ndim not in (1, 2):
+            which = "first" if i == 0 else "last"
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got "
+                               f"{a.ndim}D")
+        if 0 < i < n - 1 and a.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {a.ndim}D")
+    mats = [F.reshape(tensors[0], (1, -1)) if arrays[0].ndim == 1 else tensors[0],
+            *tensors[1:-1],
+            F.reshape(tensors[-1], (-1, 1)) if arrays[-1].ndim == 1 else tensors[-1]]
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(arrays[i].shape)} and {list(arrays[i + 1].shape)} "
+                               f"cannot be multiplied")
+    split = _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]])
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return matmul(product(i, k), product(k + 1, j))
+
+    out = product(0, n - 1)
+    shape = out.shape[:1] * (arrays[0].ndim == 2) + out.shape[1:] * (arrays[-1].ndim == 2)
+    return F.reshape(out, shape) if shape != out.shape else out
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along `dim` (broadcasting the others), as
+    torch.linalg.cross. For out = cross(x, y) and a loss gradient g: dx = cross(y, g) and
+    dy = cross(g, x)."""
+    a, b = tensor_array(input, "linalg.cross", "input"), tensor_array(other, "linalg.cross",
+                                                                      "other")
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    at = dim_index(dim, a.ndim)
+    if a.shape[at] != 3 or b.shape[at] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[at]} and {b.shape[at]}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"linalg.cross: expected both inputs to have the same dtype, got "
+                           f"{type_name(a.dtype)} and {type_name(b.dtype)}")
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise RuntimeError(f"linalg.cross: the shapes {list(a.shape)} and {list(b.shape)} "
+                           f"do not broadcast") from None
+    xp = _xp(a)
+    out = _contiguous(xp.cross(a, b, axis=at))
+    if a.dtype.kind != "f":
+        return _make(out, (input, other), None)
+    return _make(out, (input, other), lambda g: (
+        _contiguous(unbroadcast(xp.cross(b, g, axis=at), a.shape))
+        if input._requires_grad else None,
+        _contiguous(unbroadcast(xp.cross(g, a, axis=at), b.shape))
+        if other._requires_grad else None))
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot products of the vectors along `dim` (the other dims broadcast): sum(x * y,
+    dim), as torch.linalg.vecdot for real tensors, gradients through the product and sum."""
+    tensor_array(x, "linalg.vecdot", "x")
+    tensor_array(y, "linalg.vecdot", "y")
+    return (x * y).sum(dim)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The `offset`-th diagonals of the matrices spanned by dims dim1 and dim2, as the last
+    dim of the result (torch.linalg.diagonal); the gradient puts them back into zeros."""
+    a = tensor_array(A, "linalg.diagonal")
+    if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+        raise TypeError(f"linalg.diagonal(): argument 'offset' must be int, got "
+                        f"{type(offset).__name__}")
+    d1, d2 = dim_index(dim1, a.ndim), dim_index(dim2, a.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    xp = _xp(a)
+    out = _contiguous(xp.diagonal(a, int(offset), d1, d2))
+
+    def backward(g):
+        grad = xp.zeros(a.shape, a.dtype)
+        view = xp.moveaxis(grad, (d1, d2), (-2, -1))  # a view: writes land in grad
+        i = xp.arange(g.shape[-1])
+        view[..., i + max(-offset, 0), i + max(offset, 0)] = g
+        return (grad,)
+
+    return _make(out, (A,), backward, reads=False)
