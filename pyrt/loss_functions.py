@@ -1,7 +1,11 @@
-"""Losses between an input and a target of the same shape, with PyTorch's names, arguments and
-gradients: l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy (of probabilities) and
-kl_div. (cross_entropy, nll_loss, binary_cross_entropy_with_logits and mse_loss, which have
-fused kernels, are in pyrt.functional.)
+"""Losses with PyTorch's names, arguments and gradients: between an input and a target of the
+same shape, l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy (of probabilities),
+kl_div, soft_margin_loss, multilabel_soft_margin_loss, hinge_embedding_loss, poisson_nll_loss
+and gaussian_nll_loss; between pairs or triples of inputs, margin_ranking_loss,
+cosine_embedding_loss and triplet_margin_loss; of class scores against class indices,
+multi_margin_loss and multilabel_margin_loss. (cross_entropy, nll_loss,
+binary_cross_entropy_with_logits and mse_loss, which have fused kernels, are in
+pyrt.functional.)
 
 Each loss computes the loss of every element with the array ops of the input's backend (NumPy,
 or CuPy on the GPU) and reduces it as `reduction` asks (``_reduced``): "none" keeps it, "sum"
@@ -9,13 +13,20 @@ adds it up, "mean" averages it over the elements (nan for none, as in PyTorch). 
 spreads the loss's gradient over the elements, divided as the loss was, and multiplies it by
 each element's local derivatives, written beside the loss. A target that requires grad gets
 its gradient too.
+
+The losses that PyTorch writes as a composition of tensor ops (the margin, embedding and
+likelihood losses) are written here as the same composition of pyrt's differentiable ops, so
+that their gradients, broadcasting included, are those of the composition; ``_reduce`` then
+reduces the tensor of losses as ``_reduced`` does.
 """
 
+import math
+import numbers
 import warnings
 
 import numpy as np
 
-from pyrt.activations import _float32
+from pyrt.activations import _float32, _float_input, logsigmoid
 from pyrt.functional import (
     _as_tensor,
     _check_reduction,
@@ -25,10 +36,15 @@ from pyrt.functional import (
     _tensor,
     _xp,
 )
-from pyrt.ops._checks import F32
-from pyrt.pointwise import sign_of
+from pyrt.ops._checks import F32, I64
+from pyrt.pointwise import broadcast_shape, minimum, sign_of
+from pyrt.selection import where
+from pyrt.vector_functions import _at_least, pairwise_distance
 
-__all__ = ["binary_cross_entropy", "huber_loss", "kl_div", "l1_loss", "smooth_l1_loss"]
+__all__ = ["binary_cross_entropy", "cosine_embedding_loss", "gaussian_nll_loss",
+           "hinge_embedding_loss", "huber_loss", "kl_div", "l1_loss", "margin_ranking_loss",
+           "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+           "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss"]
 
 KL_REDUCTIONS = ("mean", "batchmean", "sum", "none")
 
@@ -251,3 +267,339 @@ def kl_div(input, target, *, reduction="mean", log_target=False):
     if reduction == "batchmean":
         reduction, divisor = "mean", (x.shape[0] if x.ndim else 1)
     return _reduced(losses, reduction, (input, target), backward, divisor)
+
+
+# ---- losses composed of differentiable ops ---------------------------------------------------
+
+
+def _tensors(op, **named):
+    """The tensors of `named` (argument name -> value), or the TypeError naming the first
+    that is not one."""
+    Tensor = _tensor()
+    for name, value in named.items():
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}: {name} must be a Tensor, got {type(value).__name__}")
+    return tuple(named.values())
+
+
+def _broadcast(op, *tensors):
+    """PyTorch's RuntimeError unless the shapes of `tensors` broadcast together."""
+    shape = ()
+    for t in tensors:
+        try:
+            shape = broadcast_shape(shape, t.shape)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{op}: {exc}") from None
+
+
+def _reduce(losses, reduction):
+    """A tensor of losses computed by differentiable ops, as `reduction` asks (see
+    ``_reduced``: the mean of no losses is nan)."""
+    if reduction == "none":
+        return losses
+    xp = _xp(losses.data)
+    return _reduced(losses.data, reduction, (losses,), lambda ge: (_float32(ge, xp),))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, *, reduction="mean"):
+    """max(0, -y (x1 - x2) + margin) of each element, y = target in {1, -1}: whether x1 should
+    rank above x2 (1) or below (-1). The three tensors have the same number of dims and
+    broadcast together."""
+    _check_reduction(reduction)
+    m = _real_number(margin, "margin_ranking_loss: margin")
+    input1, input2, target = _tensors("margin_ranking_loss", input1=input1, input2=input2,
+                                      target=target)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    _broadcast("margin_ranking_loss", input1, input2, target)
+    return _reduce((-target * (input1 - input2) + m).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, *, reduction="mean"):
+    """x where the target is 1, max(0, margin - x) where it is -1 (input x: a distance, small
+    for similar pairs), as PyTorch's two masks (a target of neither value adds both terms)."""
+    _check_reduction(reduction)
+    m = _real_number(margin, "hinge_embedding_loss: margin")
+    input, target = _tensors("hinge_embedding_loss", input=input, target=target)
+    _broadcast("hinge_embedding_loss", input, target)
+    losses = (where(target != 1, (m - input).clamp(min=0), 0.0)
+              + where(target != -1, input, 0.0))
+    return _reduce(losses, reduction)
+
+
+def _broadcasts_to_input(op, input, target):
+    """RuntimeError unless `target` broadcasts to the shape of `input` (PyTorch writes these
+    losses to a tensor of the input's shape)."""
+    shape = broadcast_shape(input.shape, target.shape)
+    if shape != input.shape:
+        raise RuntimeError(f"{op}: output with shape {list(input.shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+
+
+def soft_margin_loss(input, target, *, reduction="mean"):
+    """log(1 + exp(-y x)) of each element, y = target in {1, -1}: the logistic loss of a
+    two-class score x. Computed as -logsigmoid(y x), which neither overflows nor loses the
+    tail."""
+    _check_reduction(reduction)
+    input, target = _tensors("soft_margin_loss", input=input, target=target)
+    _broadcasts_to_input("soft_margin_loss", input, target)
+    if target._requires_grad:
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
+                           "to argument 'target'. This input cannot have requires_grad True.")
+    return _reduce(-logsigmoid(input * target), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, *, reduction="mean"):
+    """For scores x [..., C] of C independent classes and targets y in {0, 1}:
+    -(y logsigmoid(x) + (1 - y) logsigmoid(-x)) of each class, times `weight` (broadcast;
+    default 1), averaged over the classes: one loss per sample, then reduced."""
+    _check_reduction(reduction)
+    input, target = _tensors("multilabel_soft_margin_loss", input=input, target=target)
+    _broadcast("multilabel_soft_margin_loss", input, target)
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    losses = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        losses = losses * _tensors("multilabel_soft_margin_loss", weight=weight)[0]
+    classes = input.ndim - 1
+    return _reduce(losses.sum(classes) / input.shape[classes], reduction)
+
+
+_COSINE_EPSILON = 1e-12  # PyTorch's floor added to each squared norm
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, *, reduction="mean"):
+    """With c the cosine of the vectors x1 and x2 (rows of [N, D] inputs, target [N]; or 1-D
+    inputs, target 0-d): 1 - c where the target is 1 (the pair should point the same way),
+    max(0, c - margin) where it is -1. c = x1.x2 / sqrt((|x1|^2 + 1e-12) (|x2|^2 + 1e-12)),
+    as PyTorch computes it."""
+    _check_reduction(reduction)
+    m = _real_number(margin, "cosine_embedding_loss: margin")
+    input1, input2, target = _tensors("cosine_embedding_loss", input1=input1, input2=input2,
+                                      target=target)
+    dim = target.ndim
+    if dim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if not input1.ndim == input2.ndim == dim + 1:
+        raise RuntimeError(f"{dim}D target tensor expects {dim + 1}D input tensors, but found "
+                           f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    dot = (input1 * input2).sum(dim)
+    squares1 = (input1 * input1).sum(dim) + _COSINE_EPSILON
+    squares2 = (input2 * input2).sum(dim) + _COSINE_EPSILON
+    cos = dot / (squares1 * squares2).sqrt()
+    losses = where(target == 1, 1 - cos, 0.0) + where(target == -1, (cos - m).clamp(min=0), 0.0)
+    return _reduce(losses, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, *,
+                        reduction="mean"):
+    """max(0, margin + d(a, p) - d(a, n)), d the p-norm distance (pairwise_distance, with its
+    eps) over the last dim: the anchor should lie nearer the positive than the negative by
+    the margin (> 0). swap: d(a, n) is replaced by d(p, n) where that is smaller."""
+    _check_reduction(reduction)
+    m = _real_number(margin, "triplet_margin_loss: margin")
+    if m <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    anchor, positive, negative = _tensors("triplet_margin_loss", anchor=anchor,
+                                          positive=positive, negative=negative)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, "
+                           f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
+    near = pairwise_distance(anchor, positive, p, eps)
+    far = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        far = minimum(far, pairwise_distance(positive, negative, p, eps))
+    return _reduce((near + m - far).clamp(min=0), reduction)
+
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, *, eps=1e-8,
+                     reduction="mean"):
+    """The negative log-likelihood of counts `target` under Poisson distributions of rate r,
+    less the terms constant in r: exp(x) - t x with log_input (input x = log r), else
+    r - t log(r + eps). full adds Stirling's approximation of log(t!),
+    t log t - t + log(2 pi t) / 2, where t > 1."""
+    _check_reduction(reduction)
+    e = _real_number(eps, "poisson_nll_loss: eps")
+    input, target = _tensors("poisson_nll_loss", input=input, target=target)
+    _broadcast("poisson_nll_loss", input, target)
+    if log_input:
+        losses = input.exp() - target * input
+    else:
+        losses = input - target * (input + e).log()
+    if full:
+        large = target > 1
+        # the other targets are replaced by 1 before the logs, so that log(0) never arises
+        t = where(large, target, 1.0)
+        stirling = t * t.log() - t + 0.5 * (t * (2 * math.pi)).log()
+        losses = losses + where(large, stirling, 0.0)
+    return _reduce(losses, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """The negative log-likelihood of `target` under normal distributions of mean `input` and
+    variance `var`, less a constant: (log v + (x - t)^2 / v) / 2, plus log(2 pi) / 2 with
+    full. var (>= 0) has the input's shape, or that shape without its last dim or with one dim
+    of size 1 (one variance shared along it), or is a number. It is raised to eps where it is
+    below, the gradient passing through unchanged, as PyTorch's clamp outside autograd."""
+    input, target = _tensors("gaussian_nll_loss", input=input, target=target)
+    _broadcast("gaussian_nll_loss", input, target)
+    if isinstance(var, numbers.Real) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _tensor()(_xp(input.data).full(input.shape, var, F32))
+    else:
+        (var,) = _tensors("gaussian_nll_loss", var=var)
+        if bool((var.data < 0).any()):
+            raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    _check_reduction(reduction)
+    var = _at_least(var, _real_number(eps, "gaussian_nll_loss: eps"))
+    d = input - target
+    losses = 0.5 * (var.log() + d * d / var)
+    if full:
+        losses = losses + _HALF_LOG_2PI
+    return _reduce(losses, reduction)
+
+
+# ---- margin losses of class scores against class indices -------------------------------------
+
+
+def _class_scores(op, input):
+    """(scores [nframe, dim], array module) of `input`: a vector of dim class scores (one
+    sample; a 0-d tensor is one score) or a matrix [nframe, dim] of them, dim > 0."""
+    x, xp = _float_input(op, input)
+    if not ((x.ndim == 2 and x.shape[1]) or (x.ndim == 1 and x.shape[0]) or x.ndim == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(x.shape)}")
+    nframe = x.shape[0] if x.ndim == 2 else 1
+    return x.reshape(nframe, x.shape[-1] if x.ndim else 1), xp
+
+
+def _labels(target, xp):
+    """The int64 array of `target`, a Tensor of class indices on the scores' device."""
+    if not isinstance(target, _tensor()):
+        raise TypeError(f"target must be a Tensor of class indices, got "
+                        f"{type(target).__name__}")
+    y = target.data
+    if y.dtype != I64:
+        raise RuntimeError(f"expected scalar type Long but found {y.dtype}")
+    if _xp(y) is not xp:
+        raise RuntimeError(f"target must be on the input's device, got {target.device}")
+    return y
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, *, reduction="mean"):
+    """The multi-class hinge loss of scores x [N, C] (or [C]) against class indices y [N]
+    (or 0-d): sum over the classes j != y of max(0, margin - x[y] + x[j])^p, p 1 or 2, times
+    weight[y] (default 1), divided by C, for each sample. The gradient goes to x[j] for each
+    violating class and, with the opposite sign, to x[y]. A class index outside [0, C) is a
+    RuntimeError on the CPU and gives nan on the GPU."""
+    _check_reduction(reduction)
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    m = np.float32(_real_number(margin, "multi_margin_loss: margin"))
+    if weight is not None:
+        (weight,) = _tensors("multi_margin_loss", weight=weight)
+        if weight.ndim != 1:
+            raise ValueError("weight must be one-dimensional")
+    x, xp = _class_scores("multi_margin_loss", input)
+    nframe, dim = x.shape
+    y = _labels(target, xp)
+    if not (y.ndim <= 1 and y.size == nframe):
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{nframe}], but got {list(y.shape)}. Input has shape "
+                           f"{list(input.shape)}.")
+    scale = None
+    if weight is not None:
+        if weight.numel() != dim:
+            raise RuntimeError(f"inconsistent weight size, expected {dim} but got "
+                               f"{list(weight.shape)}")
+        if weight._requires_grad:
+            raise RuntimeError("The function 'multi_margin_loss' is not differentiable with "
+                               "respect to argument 'weight'. This input cannot have "
+                               "requires_grad True.")
+        if weight.data.dtype != F32 or _xp(weight.data) is not xp:
+            raise TypeError("multi_margin_loss: weight must be a float32 tensor on the input's "
+                            "device")
+    y = y.reshape(nframe)
+    inside = (y >= 0) & (y < dim)
+    if xp is np and not inside.all():
+        raise RuntimeError("target out of range")
+    y = xp.where(inside, y, 0)
+    rows = xp.arange(nframe)
+    # z[i, j] = margin - x[i, y_i] + x[i, j]: the amount by which class j violates the margin
+    z = m - x[rows, y][:, None] + x
+    active = (z > 0) & (xp.arange(dim) != y[:, None])
+    h = xp.where(active, z if p == 1 else z * z, np.float32(0))
+    if weight is not None:
+        scale = weight.data[y][:, None]
+        h = h * scale
+    losses = h.sum(axis=1, dtype=F32) / np.float32(dim)
+    if xp is not np:  # a class index out of range: nan, as nll_loss gives on the GPU
+        losses = xp.where(inside, losses, np.float32(np.nan))
+    shape = () if target.ndim == 0 else (nframe,)
+
+    def backward(ge):
+        dh = xp.where(active, np.float32(1) if p == 1 else 2 * z, np.float32(0))
+        if scale is not None:
+            dh = dh * scale
+        dh = dh * (ge.reshape(nframe, 1) / np.float32(dim))
+        dh[rows, y] -= dh.sum(axis=1)  # (active is False at y: dh[i, y_i] held 0)
+        return (_float32(dh.reshape(input.shape), xp),)
+
+    return _reduced(losses.reshape(shape), reduction, (input,), backward)
+
+
+def multilabel_margin_loss(input, target, *, reduction="mean"):
+    """The multi-label hinge loss of scores x [N, C] (or [C]) against target [N, C] (or [C]):
+    each row of the target lists the sample's classes, ended by the first -1 (or the row's
+    end). For each listed class j and each class i not listed, max(0, 1 - (x[j] - x[i])),
+    summed and divided by C, per sample. The pairs are formed at once, an [N, C, C] array: the
+    loss suits tens or hundreds of classes, not many thousands. A class index outside
+    [-1, C) is a RuntimeError on the CPU and gives nan on the GPU."""
+    _check_reduction(reduction)
+    x, xp = _class_scores("multilabel_margin_loss", input)
+    nframe, dim = x.shape
+    y = _labels(target, xp)
+    if not ((input.ndim <= 1 and y.ndim <= 1 and y.size == dim)
+            or (input.ndim == 2 and y.shape == x.shape)):
+        raise RuntimeError(f"inconsistent target size: {list(y.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    y = y.reshape(nframe, dim)
+    inside = ((y >= -1) & (y < dim)).all(axis=1)
+    if xp is np and not inside.all():
+        raise RuntimeError("argument #2 'target' is out of range")
+    # the listed slots: those before the first -1 of each row
+    listed = xp.cumsum(y == -1, axis=1) == 0
+    classes = xp.where(listed & (y >= 0) & (y < dim), y, 0)
+    # one_hot[i, s, c]: slot s of row i lists class c
+    one_hot = (classes[:, :, None] == xp.arange(dim)) & listed[:, :, None]
+    is_target = one_hot.any(axis=1)
+    picked = xp.take_along_axis(x, classes, axis=1)
+    # z[i, s, c] = 1 - x[i, class of slot s] + x[i, c], for a listed slot and an unlisted c
+    z = 1 - picked[:, :, None] + x[:, None, :]
+    active = listed[:, :, None] & ~is_target[:, None, :] & (z > 0)
+    losses = xp.where(active, z, np.float32(0)).sum(axis=(1, 2), dtype=F32) / np.float32(dim)
+    if xp is not np:  # a class index out of range: nan, as nll_loss gives on the GPU
+        losses = xp.where(inside, losses, np.float32(np.nan))
+    shape = () if input.ndim <= 1 else (nframe,)
+
+    def backward(ge):
+        dz = active * (ge.reshape(nframe, 1, 1) / np.float32(dim))
+        # +dz to each unlisted class c, -dz to the class of each slot s
+        dx = dz.sum(axis=1) - (dz.sum(axis=2)[:, :, None] * one_hot).sum(axis=1)
+        return (_float32(dx.reshape(input.shape), xp),)
+
+    return _reduced(losses.reshape(shape), reduction, (input,), backward)

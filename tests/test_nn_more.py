@@ -112,6 +112,10 @@ def test_activation_layers_print_and_pick_slopes_as_torch(name, module, kwargs):
     np.testing.assert_allclose(xp.grad.data[kinks], xt.grad.numpy()[kinks], rtol=1e-6)
     y = getattr(NF, name)(pyrt.tensor(x), **kwargs).data
     ref = getattr(torch.nn.functional, name)(torch.from_numpy(x), **kwargs).numpy()
+    if name == "gelu":
+        # PyTorch's vectorised GELU gives nan at +inf on some CPUs (inf * 0.5 * (1 + erf)
+        # through its SIMD erf), inf on others and in its scalar path; the limit is inf
+        ref = np.where(x == np.inf, np.inf, ref)
     assert np.array_equal(np.isnan(y), np.isnan(ref)) and np.array_equal(np.isinf(y),
                                                                           np.isinf(ref))
 
@@ -670,9 +674,15 @@ def test_unflatten_errors():
 NEW_LAYERS = ["LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Hardtanh", "L1Loss",
               "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss", "Embedding", "ModuleDict",
               "Unflatten"]
-NEW_FUNCTIONS = {A: ["leaky_relu", "elu", "gelu", "silu", "softplus", "hardtanh"],
+NEW_FUNCTIONS = {A: ["leaky_relu", "elu", "gelu", "silu", "softplus", "hardtanh", "relu6",
+                     "hardsigmoid", "hardswish", "mish", "selu", "celu", "prelu", "rrelu",
+                     "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold", "glu",
+                     "logsigmoid", "softmin"],
                  LF: ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                      "kl_div"],
+                      "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
+                      "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
+                      "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+                      "multi_margin_loss", "multilabel_margin_loss"],
                  E: ["embedding"]}
 
 

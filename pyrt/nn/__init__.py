@@ -2,9 +2,37 @@
 ``pyrt.nn.init``."""
 
 from pyrt.nn import functional, init, utils
-from pyrt.nn.activations import ELU, GELU, Hardtanh, LeakyReLU, SiLU, Softplus
+from pyrt.nn.activations import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    RReLU,
+    SiLU,
+    Softmax2d,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from pyrt.nn.adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
+from pyrt.nn.attention import MultiheadAttention
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from pyrt.nn.containers import ParameterDict, ParameterList
+from pyrt.nn.conv import Conv1d, ConvTranspose1d, ConvTranspose2d
+from pyrt.nn.distance import CosineSimilarity, PairwiseDistance
 from pyrt.nn.embedding import Embedding
 from pyrt.nn.layer_norm import LayerNorm
 from pyrt.nn.layers import (
@@ -28,22 +56,73 @@ from pyrt.nn.layers import (
 from pyrt.nn.losses import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from pyrt.nn.module import Module
+from pyrt.nn.norms import GroupNorm, InstanceNorm1d, InstanceNorm2d
+from pyrt.nn.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from pyrt.nn.parameter import Parameter
+from pyrt.nn.pooling1d import AvgPool1d, Fold, MaxPool1d, Unfold
+from pyrt.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from pyrt.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from pyrt.nn.upsample import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 
 __all__ = [
-    "ELU", "GELU", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool2d", "BCELoss",
-    "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout",
-    "Embedding", "Flatten", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm",
-    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
-    "ModuleList", "NLLLoss", "Parameter", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "Unflatten", "functional", "init", "utils",
+    "CELU", "ELU", "GELU", "GLU", "GRU", "LSTM", "RNN", "SELU", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
+    "BatchNorm2d", "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "Conv1d",
+    "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CosineEmbeddingLoss", "CosineSimilarity",
+    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Fold", "GRUCell", "GaussianNLLLoss",
+    "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HingeEmbeddingLoss",
+    "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d", "KLDivLoss", "L1Loss", "LSTMCell",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MSELoss", "MarginRankingLoss",
+    "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "NLLLoss", "PReLU",
+    "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle",
+    "PixelUnshuffle", "PoissonNLLLoss", "RNNCell", "RReLU", "ReLU", "ReLU6", "ReflectionPad1d",
+    "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink",
+    "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "TripletMarginLoss",
+    "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
+    "ZeroPad2d", "functional", "init", "utils",
 ]

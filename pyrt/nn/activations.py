@@ -1,17 +1,49 @@
 """Activation layers over pyrt.activations, with torch.nn's names, arguments and reprs:
-LeakyReLU, ELU, GELU, SiLU, Softplus and Hardtanh. (ReLU, Sigmoid, Tanh, Softmax and
-LogSoftmax are in pyrt.nn.layers.)
+LeakyReLU, ELU, SELU, CELU, GELU, SiLU, Mish, Softplus, LogSigmoid, Hardtanh, ReLU6,
+Hardsigmoid, Hardswish, PReLU (with its learned slopes), RReLU (random slopes while training),
+Threshold, Softsign, Tanhshrink, Softshrink, Hardshrink, GLU, Softmin and Softmax2d. (ReLU,
+Sigmoid, Tanh, Softmax and LogSoftmax are in pyrt.nn.layers.)
 
 The arguments are checked when the layer is made: a value of the wrong type is a TypeError, a
 value out of range a ValueError. inplace=True is refused, as Dropout refuses it: pyrt's ops
 write their results to new tensors.
 """
 
+import numbers
+
+import numpy as np
+
 from pyrt import activations as A
+from pyrt import functional as F
 from pyrt.functional import _real_number
 from pyrt.nn.module import Module
+from pyrt.nn.parameter import Parameter
 
-__all__ = ["ELU", "GELU", "Hardtanh", "LeakyReLU", "SiLU", "Softplus"]
+__all__ = [
+    "CELU",
+    "ELU",
+    "GELU",
+    "GLU",
+    "SELU",
+    "Hardshrink",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LeakyReLU",
+    "LogSigmoid",
+    "Mish",
+    "PReLU",
+    "RReLU",
+    "ReLU6",
+    "SiLU",
+    "Softmax2d",
+    "Softmin",
+    "Softplus",
+    "Softshrink",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+]
 
 
 class _Activation(Module):
@@ -115,3 +147,230 @@ class Hardtanh(_Activation):
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(_Activation):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        A.refuse_inplace("ReLU6", inplace)
+
+    def forward(self, input):
+        return A.relu6(input)
+
+
+class Hardsigmoid(_Activation):
+    """min(max(x + 3, 0), 6) / 6."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        A.refuse_inplace("Hardsigmoid", inplace)
+
+    def forward(self, input):
+        return A.hardsigmoid(input)
+
+
+class Hardswish(_Activation):
+    """x min(max(x + 3, 0), 6) / 6."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        A.refuse_inplace("Hardswish", inplace)
+
+    def forward(self, input):
+        return A.hardswish(input)
+
+
+class Mish(_Activation):
+    """x tanh(softplus(x))."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        A.refuse_inplace("Mish", inplace)
+
+    def forward(self, input):
+        return A.mish(input)
+
+
+class SELU(_Activation):
+    """scale (x where x > 0, else alpha (exp(x) - 1)), alpha and scale SELU's constants."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        A.refuse_inplace("SELU", inplace)
+
+    def forward(self, input):
+        return A.selu(input)
+
+
+class CELU(_Activation):
+    """x where x > 0, else alpha (exp(x / alpha) - 1). (alpha=0 is refused when called, as in
+    PyTorch.)"""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        _real_number(alpha, "alpha")
+        A.refuse_inplace("CELU", inplace)
+        self.alpha = alpha
+
+    def forward(self, input):
+        return A.celu(input, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class PReLU(_Activation):
+    """x where x > 0, else a x, with learned slopes a: `num_parameters` of them, 1 (shared by
+    every element) or the number of channels (dim 1 of the input), each starting at `init`.
+    They are the Parameter ``weight``."""
+
+    def __init__(self, num_parameters=1, init=0.25):
+        super().__init__()
+        if (isinstance(num_parameters, bool) or not isinstance(num_parameters, numbers.Integral)
+                or num_parameters < 1):
+            raise ValueError(f"PReLU: num_parameters must be a positive int, got "
+                             f"{num_parameters!r}")
+        self.num_parameters = int(num_parameters)
+        self.init = _real_number(init, "init")
+        self.weight = Parameter(np.empty(self.num_parameters, np.float32))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        self.weight.data[...] = np.float32(self.init)
+
+    def forward(self, input):
+        return A.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(_Activation):
+    """x where x > 0, else a x: while training a slope drawn uniformly from [lower, upper] for
+    each element (pyrt.manual_seed seeds the draws), in evaluation mode their mean
+    (lower + upper) / 2."""
+
+    def __init__(self, lower=A.RRELU_LOWER, upper=A.RRELU_UPPER, inplace=False):
+        super().__init__()
+        _real_number(lower, "lower")
+        _real_number(upper, "upper")
+        A.refuse_inplace("RReLU", inplace)
+        self.lower = lower
+        self.upper = upper
+
+    def forward(self, input):
+        return A.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}"
+
+
+class Threshold(_Activation):
+    """`value` where x <= threshold, else x."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        _real_number(threshold, "threshold")
+        _real_number(value, "value")
+        A.refuse_inplace("Threshold", inplace)
+        self.threshold = threshold
+        self.value = value
+
+    def forward(self, input):
+        return A.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class Softsign(_Activation):
+    """x / (1 + |x|)."""
+
+    def forward(self, input):
+        return A.softsign(input)
+
+
+class Tanhshrink(_Activation):
+    """x - tanh(x)."""
+
+    def forward(self, input):
+        return A.tanhshrink(input)
+
+
+class Softshrink(_Activation):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between. (A negative lambd is refused
+    when called, as in PyTorch.)"""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        _real_number(lambd, "lambd")
+        self.lambd = lambd
+
+    def forward(self, input):
+        return A.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(_Activation):
+    """x outside [-lambd, lambd], 0 inside."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        _real_number(lambd, "lambd")
+        self.lambd = lambd
+
+    def forward(self, input):
+        return A.hardshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class LogSigmoid(_Activation):
+    """log(sigmoid(x)), computed stably."""
+
+    def forward(self, input):
+        return A.logsigmoid(input)
+
+
+class GLU(_Activation):
+    """a sigmoid(b), a and b the halves of the input along `dim`."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return A.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmin(_Activation):
+    """softmax(-x) along `dim` (None: PyTorch's legacy choice, with its warning)."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return A.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax2d(_Activation):
+    """Softmax over the channels (dim -3) at each position of a 3-D (C, H, W) or 4-D
+    (N, C, H, W) input."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3)

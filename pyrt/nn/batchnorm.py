@@ -21,8 +21,51 @@ from pyrt.tensor import Tensor
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
 
 
-class _BatchNorm(Module):
+def affine_parameters(module, affine, channels, bias):
+    """weight (ones) and bias (zeros) [channels] of an affine norm, else None for both."""
+    if affine:
+        module.weight = Parameter(np.ones(channels, np.float32))
+        if bias:
+            module.bias = Parameter(np.zeros(channels, np.float32))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def running_statistics(module, track, channels):
+    """The buffers running_mean (zeros), running_var (ones) [channels] and
+    num_batches_tracked (0) of a norm that tracks them, else None for each."""
+    if track:
+        module.register_buffer("running_mean", Tensor(np.zeros(channels, np.float32)))
+        module.register_buffer("running_var", Tensor(np.ones(channels, np.float32)))
+        module.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+    else:
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            module.register_buffer(name, None)
+
+
+class NormBase(Module):
+    """The resets of the norms: parameters to (1, 0), running statistics to (0, 1, 0)."""
     _tensor_input = True
+    track_running_stats = False
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            self.running_mean.data[...] = 0
+            self.running_var.data[...] = 1
+            self.num_batches_tracked.data[...] = 0
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.weight is not None:
+            self.weight.data[...] = 1
+        if self.bias is not None:
+            self.bias.data[...] = 0
+
+
+class _BatchNorm(NormBase):
     _dims = ()  # the input dimensions the layer takes
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
@@ -43,36 +86,8 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = bool(affine)
         self.track_running_stats = bool(track_running_stats)
-        c = self.num_features
-        if self.affine:
-            self.weight = Parameter(np.ones(c, np.float32))
-            if bias:
-                self.bias = Parameter(np.zeros(c, np.float32))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if self.track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(c, np.float32)))
-            self.register_buffer("running_var", Tensor(np.ones(c, np.float32)))
-            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
-        else:
-            for name in ("running_mean", "running_var", "num_batches_tracked"):
-                self.register_buffer(name, None)
-
-    def reset_running_stats(self):
-        if self.track_running_stats:
-            self.running_mean.data[...] = 0
-            self.running_var.data[...] = 1
-            self.num_batches_tracked.data[...] = 0
-
-    def reset_parameters(self):
-        self.reset_running_stats()
-        if self.weight is not None:
-            self.weight.data[...] = 1
-        if self.bias is not None:
-            self.bias.data[...] = 0
+        affine_parameters(self, self.affine, self.num_features, bias)
+        running_statistics(self, self.track_running_stats, self.num_features)
 
     def forward(self, x):
         if x.ndim not in self._dims:

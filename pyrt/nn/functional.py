@@ -1,10 +1,35 @@
 """The differentiable ops of pyrt.functional (and of pyrt.activations, pyrt.loss_functions,
-pyrt.embedding, pyrt.adaptive_pool, pyrt.layer_norm and pyrt.vector_functions) under
-torch.nn.functional's names, so that ``import pyrt.nn.functional as F`` reads as it does with
-PyTorch."""
+pyrt.embedding, pyrt.adaptive_pool, pyrt.layer_norm, pyrt.attention and pyrt.vector_functions)
+under torch.nn.functional's names, so that ``import pyrt.nn.functional as F`` reads as it does
+with PyTorch."""
 
-from pyrt.activations import elu, gelu, hardtanh, leaky_relu, silu, softplus
+from pyrt.activations import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    rrelu,
+    selu,
+    silu,
+    softmin,
+    softplus,
+    softshrink,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d
+from pyrt.attention import multi_head_attention_forward, scaled_dot_product_attention
+from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
 from pyrt.embedding import embedding
 from pyrt.functional import (
     avg_pool2d,
@@ -24,15 +49,49 @@ from pyrt.functional import (
     softmax,
     tanh,
 )
+from pyrt.group_norm import group_norm, instance_norm
+from pyrt.interpolate import interpolate
 from pyrt.layer_norm import layer_norm
-from pyrt.loss_functions import binary_cross_entropy, huber_loss, kl_div, l1_loss, smooth_l1_loss
+from pyrt.loss_functions import (
+    binary_cross_entropy,
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
+from pyrt.spatial_more import (
+    avg_pool1d,
+    conv1d,
+    fold,
+    max_pool1d,
+    pixel_shuffle,
+    pixel_unshuffle,
+    unfold,
+)
 from pyrt.vector_functions import cosine_similarity, normalize, one_hot, pairwise_distance
 
 __all__ = [
-    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool2d", "batch_norm",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv2d", "cosine_similarity",
-    "cross_entropy", "dropout", "elu", "embedding", "gelu", "hardtanh", "huber_loss", "kl_div",
-    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
-    "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance", "relu", "sigmoid", "silu",
-    "smooth_l1_loss", "softmax", "softplus", "tanh",
+    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
+    "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
+    "cross_entropy", "dropout", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu",
+    "group_norm", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
+    "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d",
+    "mish", "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot",
+    "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
+    "relu", "relu6", "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
+    "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink",
+    "softsign", "tanh", "tanhshrink", "threshold", "triplet_margin_loss", "unfold",
 ]

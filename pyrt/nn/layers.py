@@ -160,19 +160,27 @@ class Conv2d(Module):
                         padding=padding, dilation=self.dilation, groups=self.groups)
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+        return conv_repr(self, 2)
+
+
+def conv_repr(conv, dims):
+    """A convolution's extra_repr as torch's: what differs from the defaults, in its order."""
+    zeros, ones = (0,) * dims, (1,) * dims
+    s = (f"{conv.in_channels}, {conv.out_channels}, kernel_size={conv.kernel_size}, "
+         f"stride={conv.stride}")
+    if conv.padding != zeros:
+        s += f", padding={conv.padding}"
+    if conv.dilation != ones:
+        s += f", dilation={conv.dilation}"
+    if getattr(conv, "output_padding", zeros) != zeros:
+        s += f", output_padding={conv.output_padding}"
+    if conv.groups != 1:
+        s += f", groups={conv.groups}"
+    if conv.bias is None:
+        s += ", bias=False"
+    if conv.padding_mode != "zeros":
+        s += f", padding_mode={conv.padding_mode}"
+    return s
 
 
 # ---- pooling and reshaping ---------------------------------------------------------------

@@ -1,14 +1,19 @@
 """Loss modules, as in torch.nn: each averages its per-element loss over the batch
 (reduction="mean"), sums it ("sum") or returns it as it is ("none"). Their settings are
-checked when they are made (beta, delta: ValueError out of range)."""
+checked when they are made (beta, delta, margin, p: ValueError out of range). PyTorch's
+deprecated size_average and reduce arguments are left out: reduction is keyword-only where
+they would come before it."""
 
 from pyrt import functional as F
 from pyrt import loss_functions as LF
 from pyrt.functional import _check_reduction, _real_number
 from pyrt.nn.module import Module
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss",
-           "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
+           "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+           "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+           "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
+           "TripletMarginLoss"]
 
 
 class _Loss(Module):
@@ -117,3 +122,136 @@ class KLDivLoss(_Loss):
 
     def forward(self, input, target):
         return LF.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    """max(0, -y (x1 - x2) + margin) for targets y in {1, -1}: whether x1 should rank above
+    x2 or below."""
+
+    def __init__(self, margin=0.0, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.margin = _real_number(margin, "margin")
+
+    def forward(self, input1, input2, target):
+        return LF.margin_ranking_loss(input1, input2, target, self.margin,
+                                      reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """x where the target is 1, max(0, margin - x) where it is -1, for distances x."""
+
+    def __init__(self, margin=1.0, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.margin = _real_number(margin, "margin")
+
+    def forward(self, input, target):
+        return LF.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """log(1 + exp(-y x)) for targets y in {1, -1}: the two-class logistic loss."""
+
+    def forward(self, input, target):
+        return LF.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """The binary logistic loss of each of C independent classes (targets in {0, 1}), times
+    `weight` (C values, a buffer), averaged over the classes for each sample."""
+
+    def __init__(self, weight=None, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return LF.multilabel_soft_margin_loss(input, target, self.weight,
+                                              reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """1 - cos(x1, x2) where the target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+
+    def __init__(self, margin=0.0, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.margin = _real_number(margin, "margin")
+
+    def forward(self, input1, input2, target):
+        return LF.cosine_embedding_loss(input1, input2, target, self.margin,
+                                        reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)), d the p-norm distance; swap takes d(p, n) for
+    d(a, n) where it is smaller. margin > 0."""
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if _real_number(margin, "margin") <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin = margin
+        self.p = _real_number(p, "p")
+        self.eps = _real_number(eps, "eps")
+        self.swap = bool(swap)
+
+    def forward(self, anchor, positive, negative):
+        return LF.triplet_margin_loss(anchor, positive, negative, self.margin, self.p,
+                                      self.eps, self.swap, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The Poisson negative log-likelihood of counts: exp(x) - t x with log_input (x the log
+    rate), else x - t log(x + eps); full adds Stirling's term for targets above 1."""
+
+    def __init__(self, log_input=True, full=False, *, eps=1e-8, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.log_input = bool(log_input)
+        self.full = bool(full)
+        self.eps = _real_number(eps, "eps")
+
+    def forward(self, log_input, target):
+        return LF.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The Gaussian negative log-likelihood (log v + (x - t)^2 / v) / 2 of targets t under
+    means x and variances v (the third argument, raised to eps); full adds log(2 pi) / 2."""
+
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.full = bool(full)
+        self.eps = _real_number(eps, "eps")
+
+    def forward(self, input, target, var):
+        return LF.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss: for each class j other than the target y,
+    max(0, margin - x[y] + x[j])^p (p 1 or 2), times weight[y] (C values, a buffer), divided
+    by the number of classes."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, *, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if isinstance(p, bool) or p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.ndim != 1:
+            raise ValueError(f"MultiMarginLoss: weight must be one-dimensional, got "
+                             f"{weight.ndim} dims")
+        self.p = p
+        self.margin = _real_number(margin, "margin")
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return LF.multi_margin_loss(input, target, self.p, self.margin, self.weight,
+                                    reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss: each target row lists the sample's classes, ended by -1;
+    max(0, 1 - (x[j] - x[i])) for each listed j and unlisted i, divided by the number of
+    classes."""
+
+    def forward(self, input, target):
+        return LF.multilabel_margin_loss(input, target, reduction=self.reduction)

@@ -1,7 +1,8 @@
 """Gradient clipping, as torch.nn.utils: ``clip_grad_norm_`` and ``clip_grad_value_`` scale or
 clamp the ``.grad`` of parameters in place, between ``backward()`` and the optimizer's step.
 On the GPU nothing is read back to the host: the scale is computed and applied on the
-device."""
+device. ``parameters_to_vector`` and ``vector_to_parameters`` flatten parameters into one
+vector and back."""
 
 import numbers
 
@@ -9,9 +10,11 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.autograd import mark_modified_all
+from pyrt.shapes import cat
 from pyrt.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+           "vector_to_parameters"]
 
 _F32 = np.float32
 
@@ -67,3 +70,50 @@ def clip_grad_value_(parameters, clip_value):
     for g in grads:
         F._xp(g).clip(g, -clip_value, clip_value, out=g)
     mark_modified_all(grads)
+
+
+def _one_device(params):
+    """`params` (an iterable of Tensors) as a list, or PyTorch's TypeError when they lie on
+    different devices."""
+    params = [params] if isinstance(params, Tensor) else list(params)
+    for p in params:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"parameters must be Tensors, got {type(p).__name__}")
+        if p.device != params[0].device:
+            raise TypeError("Found two parameters on different devices, this is currently not "
+                            "supported.")
+    return params
+
+
+def parameters_to_vector(parameters):
+    """The parameters' values, each flattened, one after another in a 1-D tensor; a
+    differentiable concatenation, so that gradients flow back to the parameters."""
+    params = _one_device(parameters)
+    if not params:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    return cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec, parameters):
+    """Make the parameters views of consecutive slices of the 1-D tensor `vec`, in order: each
+    parameter's data is then `vec`'s memory (writing one writes the other), as in PyTorch.
+    A vector too short for them is a RuntimeError, and then no parameter is changed."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    params = _one_device(parameters)
+    if vec.ndim != 1 or vec.data.dtype != _F32:
+        raise TypeError(f"vector_to_parameters: vec must be a 1-D float32 tensor, got shape "
+                        f"{vec.shape} and dtype {vec.data.dtype}")
+    if params and vec.device != params[0].device:
+        raise RuntimeError(f"vector_to_parameters: vec is on {vec.device} and the parameters on "
+                           f"{params[0].device}")
+    views, start = [], 0
+    for p in params:
+        n = p.numel()
+        if start + n > vec.numel():
+            raise RuntimeError(f"shape '{list(p.shape)}' is invalid for input of size "
+                               f"{max(vec.numel() - start, 0)}")
+        views.append(vec.data[start:start + n].reshape(p.shape))
+        start += n
+    for p, view in zip(params, views):
+        p.data = view

@@ -1,0 +1,165 @@
+"""Conv1d, ConvTranspose1d and ConvTranspose2d, as torch.nn's: weights initialised as PyTorch
+does (kaiming_uniform_(a=sqrt(5)), the bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in))), the
+settings kept as tuples, one per spatial dim.
+
+Conv1d runs F.conv1d (pyrt.spatial_more: conv2d of images one row tall); its padding_mode
+pads with F.pad first, as Conv2d's does. The transposed layers run pyrt.conv_transpose, with
+the weight [in_channels, out_channels / groups, *kernel_size]; their forward takes
+`output_size`, which picks the output_padding that gives that size.
+"""
+
+import numpy as np
+
+from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
+from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_repr
+from pyrt.nn.module import Module
+from pyrt.nn.parameter import Parameter
+from pyrt.spatial import PAD_MODES, conv_padding, pad, same_padding
+from pyrt.spatial_more import conv1d
+
+__all__ = ["Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+def _single(value, name, minimum):
+    """An int or a one-int sequence as a 1-tuple, each at least `minimum`."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 1:
+            raise ValueError(f"{name} must be an int or a tuple of one int, got {value!r}")
+        value = value[0]
+    return (_pair(value, name, minimum)[0],)
+
+
+class _ConvNd(Module):
+    """What the convolutions share: channels, groups, the weight and bias and the repr."""
+    _tensor_input = True
+    _dims = 2  # spatial dims
+    transposed = False
+
+    def _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+               bias, padding_mode, output_padding=0):
+        tuple_of = _pair if self._dims == 2 else _single
+        self.in_channels = _positive_int(in_channels, "in_channels")
+        self.out_channels = _positive_int(out_channels, "out_channels")
+        self.kernel_size = tuple_of(kernel_size, "kernel_size", 1)
+        self.stride = tuple_of(stride, "stride", 1)
+        self.dilation = tuple_of(dilation, "dilation", 1)
+        if isinstance(padding, str) and not self.transposed:
+            lead = (1,) * (2 - self._dims)  # (a 1-d layer is conv2d's one row tall)
+            conv_padding(padding, lead + self.kernel_size, lead + self.stride,
+                         lead + self.dilation)  # checks it
+            self.padding = padding
+        else:
+            self.padding = tuple_of(padding, "padding", 0)
+        self.output_padding = tuple_of(output_padding, "output_padding", 0)
+        if padding_mode not in ("zeros",) + PAD_MODES[1:]:
+            raise ValueError(f"padding_mode must be one of 'zeros', 'reflect', 'replicate' or "
+                             f"'circular', but got padding_mode={padding_mode!r}")
+        if self.transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{type(self).__name__}")
+        self.padding_mode = padding_mode
+        self.groups = _positive_int(groups, "groups")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if self.transposed:
+            shape = (in_channels, out_channels // groups)
+        else:
+            shape = (out_channels, in_channels // groups)
+        self.weight = Parameter(np.empty(shape + self.kernel_size, np.float32))
+        if bias:
+            self.bias = Parameter(np.empty((out_channels,), np.float32))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _init_weight_and_bias(self.weight, self.bias)
+
+    def extra_repr(self):
+        return conv_repr(self, self._dims)
+
+
+class Conv1d(_ConvNd):
+    """1-d cross-correlation of x [n, in_channels, length] (or [in_channels, length]) with
+    weight [out_channels, in_channels / groups, kernel_size], plus bias [out_channels];
+    `padding` is an int, "valid" or "same", and `padding_mode` what the padding holds
+    ("zeros", "reflect", "replicate" or "circular")."""
+    _dims = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros"):
+        super().__init__()
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                    bias, padding_mode)
+
+    def forward(self, input):
+        params = self._parameters
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            if padding == "same":
+                (_, left), (_, right) = same_padding((1,) + self.kernel_size,
+                                                     (1,) + self.dilation)
+            elif padding == "valid":
+                left = right = 0
+            else:
+                left = right = padding[0]
+            input, padding = pad(input, (left, right), mode=self.padding_mode), 0
+        return conv1d(input, params["weight"], params["bias"], self.stride, padding,
+                      self.dilation, self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros"):
+        super().__init__()
+        self._setup(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                    bias, padding_mode, output_padding)
+
+    def _output_padding(self, input, output_size):
+        """The output_padding that makes the output `output_size` (its spatial sizes, or the
+        input's leading sizes too), as PyTorch's layers pick it."""
+        if output_size is None:
+            return self.output_padding
+        dims = self._dims
+        leading = 2 if input.ndim == dims + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == leading + dims:
+            output_size = output_size[leading:]
+        if len(output_size) != dims:
+            raise ValueError(f"ConvTranspose{dims}D: for {input.ndim}D input, output_size must "
+                             f"have {dims} or {leading + dims} elements (got "
+                             f"{len(output_size)})")
+        smallest = [(input.shape[d + leading] - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(dims)]
+        largest = [s + step - 1 for s, step in zip(smallest, self.stride)]
+        for size, lo, hi in zip(output_size, smallest, largest):
+            if not lo <= size <= hi:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                                 f"range from {smallest} to {largest} (for an input of "
+                                 f"{list(input.shape[leading:])})")
+        return tuple(size - lo for size, lo in zip(output_size, smallest))
+
+    def forward(self, input, output_size=None):
+        params = self._parameters
+        return self._function(input, params["weight"], params["bias"], self.stride,
+                              self.padding, self._output_padding(input, output_size),
+                              self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Transposed 1-d convolution of x [n, in_channels, length] (or [in_channels, length])
+    with weight [in_channels, out_channels / groups, kernel_size], plus bias
+    [out_channels]: the gradient of Conv1d with respect to its input."""
+    _dims = 1
+    _function = staticmethod(conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Transposed 2-d convolution of x [n, in_channels, h, w] (or [in_channels, h, w]) with
+    weight [in_channels, out_channels / groups, kh, kw], plus bias [out_channels]: the
+    gradient of Conv2d with respect to its input."""
+    _function = staticmethod(conv_transpose2d)
