@@ -245,8 +245,40 @@ int pyrt_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float 
                const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc);
 
+/* `batch` products of one shape: for i in [0, batch),
+ *     C_i = alpha * op(A_i) op(B_i) + beta * C_i,
+ * A_i = a + i * stride_a, B_i = b + i * stride_b, C_i = c + i * stride_c (strides in floats;
+ * a stride of 0 uses one A or one B for every product), each as pyrt_sgemm computes it, so
+ * bitwise the same at any thread count. Parallel over the products, and within a product
+ * large enough to split. The C_i must not share elements (stride_c at least (m - 1) * ldc + n
+ * when batch > 1) and must not overlap any A_i or B_i; PYRT_EINVAL otherwise. */
+int pyrt_sgemm_batched(int64_t batch, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       float alpha, const float *a, int64_t stride_a, int64_t lda,
+                       const float *b, int64_t stride_b, int64_t ldb, float beta, float *c,
+                       int64_t stride_c, int64_t ldc);
+
 /* The instruction set the GEMM micro-kernel uses on this CPU: "avx512", "avx2" or "generic". */
 const char *pyrt_sgemm_kernel(void);
+
+/* ---- recurrent cells ------------------------------------------------------------------ */
+
+/* The pointwise part of an LSTM step over `rows` rows of `hidden` units. The gate
+ * pre-activations, in PyTorch's order (i, f, g, o), are gates + gates_h (two [rows,
+ * 4 * hidden] arrays: the input and the hidden projections; gates_h NULL: gates alone), and
+ * c_prev [rows, hidden] is the previous cell state (NULL: zeros):
+ *     c = sigmoid(f) * c_prev + sigmoid(i) * tanh(g),    h = sigmoid(o) * tanh(c).
+ * act [rows, 4 * hidden] (NULL: not kept) receives sigmoid(i), sigmoid(f), tanh(g),
+ * sigmoid(o), which the backward pass reads. Outputs must not overlap inputs. Parallel over
+ * rows; bitwise the same at any thread count. */
+int pyrt_lstm_cell(const float *gates, const float *gates_h, const float *c_prev, float *h,
+                   float *c, float *act, int64_t rows, int64_t hidden);
+
+/* Its gradient: from dh and dc, the gradients of h and c (either NULL: zeros), with act and c
+ * as pyrt_lstm_cell wrote them and its c_prev (NULL: zeros), the gradient of the gates
+ * dgates [rows, 4 * hidden] and of c_prev, dc_prev [rows, hidden] (NULL: not wanted). */
+int pyrt_lstm_cell_backward(const float *dh, const float *dc, const float *act, const float *c,
+                            const float *c_prev, float *dgates, float *dc_prev, int64_t rows,
+                            int64_t hidden);
 
 /* ---- chains of fully connected layers ------------------------------------------------- */
 

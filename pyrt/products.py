@@ -10,6 +10,7 @@ import numpy as np
 from pyrt.functional import _contiguous, _make, _tensor, _xp, matmul
 from pyrt.functional import reshape as _reshape
 from pyrt.ops._checks import F32
+from pyrt.ops.linalg import bmm_raw
 
 __all__ = ["addbmm", "addmm", "addmv", "baddbmm", "bmm", "dot", "mm", "outer"]
 
@@ -90,6 +91,11 @@ def bmm(input, mat2):
                            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
                            f"{b.shape[1]}].")
     xp = _xp(a)
+    if xp is np and a.dtype == F32:  # pyrt's batched GEMM: parallel, the same at any threads
+        a, b = _contiguous(a), _contiguous(b)
+        return _make(bmm_raw(a, b, False, False), (input, mat2), lambda g: (
+            bmm_raw(_contiguous(g), b, False, True) if input._requires_grad else None,
+            bmm_raw(a, _contiguous(g), True, False) if mat2._requires_grad else None))
     out = _contiguous(xp.matmul(a, b))
     if a.dtype != F32:
         return _tensor()(out)

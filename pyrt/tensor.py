@@ -32,6 +32,7 @@ from pyrt import (
 from pyrt import functional as F
 from pyrt.autograd import _Hooked, _HookHandle, mark_modified, register_leaf_hook, run_backward
 from pyrt.autograd import _state as _grad_mode
+from pyrt.matmul import matmul as _matmul
 from pyrt.pointwise import checked_flag as _flag
 
 __all__ = [
@@ -835,10 +836,10 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def __matmul__(self, other):
-        return F.matmul(self, other)
+        return _matmul(self, other)
 
     def __rmatmul__(self, other):
-        return F.matmul(other, self)
+        return _matmul(other, self)
 
     def __getitem__(self, index):
         return F.index_rows(self, _array_index(index))
@@ -861,7 +862,7 @@ class Tensor:
         mark_modified(self.data)
 
     def matmul(self, other):
-        return F.matmul(self, other)
+        return _matmul(self, other)
 
     def exp(self):
         return F.exp(self)

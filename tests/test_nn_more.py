@@ -94,7 +94,10 @@ def test_activations_against_torch(name, module, kwargs, shape, seed, scale):
     (yt * torch.from_numpy(w)).sum().backward()
     size = np.maximum(np.abs(x), 1)
     assert y.dtype == F32 and xp.grad.dtype == F32
-    assert_close(y.data, yt.detach().numpy(), 0.1 * size, what="value")
+    # PyTorch's GELU is 0.5 x (1 + erf(x / sqrt(2))) in float32: in the left tail the sum
+    # cancels, and its error is a few units of 1 + erf, times x (pyrt's is exact there)
+    assert_close(y.data, yt.detach().numpy(), size if name == "gelu" else 0.1 * size,
+                 what="value")
     assert_close(xp.grad.data, xt.grad.numpy(), np.abs(w) * size, what="gradient")
     again = getattr(nn, module)(**kwargs)(pyrt.tensor(x))
     assert np.array_equal(again.data, y.data, equal_nan=True)

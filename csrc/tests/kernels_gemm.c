@@ -224,6 +224,77 @@ static void check_degenerate(stress_rng *r)
     free(c0);
 }
 
+/* pyrt_sgemm_batched against one pyrt_sgemm call per product, bitwise, at every thread count:
+ * batches of small products (many to a task), of large ones (split inside), one A or one B
+ * for every product (stride 0), transposes and beta; then its argument errors. */
+static void check_batched(stress_rng *r)
+{
+    static const struct {
+        int64_t batch, m, n, k, stride_a, stride_b; /* a stride -1: the matrix's size */
+        int trans_a, trans_b;
+        float beta;
+    } shapes[] = {
+        {64, 8, 8, 8, -1, -1, 0, 0, 0.0f},       /* many products to a task */
+        {33, 64, 64, 32, -1, -1, 0, 1, 0.0f},    /* attention's Q K^T */
+        {5, 150, 130, 300, -1, -1, 1, 0, 0.5f},  /* packed products, split inside */
+        {12, 20, 30, 40, 0, -1, 0, 0, 0.0f},     /* one A for all */
+        {12, 20, 30, 40, -1, 0, 1, 1, 1.0f},     /* one B for all */
+        {3, 1, 200, 50, -1, -1, 0, 0, 0.0f},     /* rows */
+    };
+    char what[160];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t batch = shapes[s].batch, m = shapes[s].m, n = shapes[s].n;
+        const int64_t k = shapes[s].k;
+        const int ta = shapes[s].trans_a, tb = shapes[s].trans_b;
+        const int64_t sa = shapes[s].stride_a < 0 ? m * k : 0;
+        const int64_t sb = shapes[s].stride_b < 0 ? k * n : 0;
+        const int64_t na = (sa ? batch : 1) * m * k, nb = (sb ? batch : 1) * k * n;
+        const int64_t nc = batch * m * n;
+        float *a = kc_floats(na), *b = kc_floats(nb), *c0 = kc_floats(nc);
+        float *want = kc_floats(nc), *c = kc_floats(nc);
+        kc_fill(r, a, na, -1.0f, 1.0f);
+        kc_fill(r, b, nb, -1.0f, 1.0f);
+        kc_fill(r, c0, nc, -1.0f, 1.0f);
+        memcpy(want, c0, sizeof(float) * (size_t)nc);
+        for (int64_t i = 0; i < batch; i++)
+            CHECK_RC(pyrt_sgemm(ta, tb, m, n, k, 1.0f, a + i * sa, ta ? m : k, b + i * sb,
+                                tb ? k : n, shapes[s].beta, want + i * m * n, n),
+                     PYRT_OK);
+        snprintf(what, sizeof what, "sgemm_batched %lld x (%lld x %lld x %lld)",
+                 (long long)batch, (long long)m, (long long)n, (long long)k);
+        for (int t = 0; t < KERNELS_NTHREADS; t++) {
+            stress_set_threads(KERNELS_THREADS[t]);
+            memcpy(c, c0, sizeof(float) * (size_t)nc);
+            CHECK_RC(pyrt_sgemm_batched(batch, ta, tb, m, n, k, 1.0f, a, sa, ta ? m : k, b, sb,
+                                        tb ? k : n, shapes[s].beta, c, m * n, n),
+                     PYRT_OK);
+            kc_same(what, KERNELS_THREADS[t], c, want, sizeof(float) * (size_t)nc);
+        }
+        free(a);
+        free(b);
+        free(c0);
+        free(want);
+        free(c);
+    }
+    float *x = kc_floats(4 * 25), *y = kc_floats(4 * 25);
+    kc_fill(r, x, 4 * 25, -1.0f, 1.0f);
+    CHECK_RC(pyrt_sgemm_batched(0, 0, 0, 5, 5, 5, 1.0f, x, 25, 5, x, 25, 5, 0.0f, y, 25, 5),
+             PYRT_OK);
+    CHECK_RC(pyrt_sgemm_batched(-1, 0, 0, 5, 5, 5, 1.0f, x, 25, 5, x, 25, 5, 0.0f, y, 25, 5),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_sgemm_batched(4, 0, 0, 5, 5, 5, 1.0f, x, -25, 5, x, 25, 5, 0.0f, y, 25, 5),
+             PYRT_EINVAL);
+    /* products of C sharing elements */
+    CHECK_RC(pyrt_sgemm_batched(4, 0, 0, 5, 5, 5, 1.0f, x, 25, 5, x, 25, 5, 0.0f, y, 24, 5),
+             PYRT_EINVAL);
+    /* C overlapping A's last matrix */
+    CHECK_RC(pyrt_sgemm_batched(2, 0, 0, 5, 5, 5, 1.0f, x, 25, 5, x, 0, 5, 0.0f, x + 40, 25,
+                                5),
+             PYRT_EINVAL);
+    free(x);
+    free(y);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -244,6 +315,7 @@ int main(void)
         run_case(&rng, &g);
     }
     check_degenerate(&rng);
+    check_batched(&rng);
     printf("kernels_gemm: %lld chosen shapes, %lld random ones\n", (long long)cases,
            (long long)randoms);
     return stress_end("kernels_gemm", t0);

@@ -370,6 +370,82 @@ static void check_softmax(stress_rng *r, int64_t rows, int64_t cols, float sprea
     free(j.want_bce_grad);
 }
 
+/* ---- the LSTM cell: forward and backward against double closed forms ----------------- */
+
+typedef struct {
+    int64_t rows, hidden;
+    const float *gx, *gh, *cp, *dh, *dc;
+    float *h, *c, *act, *dg, *dcp;
+} lstm_job;
+
+static void lstm_run(void *ctx)
+{
+    lstm_job *j = ctx;
+    CHECK_RC(pyrt_lstm_cell(j->gx, j->gh, j->cp, j->h, j->c, j->act, j->rows, j->hidden),
+             PYRT_OK);
+    CHECK_RC(pyrt_lstm_cell_backward(j->dh, j->dc, j->act, j->c, j->cp, j->dg, j->dcp, j->rows,
+                                     j->hidden),
+             PYRT_OK);
+}
+
+static double sig(double x)
+{
+    return 1 / (1 + exp(-x));
+}
+
+static void lstm_check(void *ctx)
+{
+    const lstm_job *j = ctx;
+    const int64_t H = j->hidden;
+    for (int64_t r = 0; r < j->rows; r++)
+        for (int64_t k = 0; k < H; k++) {
+            const int64_t g = r * 4 * H + k, e = r * H + k;
+            const double si = sig((double)j->gx[g] + j->gh[g]);
+            const double sf = sig((double)j->gx[g + H] + j->gh[g + H]);
+            const double tg = tanh((double)j->gx[g + 2 * H] + j->gh[g + 2 * H]);
+            const double so = sig((double)j->gx[g + 3 * H] + j->gh[g + 3 * H]);
+            const double c = sf * j->cp[e] + si * tg, tc = tanh(c), h = so * tc;
+            const double dct = j->dc[e] + j->dh[e] * so * (1 - tc * tc);
+            const double want[] = {h, c, dct * tg * si * (1 - si), dct * j->cp[e] * sf * (1 - sf),
+                                   dct * si * (1 - tg * tg), j->dh[e] * tc * so * (1 - so),
+                                   dct * sf};
+            const float got[] = {j->h[e], j->c[e], j->dg[g], j->dg[g + H], j->dg[g + 2 * H],
+                                 j->dg[g + 3 * H], j->dcp[e]};
+            for (int i = 0; i < 7; i++)
+                CHECK(fabs(got[i] - want[i]) <= 1e-5 * (1 + fabs(want[i])),
+                      "lstm_cell %lld x %lld: value %d at (%lld, %lld) is %.9g, expected %.9g",
+                      (long long)j->rows, (long long)H, i, (long long)r, (long long)k,
+                      (double)got[i], want[i]);
+        }
+}
+
+static void check_lstm_cell(stress_rng *r, int64_t rows, int64_t hidden)
+{
+    const int64_t n = rows * hidden, ng = 4 * n;
+    float *gx = kc_floats(ng), *gh = kc_floats(ng), *cp = kc_floats(n), *dh = kc_floats(n);
+    float *dc = kc_floats(n);
+    kc_fill(r, gx, ng, -4.0f, 4.0f);
+    kc_fill(r, gh, ng, -1.0f, 1.0f);
+    kc_fill(r, cp, n, -2.0f, 2.0f);
+    kc_fill(r, dh, n, -1.0f, 1.0f);
+    kc_fill(r, dc, n, -1.0f, 1.0f);
+    lstm_job j = {.rows = rows, .hidden = hidden, .gx = gx, .gh = gh, .cp = cp, .dh = dh,
+                  .dc = dc, .h = kc_floats(n), .c = kc_floats(n), .act = kc_floats(ng),
+                  .dg = kc_floats(ng), .dcp = kc_floats(n)};
+    const kc_out outs[] = {
+        {j.h, sizeof(float) * (size_t)n},    {j.c, sizeof(float) * (size_t)n},
+        {j.act, sizeof(float) * (size_t)ng}, {j.dg, sizeof(float) * (size_t)ng},
+        {j.dcp, sizeof(float) * (size_t)n},
+    };
+    kc_across_threads("lstm_cell", lstm_run, lstm_check, &j, outs, 5);
+    CHECK_RC(pyrt_lstm_cell(gx, NULL, NULL, j.h, j.c, NULL, -1, hidden), PYRT_EINVAL);
+    CHECK_RC(pyrt_lstm_cell(NULL, NULL, NULL, j.h, j.c, NULL, rows, hidden), PYRT_EINVAL);
+    CHECK_RC(pyrt_lstm_cell_backward(dh, NULL, NULL, j.c, NULL, j.dg, NULL, rows, hidden),
+             PYRT_EINVAL);
+    free(gx), free(gh), free(cp), free(dh), free(dc);
+    free(j.h), free(j.c), free(j.act), free(j.dg), free(j.dcp);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -396,6 +472,9 @@ int main(void)
     check_softmax(&rng, 9, 10, 3.0f);
     check_softmax(&rng, big, 101, 3.0f);
     check_softmax(&rng, 17, 33, 80.0f);           /* large logits: exp must not overflow */
+    check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
+    check_lstm_cell(&rng, 16, 128);
+    check_lstm_cell(&rng, big, 37);               /* rows in parallel, vectors and a tail */
     printf("kernels_ops: largest operand %lld floats\n", (long long)(1000 * big + 3));
     return stress_end("kernels_ops", t0);
 }

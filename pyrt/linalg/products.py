@@ -5,58 +5,10 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.functional import _contiguous, _make, _xp, dim_index
-from pyrt.linalg._common import mT, tensor_array, type_name, unbroadcast
-from pyrt.ops._checks import F32
+from pyrt.linalg._common import tensor_array, type_name, unbroadcast
+from pyrt.matmul import matmul
 
 __all__ = ["cross", "diagonal", "matmul", "multi_dot", "vecdot"]
-
-
-def matmul(input, other):
-    """The matrix product of torch.matmul: 1-D operands are a row (first) or a column (second)
-    vector, dropped from the result; the dims before the last two broadcast. Gradients
-    g @ other^T and input^T @ g, summed back over broadcast dims. 2-D float32 products use
-    pyrt's GEMM kernel; integer ones are exact int64 (no gradient)."""
-    a, b = tensor_array(input, "matmul", "input"), tensor_array(other, "matmul", "other")
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
-                           f"{a.ndim}D and {b.ndim}D")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{type_name(a.dtype)} != {type_name(b.dtype)}")
-    if a.dtype.kind == "b":
-        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
-    if a.ndim == 2 and b.ndim == 2 and a.dtype == F32:
-        if a.shape[1] != b.shape[0]:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
-                               f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
-        return F.matmul(input, other)
-    # a vector is a 1-row (first) or 1-column (second) matrix, its dim removed at the end
-    am = a[None, :] if a.ndim == 1 else a
-    bm = b[:, None] if b.ndim == 1 else b
-    if am.shape[-1] != bm.shape[-2]:
-        raise RuntimeError(f"matmul: the operands' shapes {list(a.shape)} and "
-                           f"{list(b.shape)} cannot be multiplied ({am.shape[-2]}x"
-                           f"{am.shape[-1]} and {bm.shape[-2]}x{bm.shape[-1]} matrices)")
-    try:
-        batch = np.broadcast_shapes(am.shape[:-2], bm.shape[:-2])
-    except ValueError:
-        raise RuntimeError(f"matmul: the batch dims of {list(a.shape)} and {list(b.shape)} "
-                           f"do not broadcast") from None
-    xp = _xp(a)
-    full = xp.matmul(am, bm)
-    shape = batch + am.shape[-2:-1] * (a.ndim > 1) + bm.shape[-1:] * (b.ndim > 1)
-    out = _contiguous(full.reshape(shape))
-    if a.dtype.kind != "f":
-        return _make(out, (input, other), None)
-
-    def backward(g):
-        gm = g.reshape(full.shape)
-        return (_contiguous(unbroadcast(xp.matmul(gm, mT(bm)), am.shape).reshape(a.shape))
-                if input._requires_grad else None,
-                _contiguous(unbroadcast(xp.matmul(mT(am), gm), bm.shape).reshape(b.shape))
-                if other._requires_grad else None)
-
-    return _make(out, (input, other), backward)
 
 
 def _chain_order(dims):

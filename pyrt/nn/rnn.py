@@ -28,6 +28,9 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.autograd import is_grad_enabled
+from pyrt.functional import _plain
+from pyrt.lstm_cell import lstm_cell
+from pyrt.lstm_layer import lstm_sequence
 from pyrt.nn import init
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
@@ -81,10 +84,10 @@ def _rnn_step(xw, h, weight_hh, act):
     return (act(xw + F.linear(h, weight_hh)),)
 
 
-def _lstm_step(xw, h, c, weight_hh, weight_hr):
-    i, f, g, o = chunk(xw + F.linear(h, weight_hh), 4, 1)
-    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
-    h = F.sigmoid(o) * F.tanh(c)
+def _lstm_step(xw, h, c, weight_hh, weight_hr, weight_hh_t):
+    # with W_hh^T made once per sequence (weight_hh_t, see _direction), h @ W_hh^T
+    hw = F.linear(h, weight_hh) if weight_hh_t is None else F.matmul(h, weight_hh_t)
+    h, c = lstm_cell(xw, hw, c)  # one pass: the gates' sum and nonlinearities, c and h
     if weight_hr is not None:  # the projection of the hidden state to proj_size features
         h = F.linear(h, weight_hr)
     return h, c
@@ -110,10 +113,11 @@ def _input_bias(mode, bias_ih, bias_hh):
 
 
 def _step(mode, xw, state, weights):
-    """The new state after one step of `mode`; weights = (weight_hh, bias_hh, weight_hr)."""
-    weight_hh, bias_hh, weight_hr = weights
+    """The new state after one step of `mode`; weights = (weight_hh, bias_hh, weight_hr,
+    weight_hh_t), the last W_hh^T or None."""
+    weight_hh, bias_hh, weight_hr, weight_hh_t = weights
     if mode == "LSTM":
-        return _lstm_step(xw, *state, weight_hh, weight_hr)
+        return _lstm_step(xw, *state, weight_hh, weight_hr, weight_hh_t)
     if mode == "GRU":
         return _gru_step(xw, *state, weight_hh, bias_hh)
     return _rnn_step(xw, *state, weight_hh, F.tanh if mode == "RNN_TANH" else F.relu)
@@ -344,11 +348,24 @@ class RNNBase(Module):
             bias_ih, bias_hh = params[names[2]], params[names[3]]
         else:
             bias_ih = bias_hh = None
-        weights = (params[names[1]], bias_hh, params[names[-1]] if self.proj_size else None)
         length, batch, features = x.shape
+        weight_hh = params[names[1]]
+        weight_hh_t = None
+        if self.mode == "LSTM" and isinstance(weight_hh.data, np.ndarray) and length > 1:
+            # h W_hh^T with W_hh^T made once per sequence: the GEMM reads a row-major right
+            # operand in place, which for a few rows of h is faster than reading W_hh's rows
+            weight_hh_t = transpose(weight_hh, 0, 1)
+        weights = (weight_hh, bias_hh, params[names[-1]] if self.proj_size else None,
+                   weight_hh_t)
         # the input projection of every time step: one GEMM over all L * N rows
         xw = F.linear(x.reshape(length * batch, features), weight_ih,
                       _input_bias(self.mode, bias_ih, bias_hh))
+        if self.mode == "LSTM" and not self.proj_size and all(
+                _plain(t.data) for t in (xw, weight_hh) + tuple(state)):
+            # the whole recurrence as one op: no graph per step, one GEMM for dW_hh
+            output, h_n, c_n = lstm_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
+                                             *state, reverse=reverse)
+            return output, (h_n, c_n)
         steps = _time_steps(xw, length)
         outputs = [None] * length
         for t in (reversed(range(length)) if reverse else range(length)):
@@ -466,7 +483,7 @@ class RNNCellBase(Module):
                                        f"{state.shape[1]}, expected {self.hidden_size}")
                 states.append(state)
         xw = F.linear(x, self.weight_ih, _input_bias(self.mode, self.bias_ih, self.bias_hh))
-        new = _step(self.mode, xw, tuple(states), (self.weight_hh, self.bias_hh, None))
+        new = _step(self.mode, xw, tuple(states), (self.weight_hh, self.bias_hh, None, None))
         return new if batched else tuple(s.reshape(s.shape[1]) for s in new)
 
 

@@ -19,6 +19,7 @@ _ITEM = F32.itemsize
 _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _sgemm = lib.pyrt_sgemm
+_sgemm_batched = lib.pyrt_sgemm_batched
 _ndarray = np.ndarray
 _empty = empty
 
@@ -42,6 +43,26 @@ def matmul_ptr(trans_a, trans_b, m, n, k, pa, lda, pb, ldb):
     res = _empty((m, n), F32)
     rc = _sgemm(trans_a, trans_b, m, n, k, 1.0, pa, lda, pb, ldb, 0.0,
                 _from_buffer(_FLOATS, res), n or 1)
+    if rc:
+        check_rc(rc, "matmul")
+    return res
+
+
+def bmm_raw(a, b, trans_a, trans_b):
+    """``op(a[i]) @ op(b[i])`` for every i, into a new [batch, m, n] array, without any checks:
+    for internal callers that hold C-contiguous 3-D float32 arrays whose inner sizes match and
+    whose batch sizes are equal or 1 (one matrix used for every product; the batch is the
+    larger of the two)."""
+    ba, ra, ca = a.shape
+    bb, rb, cb = b.shape
+    m, k = (ca, ra) if trans_a else (ra, ca)
+    n = rb if trans_b else cb
+    batch = max(ba, bb)
+    res = _empty((batch, m, n), F32)
+    rc = _sgemm_batched(batch, trans_a, trans_b, m, n, k, 1.0, _from_buffer(_FLOATS, a),
+                        ra * ca if ba > 1 else 0, ca or 1, _from_buffer(_FLOATS, b),
+                        rb * cb if bb > 1 else 0, cb or 1, 0.0, _from_buffer(_FLOATS, res),
+                        m * n, n or 1)
     if rc:
         check_rc(rc, "matmul")
     return res

@@ -5,6 +5,7 @@
  * runner. gemm.c is the driver that uses them; all of them may be called from any thread.
  *
  *   gemm.c            pyrt_sgemm: path choice, blocking, packing and compute phases
+ *   batched.c         pyrt_sgemm_batched: a batch of products as tasks of pyrt_sgemm calls
  *   dot.c             A B^T by dot products of rows read in place
  *   small.c           small products: register tiles on A and B in place, one thread
  *   row.c             one or two rows of C: a vector times a matrix, B in place
