@@ -280,6 +280,24 @@ int pyrt_lstm_cell_backward(const float *dh, const float *dc, const float *act, 
                             const float *c_prev, float *dgates, float *dc_prev, int64_t rows,
                             int64_t hidden);
 
+/* The pointwise part of a GRU step over `rows` rows of `hidden` units, from the input and
+ * hidden projections gates_x and gates_h [rows, 3 * hidden] (PyTorch's order r, z, n;
+ * bias_h [3 * hidden], NULL: none, is added to gates_h here) and h_prev [rows, hidden]:
+ *     r = sigmoid(x_r + h_r),  z = sigmoid(x_z + h_z),  n = tanh(x_n + r * h_n),
+ *     h = (1 - z) * n + z * h_prev.
+ * act [rows, 4 * hidden] receives r, z, n and h_n (with its bias) for the backward pass.
+ * Outputs must not overlap inputs. Parallel over rows; bitwise the same at any thread count. */
+int pyrt_gru_cell(const float *gates_x, const float *gates_h, const float *bias_h,
+                  const float *h_prev, float *h, float *act, int64_t rows, int64_t hidden);
+
+/* Its gradient from dh (the gradient of h), with act as pyrt_gru_cell wrote it and h_prev:
+ * the gradients of gates_x and of gates_h (before the bias: also the bias's, summed over
+ * rows) [rows, 3 * hidden], and dh_prev = dh * z [rows, hidden], the part of h_prev's gradient
+ * that does not pass through gates_h (add dgates_h @ W_hh for the rest). */
+int pyrt_gru_cell_backward(const float *dh, const float *act, const float *h_prev,
+                           float *dgates_x, float *dgates_h, float *dh_prev, int64_t rows,
+                           int64_t hidden);
+
 /* ---- chains of fully connected layers ------------------------------------------------- */
 
 /* `layers` (1 to 256) fully connected layers on a batch of `batch` rows, in one call:

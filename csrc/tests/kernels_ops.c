@@ -446,6 +446,75 @@ static void check_lstm_cell(stress_rng *r, int64_t rows, int64_t hidden)
     free(j.h), free(j.c), free(j.act), free(j.dg), free(j.dcp);
 }
 
+/* ---- the GRU cell ------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t rows, hidden;
+    const float *gx, *gh, *bias, *hp, *dh;
+    float *h, *act, *dgx, *dgh, *dhp;
+} gru_job;
+
+static void gru_run(void *ctx)
+{
+    gru_job *j = ctx;
+    CHECK_RC(pyrt_gru_cell(j->gx, j->gh, j->bias, j->hp, j->h, j->act, j->rows, j->hidden),
+             PYRT_OK);
+    CHECK_RC(pyrt_gru_cell_backward(j->dh, j->act, j->hp, j->dgx, j->dgh, j->dhp, j->rows,
+                                    j->hidden),
+             PYRT_OK);
+}
+
+static void gru_check(void *ctx)
+{
+    const gru_job *j = ctx;
+    const int64_t H = j->hidden;
+    for (int64_t r = 0; r < j->rows; r++)
+        for (int64_t k = 0; k < H; k++) {
+            const int64_t g = r * 3 * H + k, e = r * H + k;
+            const double hr = (double)j->gh[g] + j->bias[k];
+            const double hz = (double)j->gh[g + H] + j->bias[k + H];
+            const double hn = (double)j->gh[g + 2 * H] + j->bias[k + 2 * H];
+            const double rr = sig(j->gx[g] + hr), z = sig(j->gx[g + H] + hz);
+            const double n = tanh(j->gx[g + 2 * H] + rr * hn), hp = j->hp[e], dh = j->dh[e];
+            const double dn = dh * (1 - z) * (1 - n * n), dr = dn * hn * rr * (1 - rr);
+            const double dz = dh * (hp - n) * z * (1 - z);
+            const double want[] = {(1 - z) * n + z * hp, dr, dz, dn, dr, dz, dn * rr, dh * z};
+            const float got[] = {j->h[e],       j->dgx[g],     j->dgx[g + H],
+                                 j->dgx[g + 2 * H], j->dgh[g], j->dgh[g + H],
+                                 j->dgh[g + 2 * H], j->dhp[e]};
+            for (int i = 0; i < 8; i++)
+                CHECK(fabs(got[i] - want[i]) <= 1e-5 * (1 + fabs(want[i])),
+                      "gru_cell %lld x %lld: value %d at (%lld, %lld) is %.9g, expected %.9g",
+                      (long long)j->rows, (long long)H, i, (long long)r, (long long)k,
+                      (double)got[i], want[i]);
+        }
+}
+
+static void check_gru_cell(stress_rng *r, int64_t rows, int64_t hidden)
+{
+    const int64_t n = rows * hidden, ng = 3 * n;
+    float *gx = kc_floats(ng), *gh = kc_floats(ng), *bias = kc_floats(3 * hidden);
+    float *hp = kc_floats(n), *dh = kc_floats(n);
+    kc_fill(r, gx, ng, -4.0f, 4.0f);
+    kc_fill(r, gh, ng, -1.0f, 1.0f);
+    kc_fill(r, bias, 3 * hidden, -1.0f, 1.0f);
+    kc_fill(r, hp, n, -1.0f, 1.0f);
+    kc_fill(r, dh, n, -1.0f, 1.0f);
+    gru_job j = {.rows = rows, .hidden = hidden, .gx = gx, .gh = gh, .bias = bias, .hp = hp,
+                 .dh = dh, .h = kc_floats(n), .act = kc_floats(4 * n), .dgx = kc_floats(ng),
+                 .dgh = kc_floats(ng), .dhp = kc_floats(n)};
+    const kc_out outs[] = {
+        {j.h, sizeof(float) * (size_t)n},     {j.act, sizeof(float) * (size_t)(4 * n)},
+        {j.dgx, sizeof(float) * (size_t)ng},  {j.dgh, sizeof(float) * (size_t)ng},
+        {j.dhp, sizeof(float) * (size_t)n},
+    };
+    kc_across_threads("gru_cell", gru_run, gru_check, &j, outs, 5);
+    CHECK_RC(pyrt_gru_cell(gx, gh, NULL, hp, j.h, NULL, rows, hidden), PYRT_EINVAL);
+    CHECK_RC(pyrt_gru_cell_backward(dh, j.act, hp, j.dgx, j.dgh, j.dhp, rows, -1), PYRT_EINVAL);
+    free(gx), free(gh), free(bias), free(hp), free(dh);
+    free(j.h), free(j.act), free(j.dgx), free(j.dgh), free(j.dhp);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -475,6 +544,9 @@ int main(void)
     check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
     check_lstm_cell(&rng, 16, 128);
     check_lstm_cell(&rng, big, 37);               /* rows in parallel, vectors and a tail */
+    check_gru_cell(&rng, 1, 5);
+    check_gru_cell(&rng, 16, 128);
+    check_gru_cell(&rng, big, 37);
     printf("kernels_ops: largest operand %lld floats\n", (long long)(1000 * big + 3));
     return stress_end("kernels_ops", t0);
 }

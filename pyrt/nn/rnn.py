@@ -30,11 +30,11 @@ from pyrt import functional as F
 from pyrt.autograd import is_grad_enabled
 from pyrt.functional import _plain
 from pyrt.lstm_cell import lstm_cell
-from pyrt.lstm_layer import lstm_sequence
 from pyrt.nn import init
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
 from pyrt.rearrange import unbind
+from pyrt.recurrence import gru_sequence, lstm_sequence
 from pyrt.shapes import cat, chunk, split, stack, transpose, unsqueeze
 from pyrt.tensor import Tensor
 
@@ -366,6 +366,11 @@ class RNNBase(Module):
             output, h_n, c_n = lstm_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
                                              *state, reverse=reverse)
             return output, (h_n, c_n)
+        if self.mode == "GRU" and all(_plain(t.data) for t in (xw, weight_hh) + tuple(state)) \
+                and (bias_hh is None or _plain(bias_hh.data)):
+            output, h_n = gru_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
+                                       bias_hh, *state, reverse=reverse)
+            return output, (h_n,)
         steps = _time_steps(xw, length)
         outputs = [None] * length
         for t in (reversed(range(length)) if reverse else range(length)):

@@ -1,7 +1,10 @@
-"""The fused LSTM cell (pyrt.lstm_cell, csrc/kernels/lstm_cell.c): values against the closed
-form in float64, gradients against the closed form and central differences, with either
-output's gradient missing, without c_prev or gates_h; bitwise the same at 1, 2 and 3 threads;
-the same as the cell composed of Tensor ops; errors."""
+"""The fused recurrences: the LSTM cell (pyrt.lstm_cell, csrc/kernels/lstm_cell.c) against
+the closed form in float64, its gradients against the closed form and central differences,
+with either output's gradient missing, without c_prev or gates_h, bitwise the same at 1, 2
+and 3 threads and the same as the cell composed of Tensor ops, and its errors; and nn.LSTM
+and nn.GRU, whose layers run as one op each (pyrt.recurrence, with the GRU's cell kernel),
+bitwise the same at any thread count and the same as their step-by-step composition. Their
+values and gradients against PyTorch and NumPy are in test_rnn.py."""
 
 import numpy as np
 import pytest
@@ -136,32 +139,32 @@ def test_cell_refuses_c_prev_written_before_backward():
         h.sum().backward()
 
 
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_lstm_layer_is_the_same_at_any_thread_count_and_as_its_steps(bidirectional):
-    """nn.LSTM runs each layer and direction as one op (pyrt.lstm_layer); its outputs and
-    gradients are bitwise the same at 1, 2 and 3 threads, and those of the step-by-step
-    composition (the path of LSTMs with projections) to rounding."""
+def test_layer_is_the_same_at_any_thread_count_and_as_its_steps(kind, bidirectional):
+    """nn.LSTM and nn.GRU run each layer and direction as one op (pyrt.recurrence); their
+    outputs and gradients are bitwise the same at 1, 2 and 3 threads, and those of the
+    step-by-step composition (the path of CuPy arrays and LSTM projections) to rounding."""
     from pyrt.nn import rnn
 
-    x, w = normal((9, 5, 6), 20), normal((9, 5, 2 * 7 if bidirectional else 7), 21)
+    x = normal((9, 5, 6), 20)
+    w = normal((9, 5, 2 * 7 if bidirectional else 7), 21)
 
     def run_layer(threads, one_op=True):
         pyrt.manual_seed(3)
-        model = pyrt.nn.LSTM(6, 7, num_layers=2, bidirectional=bidirectional)
+        model = getattr(pyrt.nn, kind)(6, 7, num_layers=2, bidirectional=bidirectional)
         xs = pyrt.tensor(x, requires_grad=True)
-        saved = rnn.lstm_sequence
-        if not one_op:
-            rnn.lstm_sequence = None
+        if not one_op:  # every array looks unusable to the one-op path
             rnn._plain = lambda a: False
         try:
             with pyrt.num_threads(threads):
-                out, (h_n, c_n) = model(xs)
-                ((out * pyrt.tensor(w)).sum() + (h_n * c_n).sum()).backward()
+                out, final = model(xs)
+                h_n = final[0] if kind == "LSTM" else final
+                ((out * pyrt.tensor(w)).sum() + (h_n * h_n).sum()).backward()
         finally:
-            rnn.lstm_sequence = saved
             rnn._plain = pyrt.functional._plain
-        return [out.detach().numpy(), h_n.detach().numpy(), c_n.detach().numpy(),
-                xs.grad.numpy()] + [p.grad.numpy() for p in model.parameters()]
+        return [out.detach().numpy(), h_n.detach().numpy(), xs.grad.numpy()] + \
+            [p.grad.numpy() for p in model.parameters()]
 
     first = run_layer(1)
     for threads in (2, 3):
