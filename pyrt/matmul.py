@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from pyrt.functional import _as_tensor, _contiguous, _make, _tensor, _xp
+from pyrt.functional import _as_tensor, _contiguous, _make, _tensor, _unbroadcast, _xp
 from pyrt.functional import matmul as _matmul_2d
 from pyrt.ops._checks import F32
 from pyrt.ops.linalg import bmm_raw, matmul_raw
@@ -33,16 +33,6 @@ _DTYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.int64): "Long",
 
 def _mT(a):
     return a.swapaxes(-1, -2)
-
-
-def _unbroadcast(g, shape):
-    """Sum a gradient of a broadcast result back to an operand's `shape`."""
-    if g.shape == tuple(shape):
-        return g
-    extra = g.ndim - len(shape)
-    axes = tuple(range(extra)) + tuple(
-        i + extra for i, n in enumerate(shape) if n == 1 and g.shape[i + extra] != 1)
-    return g.sum(axis=axes).reshape(shape)
 
 
 def _as_batch(x, batch, size):
@@ -82,7 +72,7 @@ def _product(a, b, batch):
         """The gradient of operand x from the batch of products [size, r, c]."""
         if x3.shape[0] == 1 and size > 1:  # one matrix read for every product
             return product.sum(axis=0).reshape(x.shape)
-        return _unbroadcast(product.reshape(batch + x.shape[-2:]), x.shape)
+        return _unbroadcast(product.reshape(batch + x.shape[-2:]), tuple(x.shape))
 
     def backward(g, need_a, need_b):
         g3 = _contiguous(g).reshape(size, m, n)
