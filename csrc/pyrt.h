@@ -298,6 +298,40 @@ int pyrt_gru_cell_backward(const float *dh, const float *act, const float *h_pre
                            float *dgates_x, float *dgates_h, float *dh_prev, int64_t rows,
                            int64_t hidden);
 
+/* The step loops of one LSTM or GRU layer in one direction (the parallelism is inside each
+ * step: its GEMM and its cell pass). xw [steps, batch, G * hidden] holds the input projection
+ * of every step (G = 4 for the LSTM, 3 for the GRU; the biases before the nonlinearities
+ * included), w_hh_t W_hh^T [hidden, G * hidden] row-major, w_hh W_hh [G * hidden, hidden];
+ * h0, c0 [batch, hidden] the initial states. Steps run t = 0, 1, ... or, with `reverse`,
+ * t = steps - 1, ..., 0; arrays by step are indexed by t either way. Bitwise the same at any
+ * thread count.
+ *
+ * pyrt_lstm_forward writes out (h) and cells (c) [steps, batch, hidden] and, if acts is not
+ * NULL, the cells' saved activations [steps, batch, 4 * hidden] (pyrt_lstm_cell's act).
+ * pyrt_lstm_backward takes d_out, the gradient of out (NULL: zeros), dh and dc [batch,
+ * hidden], the gradients of the final h and c (zeros for none), and writes dgates [steps,
+ * batch, 4 * hidden], the gradient of xw (and, summed against h_prev, of W_hh), and in dh and
+ * dc the gradients of h0 and c0. */
+int pyrt_lstm_forward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
+                      const float *xw, const float *w_hh_t, const float *h0, const float *c0,
+                      float *out, float *cells, float *acts);
+int pyrt_lstm_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
+                       const float *d_out, const float *w_hh, const float *c0,
+                       const float *cells, const float *acts, float *dgates, float *dh,
+                       float *dc);
+
+/* The GRU's: bias_hh [3 * hidden] (NULL: none) is W_hh's bias; acts [steps, batch,
+ * 4 * hidden] (pyrt_gru_cell's act) is always written. The backward pass writes the
+ * gradients of xw (dgates_x) and of the hidden projections before their bias (dgates_h, whose
+ * column sums are the bias's gradient), and in dh, which holds the gradient of the final h on
+ * entry, that of h0. */
+int pyrt_gru_forward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
+                     const float *xw, const float *w_hh_t, const float *bias_hh,
+                     const float *h0, float *out, float *acts);
+int pyrt_gru_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
+                      const float *d_out, const float *w_hh, const float *h0, const float *out,
+                      const float *acts, float *dgates_x, float *dgates_h, float *dh);
+
 /* ---- chains of fully connected layers ------------------------------------------------- */
 
 /* `layers` (1 to 256) fully connected layers on a batch of `batch` rows, in one call:

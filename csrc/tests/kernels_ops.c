@@ -515,6 +515,163 @@ static void check_gru_cell(stress_rng *r, int64_t rows, int64_t hidden)
     free(j.h), free(j.act), free(j.dgx), free(j.dgh), free(j.dhp);
 }
 
+/* ---- the step loops of recurrent layers: against steps made by hand, bitwise ---------- */
+
+typedef struct {
+    int64_t steps, batch, hidden;
+    int reverse;
+    const float *xw, *w, *wt, *bias, *h0, *c0, *d_out, *dh_n, *dc_n;
+    float *out, *cells, *acts, *dgx, *dgh, *dh, *dc;
+    float *want_out, *want_dgx, *want_dgh, *want_dh, *want_dc; /* by hand, one thread */
+} loop_job;
+
+static void lstm_loop_run(void *ctx)
+{
+    loop_job *j = ctx;
+    const int64_t n = j->batch * j->hidden;
+    CHECK_RC(pyrt_lstm_forward(j->steps, j->batch, j->hidden, j->reverse, j->xw, j->wt, j->h0,
+                               j->c0, j->out, j->cells, j->acts),
+             PYRT_OK);
+    memcpy(j->dh, j->dh_n, sizeof(float) * (size_t)n);
+    memcpy(j->dc, j->dc_n, sizeof(float) * (size_t)n);
+    CHECK_RC(pyrt_lstm_backward(j->steps, j->batch, j->hidden, j->reverse, j->d_out, j->w, j->c0,
+                                j->cells, j->acts, j->dgx, j->dh, j->dc),
+             PYRT_OK);
+}
+
+static void gru_loop_run(void *ctx)
+{
+    loop_job *j = ctx;
+    memcpy(j->dh, j->dh_n, sizeof(float) * (size_t)(j->batch * j->hidden));
+    CHECK_RC(pyrt_gru_forward(j->steps, j->batch, j->hidden, j->reverse, j->xw, j->wt, j->bias,
+                              j->h0, j->out, j->acts),
+             PYRT_OK);
+    CHECK_RC(pyrt_gru_backward(j->steps, j->batch, j->hidden, j->reverse, j->d_out, j->w, j->h0,
+                               j->out, j->acts, j->dgx, j->dgh, j->dh),
+             PYRT_OK);
+}
+
+static void loop_check(void *ctx)
+{
+    const loop_job *j = ctx;
+    const int64_t n = j->batch * j->hidden, G = (j->cells ? 4 : 3) * j->hidden;
+    const int64_t total = j->steps * n, total_g = j->steps * j->batch * G;
+    CHECK(memcmp(j->out, j->want_out, sizeof(float) * (size_t)total) == 0,
+          "recurrence loop: outputs differ from the steps by hand");
+    CHECK(memcmp(j->dgx, j->want_dgx, sizeof(float) * (size_t)total_g) == 0,
+          "recurrence loop: gate gradients differ from the steps by hand");
+    if (j->dgh)
+        CHECK(memcmp(j->dgh, j->want_dgh, sizeof(float) * (size_t)total_g) == 0,
+              "recurrence loop: hidden gate gradients differ from the steps by hand");
+    CHECK(memcmp(j->dh, j->want_dh, sizeof(float) * (size_t)n) == 0,
+          "recurrence loop: dh0 differs from the steps by hand");
+    if (j->dc)
+        CHECK(memcmp(j->dc, j->want_dc, sizeof(float) * (size_t)n) == 0,
+              "recurrence loop: dc0 differs from the steps by hand");
+}
+
+/* The same steps made call by call on one thread: the loops' reference. */
+static void loops_by_hand(loop_job *j, int lstm)
+{
+    const int64_t B = j->batch, H = j->hidden, n = B * H, G = (lstm ? 4 : 3) * H;
+    float *hw = kc_floats(B * G), *dh_t = kc_floats(n), *dc[2] = {kc_floats(n), kc_floats(n)};
+    float *dgh = lstm ? kc_floats(j->steps * B * G) : j->want_dgh;
+    stress_set_threads(1);
+    for (int64_t k = 0; k < j->steps; k++) {
+        const int64_t t = j->reverse ? j->steps - 1 - k : k;
+        const int64_t p = j->reverse ? t + 1 : t - 1;
+        const float *h_prev = k == 0 ? j->h0 : j->want_out + p * n;
+        CHECK_RC(pyrt_sgemm(0, 0, B, G, H, 1.0f, h_prev, H, j->wt, G, 0.0f, hw, G), PYRT_OK);
+        if (lstm)
+            CHECK_RC(pyrt_lstm_cell(j->xw + t * B * G, hw, k == 0 ? j->c0 : j->cells + p * n,
+                                    j->want_out + t * n, j->cells + t * n, j->acts + t * B * G,
+                                    B, H),
+                     PYRT_OK);
+        else
+            CHECK_RC(pyrt_gru_cell(j->xw + t * B * G, hw, j->bias, h_prev, j->want_out + t * n,
+                                   j->acts + t * B * 4 * H, B, H),
+                     PYRT_OK);
+    }
+    memcpy(j->want_dh, j->dh_n, sizeof(float) * (size_t)n);
+    memcpy(dc[0], j->dc_n, sizeof(float) * (size_t)n);
+    for (int64_t k = j->steps - 1; k >= 0; k--) {
+        const int64_t t = j->reverse ? j->steps - 1 - k : k;
+        const int64_t p = j->reverse ? t + 1 : t - 1;
+        for (int64_t i = 0; i < n; i++)
+            dh_t[i] = j->d_out[t * n + i] + j->want_dh[i];
+        if (lstm) {
+            float *in = dc[(j->steps - 1 - k) % 2], *out = dc[(j->steps - k) % 2];
+            CHECK_RC(pyrt_lstm_cell_backward(dh_t, in, j->acts + t * B * G, j->cells + t * n,
+                                             k == 0 ? j->c0 : j->cells + p * n,
+                                             j->want_dgx + t * B * G, out, B, H),
+                     PYRT_OK);
+            CHECK_RC(pyrt_sgemm(0, 0, B, H, G, 1.0f, j->want_dgx + t * B * G, G, j->w, H, 0.0f,
+                                j->want_dh, H),
+                     PYRT_OK);
+        } else {
+            CHECK_RC(pyrt_gru_cell_backward(dh_t, j->acts + t * B * 4 * H,
+                                            k == 0 ? j->h0 : j->want_out + p * n,
+                                            j->want_dgx + t * B * G, dgh + t * B * G,
+                                            j->want_dh, B, H),
+                     PYRT_OK);
+            CHECK_RC(pyrt_sgemm(0, 0, B, H, G, 1.0f, dgh + t * B * G, G, j->w, H, 1.0f,
+                                j->want_dh, H),
+                     PYRT_OK);
+        }
+    }
+    if (lstm)
+        memcpy(j->want_dc, dc[j->steps % 2], sizeof(float) * (size_t)n);
+    free(hw), free(dh_t), free(dc[0]), free(dc[1]);
+    if (lstm)
+        free(dgh);
+}
+
+static void check_recurrence(stress_rng *r, int lstm, int64_t steps, int64_t batch,
+                             int64_t hidden, int reverse)
+{
+    const int64_t n = batch * hidden, G = (lstm ? 4 : 3) * hidden, ng = steps * batch * G;
+    float *xw = kc_floats(ng), *w = kc_floats(G * hidden), *wt = kc_floats(G * hidden);
+    float *bias = kc_floats(G), *h0 = kc_floats(n), *c0 = kc_floats(n);
+    float *d_out = kc_floats(steps * n), *dh_n = kc_floats(n), *dc_n = kc_floats(n);
+    kc_fill(r, xw, ng, -2.0f, 2.0f);
+    kc_fill(r, w, G * hidden, -0.5f, 0.5f);
+    for (int64_t i = 0; i < G; i++)
+        for (int64_t k = 0; k < hidden; k++)
+            wt[k * G + i] = w[i * hidden + k];
+    kc_fill(r, bias, G, -0.5f, 0.5f);
+    kc_fill(r, h0, n, -1.0f, 1.0f);
+    kc_fill(r, c0, n, -1.0f, 1.0f);
+    kc_fill(r, d_out, steps * n, -1.0f, 1.0f);
+    kc_fill(r, dh_n, n, -1.0f, 1.0f);
+    kc_fill(r, dc_n, n, -1.0f, 1.0f);
+    const int64_t na = steps * batch * 4 * hidden;
+    loop_job j = {.steps = steps, .batch = batch, .hidden = hidden, .reverse = reverse,
+                  .xw = xw, .w = w, .wt = wt, .bias = bias, .h0 = h0, .c0 = c0, .d_out = d_out,
+                  .dh_n = dh_n, .dc_n = dc_n, .out = kc_floats(steps * n),
+                  .cells = lstm ? kc_floats(steps * n) : NULL, .acts = kc_floats(na),
+                  .dgx = kc_floats(ng), .dgh = lstm ? NULL : kc_floats(ng), .dh = kc_floats(n),
+                  .dc = lstm ? kc_floats(n) : NULL, .want_out = kc_floats(steps * n),
+                  .want_dgx = kc_floats(ng), .want_dgh = lstm ? NULL : kc_floats(ng),
+                  .want_dh = kc_floats(n), .want_dc = lstm ? kc_floats(n) : NULL};
+    loops_by_hand(&j, lstm);
+    kc_out outs[4] = {{j.out, sizeof(float) * (size_t)(steps * n)},
+                      {j.dgx, sizeof(float) * (size_t)ng},
+                      {j.dh, sizeof(float) * (size_t)n}};
+    outs[3] = lstm ? (kc_out){j.dc, sizeof(float) * (size_t)n}
+                   : (kc_out){j.dgh, sizeof(float) * (size_t)ng};
+    kc_across_threads(lstm ? "lstm loops" : "gru loops", lstm ? lstm_loop_run : gru_loop_run,
+                      loop_check, &j, outs, 4);
+    CHECK_RC(pyrt_lstm_forward(-1, batch, hidden, 0, xw, wt, h0, c0, j.out, j.out, NULL),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_gru_backward(steps, batch, hidden, 0, NULL, NULL, h0, j.out, j.acts, j.dgx,
+                               j.dgx, j.dh),
+             PYRT_EINVAL);
+    free(xw), free(w), free(wt), free(bias), free(h0), free(c0), free(d_out), free(dh_n);
+    free(dc_n), free(j.out), free(j.cells), free(j.acts), free(j.dgx), free(j.dgh), free(j.dh);
+    free(j.dc), free(j.want_out), free(j.want_dgx), free(j.want_dgh), free(j.want_dh);
+    free(j.want_dc);
+}
+
 int main(void)
 {
     double t0 = stress_now();
@@ -547,6 +704,11 @@ int main(void)
     check_gru_cell(&rng, 1, 5);
     check_gru_cell(&rng, 16, 128);
     check_gru_cell(&rng, big, 37);
+    for (int lstm = 0; lstm < 2; lstm++) {
+        check_recurrence(&rng, lstm, 1, 3, 5, 0);
+        check_recurrence(&rng, lstm, 7, 16, 37, 0);
+        check_recurrence(&rng, lstm, 6, 9, 64, 1);
+    }
     printf("kernels_ops: largest operand %lld floats\n", (long long)(1000 * big + 3));
     return stress_end("kernels_ops", t0);
 }
