@@ -23,19 +23,33 @@ static int64_t step_at(int64_t k, int64_t steps, int reverse)
     return reverse ? steps - 1 - k : k;
 }
 
-static int sizes_ok(int64_t steps, int64_t batch, int64_t hidden)
+/* PYRT_EINVAL for a negative size, PYRT_OK with nothing to do for an empty one, else 1. */
+static int sizes(int64_t steps, int64_t batch, int64_t hidden)
 {
-    return steps >= 0 && batch >= 0 && hidden >= 0;
+    if (steps < 0 || batch < 0 || hidden < 0)
+        return PYRT_EINVAL;
+    return steps == 0 || batch == 0 || hidden == 0 ? PYRT_OK : 1;
+}
+
+/* dh_t = the step's output gradient (d_out: NULL for none) + dh, what the next step passed
+ * back. */
+static void step_gradient(float *dh_t, const float *d_out, const float *dh, int64_t n)
+{
+    if (!d_out) {
+        memcpy(dh_t, dh, sizeof(float) * (size_t)n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        dh_t[i] = d_out[i] + dh[i];
 }
 
 int pyrt_lstm_forward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
                       const float *xw, const float *w_hh_t, const float *h0, const float *c0,
                       float *out, float *cells, float *acts)
 {
-    if (!sizes_ok(steps, batch, hidden))
-        return PYRT_EINVAL;
-    if (steps == 0 || batch == 0 || hidden == 0)
-        return PYRT_OK;
+    const int size = sizes(steps, batch, hidden);
+    if (size != 1)
+        return size;
     if (!xw || !w_hh_t || !h0 || !c0 || !out || !cells)
         return PYRT_EINVAL;
     const int64_t G = 4 * hidden, step_h = batch * hidden, step_g = batch * G;
@@ -63,10 +77,9 @@ int pyrt_lstm_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse
                        const float *cells, const float *acts, float *dgates, float *dh,
                        float *dc)
 {
-    if (!sizes_ok(steps, batch, hidden))
-        return PYRT_EINVAL;
-    if (steps == 0 || batch == 0 || hidden == 0)
-        return PYRT_OK;
+    const int size = sizes(steps, batch, hidden);
+    if (size != 1)
+        return size;
     if (!w_hh || !c0 || !cells || !acts || !dgates || !dh || !dc)
         return PYRT_EINVAL;
     const int64_t G = 4 * hidden, step_h = batch * hidden, step_g = batch * G;
@@ -84,13 +97,7 @@ int pyrt_lstm_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse
     for (int64_t k = steps - 1; k >= 0 && rc == PYRT_OK; k--) {
         const int64_t t = step_at(k, steps, reverse);
         const float *c_prev = k == 0 ? c0 : cells + step_at(k - 1, steps, reverse) * step_h;
-        if (d_out) {
-            const float *g = d_out + t * step_h;
-            for (int64_t i = 0; i < step_h; i++)
-                dh_t[i] = g[i] + dh[i];
-        } else {
-            memcpy(dh_t, dh, sizeof(float) * (size_t)step_h);
-        }
+        step_gradient(dh_t, d_out ? d_out + t * step_h : NULL, dh, step_h);
         rc = pyrt_lstm_cell_backward(dh_t, dc_in, acts + t * step_g, cells + t * step_h, c_prev,
                                      dgates + t * step_g, dc_out, batch, hidden);
         /* dh_prev = dgates W_hh: [batch, 4H] @ [4H, H] */
@@ -112,10 +119,9 @@ int pyrt_gru_forward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
                      const float *xw, const float *w_hh_t, const float *bias_hh,
                      const float *h0, float *out, float *acts)
 {
-    if (!sizes_ok(steps, batch, hidden))
-        return PYRT_EINVAL;
-    if (steps == 0 || batch == 0 || hidden == 0)
-        return PYRT_OK;
+    const int size = sizes(steps, batch, hidden);
+    if (size != 1)
+        return size;
     if (!xw || !w_hh_t || !h0 || !out || !acts)
         return PYRT_EINVAL;
     const int64_t G = 3 * hidden, step_h = batch * hidden, step_g = batch * G;
@@ -140,10 +146,9 @@ int pyrt_gru_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
                       const float *d_out, const float *w_hh, const float *h0, const float *out,
                       const float *acts, float *dgates_x, float *dgates_h, float *dh)
 {
-    if (!sizes_ok(steps, batch, hidden))
-        return PYRT_EINVAL;
-    if (steps == 0 || batch == 0 || hidden == 0)
-        return PYRT_OK;
+    const int size = sizes(steps, batch, hidden);
+    if (size != 1)
+        return size;
     if (!w_hh || !h0 || !out || !acts || !dgates_x || !dgates_h || !dh)
         return PYRT_EINVAL;
     const int64_t G = 3 * hidden, step_h = batch * hidden, step_g = batch * G;
@@ -154,13 +159,7 @@ int pyrt_gru_backward(int64_t steps, int64_t batch, int64_t hidden, int reverse,
     for (int64_t k = steps - 1; k >= 0 && rc == PYRT_OK; k--) {
         const int64_t t = step_at(k, steps, reverse);
         const float *h_prev = k == 0 ? h0 : out + step_at(k - 1, steps, reverse) * step_h;
-        if (d_out) {
-            const float *g = d_out + t * step_h;
-            for (int64_t i = 0; i < step_h; i++)
-                dh_t[i] = g[i] + dh[i];
-        } else {
-            memcpy(dh_t, dh, sizeof(float) * (size_t)step_h);
-        }
+        step_gradient(dh_t, d_out ? d_out + t * step_h : NULL, dh, step_h);
         /* dh_prev = dh z (into dh), then += dgates_h W_hh: [batch, 3H] @ [3H, H] */
         rc = pyrt_gru_cell_backward(dh_t, acts + t * batch * 4 * hidden, h_prev,
                                     dgates_x + t * step_g, dgates_h + t * step_g, dh, batch,
