@@ -24,7 +24,7 @@ from pyrt.autograd import (
     write_key,
 )
 
-__all__ = ["Function", "FunctionCtx"]
+__all__ = ["Function", "FunctionCtx", "multi_output_op"]
 
 
 class FunctionCtx:
@@ -316,3 +316,33 @@ class _FunctionNode:
         if isinstance(data, np.ndarray):
             data.flags.writeable = False
         return data
+
+
+class _OpNode:
+    """The hidden node of a built-in op with several outputs (multi_output_op): its parents
+    are the op's inputs, its closure takes the pack of the outputs' gradients. Unlike a
+    Function's, it checks its inputs for in-place writes as any op does."""
+
+    __slots__ = ("_backward", "_epoch", "_parents", "_requires_grad", "name", "zeros")
+
+    def __init__(self, name, parents, backward, outputs):
+        self.name = name
+        self._parents = parents
+        self._backward = backward
+        self._requires_grad = True
+        self._epoch = _writes.count  # backward may read the inputs: a later write is an error
+        self.zeros = [None] * outputs
+
+
+def multi_output_op(name, inputs, backward, results):
+    """Connect `results`, the tensors an op made from `inputs`, to one hidden node named
+    `name` whose closure `backward(pack)` takes the pack of the results' gradients (each
+    None where none reached it) and returns one gradient per input, in order (None for an
+    input that does not require grad). Returns the results."""
+    node = _OpNode(name, tuple(inputs), backward, len(results))
+    for index, result in enumerate(results):
+        result._requires_grad = True
+        result._parents = (node,)
+        result._backward = _FunctionOutput(node, index)
+        result._epoch = _NEVER  # it only passes its gradient on
+    return results

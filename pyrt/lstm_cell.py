@@ -18,9 +18,8 @@ runs once, with both gradients (either may be None: zeros).
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.autograd import _NEVER, _writes
 from pyrt.autograd import _state as _grad_mode
-from pyrt.autograd_function import _FunctionOutput
+from pyrt.autograd_function import multi_output_op
 from pyrt.functional import _plain, _tensor, sigmoid, tanh
 from pyrt.ops._checks import F32, check_rc
 from pyrt.ops._memory import empty
@@ -40,21 +39,6 @@ def _pointer(a):
 def _grad_array(g):
     """A gradient as the kernel reads it: None, or a C-contiguous float32 array."""
     return None if g is None else np.ascontiguousarray(g, dtype=F32)
-
-
-class _CellNode:
-    """The hidden node of one call: parents those of (gates, gates_h, c_prev) that are given;
-    its closure takes the pack of (dh, dc) and returns their gradients."""
-
-    __slots__ = ("_backward", "_epoch", "_parents", "_requires_grad", "zeros")
-    name = "LstmCellBackward"
-
-    def __init__(self, parents, backward):
-        self._parents = parents
-        self._backward = backward
-        self._requires_grad = True
-        self._epoch = _writes.count  # backward reads c_prev: a later write to it is an error
-        self.zeros = [None, None]  # two outputs (their gradients' slots)
 
 
 def _composed(gates, gates_h, c_prev):
@@ -119,10 +103,4 @@ def lstm_cell(gates, gates_h=None, c_prev=None):
             grads.append(dc_prev)
         return tuple(grads)
 
-    node = _CellNode(inputs, backward)
-    for index, out in enumerate((h_out, c_out)):
-        out._requires_grad = True
-        out._parents = (node,)
-        out._backward = _FunctionOutput(node, index)
-        out._epoch = _NEVER  # it only passes its gradient on
-    return h_out, c_out
+    return multi_output_op("LstmCellBackward", inputs, backward, (h_out, c_out))

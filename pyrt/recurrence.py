@@ -27,9 +27,8 @@ elsewhere.
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
-from pyrt.autograd import _NEVER, _writes
 from pyrt.autograd import _state as _grad_mode
-from pyrt.autograd_function import _FunctionOutput
+from pyrt.autograd_function import multi_output_op
 from pyrt.functional import _tensor
 from pyrt.ops._checks import F32, check_rc
 from pyrt.ops._memory import empty
@@ -41,33 +40,6 @@ _FLOATS = ffi.typeof("float[]")
 _from_buffer = ffi.from_buffer
 _NULL = ffi.NULL
 _sgemm = lib.pyrt_sgemm
-
-
-class _SequenceNode:
-    """The hidden node of one call: parents the op's inputs that require grad; its closure
-    takes the pack of the outputs' gradients (output, h_n[, c_n])."""
-
-    __slots__ = ("_backward", "_epoch", "_parents", "_requires_grad", "name", "zeros")
-
-    def __init__(self, name, parents, backward, outputs):
-        self.name = name
-        self._parents = parents
-        self._backward = backward
-        self._requires_grad = True
-        self._epoch = _writes.count  # backward reads the weights and initial states
-        self.zeros = [None] * outputs
-
-
-def _connect(name, inputs, backward, results):
-    """The results as the outputs of one hidden node over the inputs that require grad."""
-    node = _SequenceNode(name, tuple(t for t in inputs if t._requires_grad), backward,
-                         len(results))
-    for index, result in enumerate(results):
-        result._requires_grad = True
-        result._parents = (node,)
-        result._backward = _FunctionOutput(node, index)
-        result._epoch = _NEVER  # it only passes its gradient on
-    return results
 
 
 def _previous_states(out, h_init, reverse):
@@ -140,18 +112,11 @@ def lstm_sequence(xw, weight_hh, h0, c0, reverse=False):
                                       _pointer(w), _pointer(c_init), _pointer(cells),
                                       _pointer(acts), _pointer(dgates), _pointer(dh),
                                       _pointer(dc)), "lstm backward")
-        grads = []
-        if xw._requires_grad:
-            grads.append(dgates)
-        if weight_hh._requires_grad:
-            grads.append(_weight_gradient(dgates, _previous_states(out, h_init, reverse)))
-        if h0._requires_grad:
-            grads.append(dh)
-        if c0._requires_grad:
-            grads.append(dc)
-        return tuple(grads)
+        dw = (_weight_gradient(dgates, _previous_states(out, h_init, reverse))
+              if weight_hh._requires_grad else None)
+        return dgates, dw, dh, dc
 
-    return _connect("LstmSequenceBackward", inputs, backward, results)
+    return multi_output_op("LstmSequenceBackward", inputs, backward, results)
 
 
 def gru_sequence(xw, weight_hh, bias_hh, h0, reverse=False):
@@ -183,15 +148,11 @@ def gru_sequence(xw, weight_hh, bias_hh, h0, reverse=False):
                                      _pointer(w), _pointer(h_init), _pointer(out),
                                      _pointer(acts), _pointer(dgx), _pointer(dgh),
                                      _pointer(dh)), "gru backward")
-        grads = []
-        if xw._requires_grad:
-            grads.append(dgx)
-        if weight_hh._requires_grad:
-            grads.append(_weight_gradient(dgh, _previous_states(out, h_init, reverse)))
-        if bias_hh is not None and bias_hh._requires_grad:
-            grads.append(bias_grad_raw(dgh))
-        if h0._requires_grad:
-            grads.append(dh)
+        dw = (_weight_gradient(dgh, _previous_states(out, h_init, reverse))
+              if weight_hh._requires_grad else None)
+        grads = [dgx, dw, dh]
+        if bias_hh is not None:  # (inputs holds it between weight_hh and h0)
+            grads.insert(2, bias_grad_raw(dgh) if bias_hh._requires_grad else None)
         return tuple(grads)
 
-    return _connect("GruSequenceBackward", inputs, backward, results)
+    return multi_output_op("GruSequenceBackward", inputs, backward, results)

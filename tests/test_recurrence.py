@@ -171,3 +171,22 @@ def test_layer_is_the_same_at_any_thread_count_and_as_its_steps(kind, bidirectio
         assert all(a.tobytes() == b.tobytes() for a, b in zip(first, run_layer(threads)))
     for a, b in zip(first, run_layer(1, one_op=False)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_cell_gives_each_input_its_own_gradient_whichever_require_grad():
+    """Inputs that do not require grad hold their places: each other input gets its own
+    gradient, of its own shape."""
+    gx, gh, cp = normal((3, 8), 30), normal((3, 8), 31), normal((3, 2), 32)
+    wh, wc = normal((3, 2), 33), normal((3, 2), 34)
+    _, _, (dx, dh_, dcp) = run(gx, gh, cp, wh, wc)
+    for needs in [(False, True, True), (True, False, True), (False, False, True),
+                  (True, True, False), (False, True, False)]:
+        tensors = [pyrt.tensor(a, requires_grad=r) for a, r in zip((gx, gh, cp), needs)]
+        h, c = lstm_cell(*tensors)
+        ((h * pyrt.tensor(wh)).sum() + (c * pyrt.tensor(wc)).sum()).backward()
+        for t, r, want in zip(tensors, needs, (dx, dh_, dcp)):
+            if r:
+                assert t.grad.shape == want.shape
+                assert t.grad.numpy().tobytes() == want.tobytes()
+            else:
+                assert t.grad is None
