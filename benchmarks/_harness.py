@@ -160,6 +160,24 @@ def timing_phrase(settings, stream=False):
             + (" (quick sizes: a smoke test, not a measurement)" if settings["quick"] else ""))
 
 
+def pyrt_torch_passes(runs, passes, args, torch, pause_s, untimed=True):
+    """{(variant, pass, threads): [seconds per call, one per sample]} of runs {"pyrt": fns,
+    "torch": fns}, fns a tuple whose first len(passes) entries are the calls timed under the
+    names `passes`: at each of args.threads, with pyrt.set_num_threads / torch.set_num_threads
+    as each sample's setup, args.repeat samples of about args.sample_ms (timed_passes)."""
+    import pyrt
+
+    samples = {}
+    for threads in args.threads:
+        set_threads = {"pyrt": lambda t=threads: pyrt.set_num_threads(t),
+                       "torch": lambda t=threads: torch.set_num_threads(t)}
+        timed = [((label, name, threads), set_threads[label], fn)
+                 for label, fns in runs.items() for name, fn in zip(passes, fns)]
+        samples.update(timed_passes(timed, args.repeat, pause_s, sample_s=args.sample_ms / 1e3,
+                                    untimed=untimed))
+    return samples
+
+
 def median_rows(samples, names, **fixed):
     """Summary rows of {key tuple: [seconds]}: the `fixed` fields, the key's parts under
     `names`, the number of samples ("reps") and their median ("median_s")."""

@@ -123,20 +123,6 @@ def bn_variants(rng, shape, _, torch):
     return out
 
 
-def measure(variants, args, torch):
-    """{(variant, pass, threads): [seconds per call, one per sample]}."""
-    samples = {}
-    for threads in args.threads:
-        set_threads = {"pyrt": lambda t=threads: pyrt.set_num_threads(t),
-                       "torch": lambda t=threads: torch.set_num_threads(t)}
-        runs = [((label, name, threads), set_threads[label], fn)
-                for label, (fwd, bwd, _) in variants.items()
-                for name, fn in (("forward", fwd), ("backward", bwd))]
-        samples.update(harness.timed_passes(runs, args.repeat, PAUSE_S,
-                                            sample_s=args.sample_ms / 1e3, untimed=False))
-    return samples
-
-
 def check(name, variants, args, torch, notes):
     """pyrt against torch, and pyrt's own results across thread counts."""
     mine = []
@@ -177,7 +163,8 @@ def main(argv=None):
         make = {"conv": conv_variants, "pool": pool_variants, "batch_norm": bn_variants}[kind]
         variants = make(rng, shape, size, torch, **options)
         check(name, variants, args, torch, notes)
-        samples = measure(variants, args, torch)
+        samples = harness.pyrt_torch_passes(variants, ("forward", "backward"), args, torch,
+                                            PAUSE_S, untimed=False)
         key_names = ("variant", "pass", "threads")
         results["summary"] += harness.median_rows(samples, key_names, workload=name)
         results["samples"] += harness.sample_records(samples, key_names, workload=name)

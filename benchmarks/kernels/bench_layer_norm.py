@@ -89,20 +89,6 @@ def variants(rng, shape, normalized_shape, torch):
     return out
 
 
-def measure(runs, args, torch):
-    """{(variant, pass, threads): [seconds per call, one per sample]}."""
-    samples = {}
-    for threads in args.threads:
-        set_threads = {"pyrt": lambda t=threads: pyrt.set_num_threads(t),
-                       "torch": lambda t=threads: torch.set_num_threads(t)}
-        timed = [((label, name, threads), set_threads[label], fn)
-                 for label, (fwd, bwd, _) in runs.items()
-                 for name, fn in (("forward", fwd), ("backward", bwd))]
-        samples.update(harness.timed_passes(timed, args.repeat, PAUSE_S,
-                                            sample_s=args.sample_ms / 1e3, untimed=False))
-    return samples
-
-
 def check(name, runs, args, torch, notes):
     """pyrt against torch, and pyrt's own results across thread counts."""
     mine = []
@@ -142,7 +128,8 @@ def main(argv=None):
     for name, shape, normalized_shape in WORKLOADS:
         runs = variants(rng, shape, normalized_shape, torch)
         check(name, runs, args, torch, notes)
-        samples = measure(runs, args, torch)
+        samples = harness.pyrt_torch_passes(runs, ("forward", "backward"), args, torch,
+                                            PAUSE_S, untimed=False)
         key_names = ("variant", "pass", "threads")
         results["summary"] += harness.median_rows(samples, key_names, workload=name)
         results["samples"] += harness.sample_records(samples, key_names, workload=name)

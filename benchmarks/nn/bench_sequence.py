@@ -115,20 +115,6 @@ def variants(rng, module_name, kwargs, shape, torch):
             "torch": runs(torch, theirs, lambda a: torch.from_numpy(a.copy()))}
 
 
-def measure(runs, args, torch):
-    """{(variant, pass, threads): [seconds per call, one per sample]}."""
-    samples = {}
-    for threads in args.threads:
-        set_threads = {"pyrt": lambda t=threads: pyrt.set_num_threads(t),
-                       "torch": lambda t=threads: torch.set_num_threads(t)}
-        timed = [((label, name, threads), set_threads[label], fn)
-                 for label, (fwd, step, _) in runs.items()
-                 for name, fn in (("forward", fwd), ("step", step))]
-        samples.update(harness.timed_passes(timed, args.repeat, PAUSE_S,
-                                            sample_s=args.sample_ms / 1e3))
-    return samples
-
-
 def check(name, runs, args, torch, notes):
     """pyrt's output and gradients against torch's, at the first thread count."""
     pyrt.set_num_threads(args.threads[0])
@@ -177,7 +163,7 @@ def main(argv=None):
     for name, module_name, kwargs, shape in WORKLOADS:
         runs = variants(rng, module_name, kwargs, shape, torch)
         check(name, runs, args, torch, notes)
-        samples = measure(runs, args, torch)
+        samples = harness.pyrt_torch_passes(runs, ("forward", "step"), args, torch, PAUSE_S)
         key_names = ("variant", "pass", "threads")
         results["summary"] += harness.median_rows(samples, key_names, workload=name)
         results["samples"] += harness.sample_records(samples, key_names, workload=name)
