@@ -8,12 +8,10 @@ the weight [in_channels, out_channels / groups, *kernel_size]; their forward tak
 `output_size`, which picks the output_padding that gives that size.
 """
 
-import numpy as np
 
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
-from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_repr
+from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_parameters, conv_repr
 from pyrt.nn.module import Module
-from pyrt.nn.parameter import Parameter
 from pyrt.spatial import PAD_MODES, conv_padding, pad, same_padding
 from pyrt.spatial_more import conv1d
 
@@ -67,12 +65,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups)
         else:
             shape = (out_channels, in_channels // groups)
-        self.weight = Parameter(np.empty(shape + self.kernel_size, np.float32))
-        if bias:
-            self.bias = Parameter(np.empty((out_channels,), np.float32))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        conv_parameters(self, shape + self.kernel_size, out_channels, bias)
 
     def reset_parameters(self):
         _init_weight_and_bias(self.weight, self.bias)

@@ -56,6 +56,18 @@ def _init_weight_and_bias(weight, bias):
         init.uniform_(bias, -bound, bound)
 
 
+def conv_parameters(module, weight_shape, out_channels, bias):
+    """A convolution's weight (`weight_shape`) and bias [out_channels] (None without `bias`),
+    then drawn by the module's reset_parameters, as PyTorch's constructor does (a subclass
+    may override it)."""
+    module.weight = Parameter(np.empty(weight_shape, np.float32))
+    if bias:
+        module.bias = Parameter(np.empty((out_channels,), np.float32))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 # ---- weighted layers ---------------------------------------------------------------------
 
 
@@ -130,13 +142,8 @@ class Conv2d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        self.weight = Parameter(np.empty((out_channels, in_channels // groups)
-                                         + self.kernel_size, np.float32))
-        if bias:
-            self.bias = Parameter(np.empty((out_channels,), np.float32))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        conv_parameters(self, (out_channels, in_channels // groups) + self.kernel_size,
+                        out_channels, bias)
 
     def reset_parameters(self):
         _init_weight_and_bias(self.weight, self.bias)
