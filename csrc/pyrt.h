@@ -298,8 +298,9 @@ int pyrt_gru_cell_backward(const float *dh, const float *act, const float *h_pre
                            float *dgates_x, float *dgates_h, float *dh_prev, int64_t rows,
                            int64_t hidden);
 
-/* The step loops of one LSTM or GRU layer in one direction (the parallelism is inside each
- * step: its GEMM and its cell pass). xw [steps, batch, G * hidden] holds the input projection
+/* The step loops of one LSTM or GRU layer in one direction (in parallel over blocks of the
+ * batch's rows, each block's steps a recurrence of its own; a small batch is one block, and
+ * the parallelism is inside each step: its GEMM). xw [steps, batch, G * hidden] holds the input projection
  * of every step (G = 4 for the LSTM, 3 for the GRU; the biases before the nonlinearities
  * included), w_hh_t W_hh^T [hidden, G * hidden] row-major, w_hh W_hh [G * hidden, hidden];
  * h0, c0 [batch, hidden] the initial states. Steps run t = 0, 1, ... or, with `reverse`,

@@ -17,7 +17,8 @@ gradient as ONE product over all steps, dW_hh = sum_t dgates_t^T h_prev_t = dGat
 with the steps stacked as rows (and the bias's as one column sum), instead of a product per
 step summed into an accumulator; the input projection's gradient is the stacked gate
 gradients themselves. The step loops run in C (csrc/kernels/recurrence.c), so that a step
-costs its two calls and no Python. The op's outputs pass their gradients to it in slots of a
+costs its two calls and no Python, and in blocks of the batch's rows, each a recurrence of
+its own, in parallel. The op's outputs pass their gradients to it in slots of a
 pack (as an autograd.Function's do), so the loop runs once with all of them.
 
 CPU float32 only: nn.LSTM and nn.GRU use these where they apply and compose Tensor ops

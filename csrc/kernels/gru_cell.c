@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cell_rows.h"
 #include "pyrt.h"
 #include "simd_math.h"
 
@@ -181,6 +182,22 @@ static int backward_rows(void *ctx, int64_t start, int64_t stop)
             backward_one(a + k, H, dh[k], hp[k], dgx + k, dgh + k, dhp + k);
     }
     return 0;
+}
+
+void gru_cell_rows(const float *gates_x, const float *gates_h, const float *bias_h,
+                   const float *h_prev, float *h, float *act, int64_t rows, int64_t hidden)
+{
+    gru_job j = {.gx = gates_x, .gh = gates_h, .bias = bias_h, .h_prev = h_prev, .h = h,
+                 .act_out = act, .hidden = hidden};
+    (void)forward_rows(&j, 0, rows);
+}
+
+void gru_cell_backward_rows(const float *dh, const float *act, const float *h_prev, float *dgates_x,
+                            float *dgates_h, float *dh_prev, int64_t rows, int64_t hidden)
+{
+    gru_job j = {.dh = dh, .act = act, .h_prev = h_prev, .dgx = dgates_x, .dgh = dgates_h,
+                 .dh_prev = dh_prev, .hidden = hidden};
+    (void)backward_rows(&j, 0, rows);
 }
 
 static int64_t row_grain(int64_t hidden)

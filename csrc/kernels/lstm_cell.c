@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cell_rows.h"
 #include "pyrt.h"
 #include "simd_math.h"
 
@@ -198,6 +199,23 @@ static int backward_rows(void *ctx, int64_t start, int64_t stop)
                          cp ? cp[k] : 0.0f, dg + k, dcp ? dcp + k : NULL);
     }
     return 0;
+}
+
+void lstm_cell_rows(const float *gates, const float *gates_h, const float *c_prev, float *h,
+                    float *c, float *act, int64_t rows, int64_t hidden)
+{
+    cell_job j = {.gates = gates, .gates_h = gates_h, .c_prev = c_prev, .h = h, .c_out = c, .act_out = act,
+                  .hidden = hidden};
+    (void)forward_rows(&j, 0, rows);
+}
+
+void lstm_cell_backward_rows(const float *dh, const float *dc, const float *act, const float *c,
+                             const float *c_prev, float *dgates, float *dc_prev, int64_t rows,
+                             int64_t hidden)
+{
+    cell_job j = {.dh = dh, .dc = dc, .act = act, .c = c, .c_prev = c_prev, .dgates = dgates,
+                  .dc_prev = dc_prev, .hidden = hidden};
+    (void)backward_rows(&j, 0, rows);
 }
 
 static int64_t row_grain(int64_t hidden)

@@ -249,7 +249,8 @@ float *gemm_ws_acquire(size_t n, int *owned);
 void gemm_ws_release(float *buf, int owned);
 
 /* Call fn on ranges covering [0, n) (single indices when several threads run) on the pool,
- * splitting eagerly (tasks.c). fn's return value is ignored. */
+ * splitting eagerly (tasks.c), for a few costly tasks: a phase's, and the row blocks of a
+ * recurrent layer (recurrence.c). fn's return value is ignored. */
 void gemm_for_each(int64_t n, pyrt_range_fn fn, void *ctx);
 
 /* Columns per task for a product of m rows that splits C into spans of columns (row.c,
