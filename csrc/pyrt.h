@@ -209,6 +209,10 @@ int pyrt_bias_grad(const float *grad, float *out, int64_t rows, int64_t cols);
 int pyrt_addcmul(const float *c, const float *a, const float *b, float value, float *out,
                  int64_t n);
 
+/* out [batch, cols, rows] = x [batch, rows, cols] with its last two axes swapped: the
+ * contiguous copy of a transpose. out may not meet x (PYRT_EOVERLAP). */
+int pyrt_transpose(const float *x, float *out, int64_t batch, int64_t rows, int64_t cols);
+
 /* ---- reductions ----------------------------------------------------------------------- */
 
 /* Reductions see x as [outer, len, inner] and reduce the middle axis into out[outer, inner]

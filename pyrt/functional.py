@@ -18,6 +18,7 @@ from pyrt.autograd import _NEVER, _writes
 from pyrt.autograd import _state as _grad_mode
 from pyrt.ops._checks import F32, I64, as_f32
 from pyrt.ops.elementwise import bias_act_raw, bias_grad_raw, unary_backward_raw, unary_raw
+from pyrt.ops.layout import swap_last_axes
 from pyrt.ops.linalg import matmul_ptr, matmul_raw
 from pyrt.ops.softmax import (
     bce_with_logits_raw,
@@ -774,9 +775,7 @@ def transpose(x):
     """The transpose of a 2-D tensor (a contiguous copy)."""
     if x.ndim != 2:
         raise ValueError(f"transpose expects a 2-D tensor, got shape {x.shape}")
-    xp = _xp(x.data)
-    return _make(xp.ascontiguousarray(x.data.T), (x,), lambda g: (xp.ascontiguousarray(g.T),),
-                 reads=False)
+    return _make(swap_last_axes(x.data), (x,), lambda g: (swap_last_axes(g),), reads=False)
 
 
 def index_rows(x, index):

@@ -34,6 +34,7 @@ from pyrt.functional import _tensor
 from pyrt.ops._checks import F32, check_rc
 from pyrt.ops._memory import empty
 from pyrt.ops.elementwise import bias_grad_raw
+from pyrt.ops.layout import swap_last_axes
 
 __all__ = ["gru_sequence", "lstm_sequence"]
 
@@ -93,7 +94,7 @@ def lstm_sequence(xw, weight_hh, h0, c0, reverse=False):
     Tensor = _tensor()
     inputs = (xw, weight_hh, h0, c0)
     record = _grad_mode.enabled and any(t._requires_grad for t in inputs)
-    wt = np.ascontiguousarray(w.T)  # W_hh^T [hidden, 4 * hidden]: read in place by the GEMM
+    wt = swap_last_axes(w)  # W_hh^T [hidden, 4 * hidden]: read in place by the GEMM
     out, cells = empty((length, batch, hidden), F32), empty((length, batch, hidden), F32)
     acts = empty((length, batch, gates), F32) if record else None
     _check(lib.pyrt_lstm_forward(length, batch, hidden, reverse, _pointer(x), _pointer(wt),
@@ -130,7 +131,7 @@ def gru_sequence(xw, weight_hh, bias_hh, h0, reverse=False):
     Tensor = _tensor()
     inputs = tuple(t for t in (xw, weight_hh, bias_hh, h0) if t is not None)
     record = _grad_mode.enabled and any(t._requires_grad for t in inputs)
-    wt = np.ascontiguousarray(w.T)  # W_hh^T [hidden, 3 * hidden]
+    wt = swap_last_axes(w)  # W_hh^T [hidden, 3 * hidden]
     out = empty((length, batch, hidden), F32)
     acts = empty((length, batch, 4 * hidden), F32)  # r, z, n and h_n of every step
     _check(lib.pyrt_gru_forward(length, batch, hidden, reverse, _pointer(x), _pointer(wt),

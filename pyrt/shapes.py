@@ -16,6 +16,7 @@ import numpy as np
 
 from pyrt.functional import _contiguous, _integer, _make, _unbroadcast, _xp, dim_index
 from pyrt.functional import reshape as _reshape
+from pyrt.ops.layout import swap_last_axes
 from pyrt.pointwise import checked_flag
 
 __all__ = ["cat", "chunk", "dim_index", "expand", "flip", "gather", "index_select", "permute",
@@ -37,6 +38,10 @@ def permute(x, dims):
     order = tuple(dim_index(d, x.ndim) for d in dims)
     if len(set(order)) != len(order):
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {dims}")
+    n = len(order)
+    if n >= 2 and order[-2:] == (n - 1, n - 2) and order[:-2] == tuple(range(n - 2)):
+        # the last two dims swapped (transpose(-2, -1), .mT): a matrix transpose, batched
+        return _make(swap_last_axes(x.data), (x,), lambda g: (swap_last_axes(g),), reads=False)
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
     out = _contiguous(x.data.transpose(order))
     return _make(out, (x,), lambda g: (_contiguous(g.transpose(inverse)),), reads=False)

@@ -1448,6 +1448,31 @@ class Tensor:
                       UserWarning, stacklevel=2)
         return shapes.permute(self, range(self.data.ndim - 1, -1, -1))
 
+    def _matrices_transposed(self, name):
+        """The last two dims swapped (mT, and mH of a real tensor), or torch's error naming
+        the attribute."""
+        if self.data.ndim < 2:
+            raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
+                               f"matrices. Got {self.data.ndim}-D tensor.")
+        return shapes.transpose(self, -2, -1)
+
+    mT = property(lambda self: self._matrices_transposed("mT"),
+                  doc="The last two dims swapped: the transpose of a matrix or of each in a "
+                      "batch.")
+    mH = property(lambda self: self._matrices_transposed("mH"),
+                  doc="The conjugate transpose of a matrix or of each in a batch: mT, for "
+                      "real tensors.")
+
+    @property
+    def H(self):
+        """The conjugate transpose of a matrix: its transpose, for real tensors."""
+        if self.data.ndim != 2:
+            hint = (" For batches of matrices, consider using tensor.mH" if self.data.ndim > 2
+                    else "")
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self.data.ndim}-D tensor.{hint}")
+        return F.transpose(self)
+
     def t(self):
         """The transpose of a matrix; a 0-D or 1-D tensor is returned as it is."""
         if self.data.ndim == 2:

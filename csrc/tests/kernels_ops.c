@@ -370,6 +370,51 @@ static void check_softmax(stress_rng *r, int64_t rows, int64_t cols, float sprea
     free(j.want_bce_grad);
 }
 
+/* ---- transpose: every element where it belongs ---------------------------------------- */
+
+typedef struct {
+    int64_t batch, rows, cols;
+    const float *x;
+    float *out;
+} transpose_job;
+
+static void transpose_run(void *ctx)
+{
+    transpose_job *j = ctx;
+    CHECK_RC(pyrt_transpose(j->x, j->out, j->batch, j->rows, j->cols), PYRT_OK);
+}
+
+static void transpose_check(void *ctx)
+{
+    const transpose_job *j = ctx;
+    const int64_t m = j->rows, n = j->cols;
+    for (int64_t b = 0; b < j->batch; b++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t k = 0; k < n; k++)
+                CHECK(j->out[b * m * n + k * m + i] == j->x[b * m * n + i * n + k],
+                      "transpose %lld x %lld x %lld: out[%lld, %lld, %lld] is %.9g, expected "
+                      "%.9g", (long long)j->batch, (long long)m, (long long)n, (long long)b,
+                      (long long)k, (long long)i, (double)j->out[b * m * n + k * m + i],
+                      (double)j->x[b * m * n + i * n + k]);
+}
+
+static void check_transpose(stress_rng *r, int64_t batch, int64_t rows, int64_t cols)
+{
+    const int64_t n = batch * rows * cols;
+    float *x = kc_floats(n + 1);
+    kc_fill(r, x, n + 1, -1.0f, 1.0f);
+    transpose_job j = {batch, rows, cols, x, kc_floats(n)};
+    const kc_out outs[] = {{j.out, sizeof(float) * (size_t)n}};
+    kc_across_threads("transpose", transpose_run, transpose_check, &j, outs, 1);
+    CHECK_RC(pyrt_transpose(x, j.out, batch, -1, cols), PYRT_EINVAL);
+    CHECK_RC(pyrt_transpose(NULL, j.out, batch, rows, cols), PYRT_EINVAL);
+    if (n > 1) /* a shifted view, and the same array: no transpose can write in place */
+        CHECK_RC(pyrt_transpose(x, x + 1, batch, rows, cols), PYRT_EOVERLAP);
+    CHECK_RC(pyrt_transpose(x, x, batch, rows, cols), PYRT_EOVERLAP);
+    CHECK_RC(pyrt_transpose(NULL, NULL, batch, 0, cols), PYRT_OK);
+    free(x), free(j.out);
+}
+
 /* ---- the LSTM cell: forward and backward against double closed forms ----------------- */
 
 typedef struct {
@@ -702,6 +747,11 @@ int main(void)
     check_softmax(&rng, 9, 10, 3.0f);
     check_softmax(&rng, big, 101, 3.0f);
     check_softmax(&rng, 17, 33, 80.0f);           /* large logits: exp must not overflow */
+    check_transpose(&rng, 1, 1, 1);
+    check_transpose(&rng, 3, 5, 13);              /* element by element only */
+    check_transpose(&rng, 2, 37, 70);             /* 8 x 8 blocks, edges on both sides */
+    check_transpose(&rng, 1, big, 203);           /* rows of tiles in parallel */
+    check_transpose(&rng, 5, 64, 40);
     check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
     check_lstm_cell(&rng, 16, 128);
     check_lstm_cell(&rng, big, 37);               /* rows in parallel, vectors and a tail */

@@ -350,13 +350,6 @@ class RNNBase(Module):
             bias_ih = bias_hh = None
         length, batch, features = x.shape
         weight_hh = params[names[1]]
-        weight_hh_t = None
-        if self.mode == "LSTM" and isinstance(weight_hh.data, np.ndarray) and length > 1:
-            # h W_hh^T with W_hh^T made once per sequence: the GEMM reads a row-major right
-            # operand in place, which for a few rows of h is faster than reading W_hh's rows
-            weight_hh_t = transpose(weight_hh, 0, 1)
-        weights = (weight_hh, bias_hh, params[names[-1]] if self.proj_size else None,
-                   weight_hh_t)
         # the input projection of every time step: one GEMM over all L * N rows
         xw = F.linear(x.reshape(length * batch, features), weight_ih,
                       _input_bias(self.mode, bias_ih, bias_hh))
@@ -371,6 +364,13 @@ class RNNBase(Module):
             output, h_n = gru_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
                                        bias_hh, *state, reverse=reverse)
             return output, (h_n,)
+        weight_hh_t = None
+        if self.mode == "LSTM" and isinstance(weight_hh.data, np.ndarray) and length > 1:
+            # h W_hh^T with W_hh^T made once per sequence: the GEMM reads a row-major right
+            # operand in place, which for a few rows of h is faster than reading W_hh's rows
+            weight_hh_t = transpose(weight_hh, 0, 1)
+        weights = (weight_hh, bias_hh, params[names[-1]] if self.proj_size else None,
+                   weight_hh_t)
         steps = _time_steps(xw, length)
         outputs = [None] * length
         for t in (reversed(range(length)) if reverse else range(length)):
