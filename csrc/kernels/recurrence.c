@@ -95,8 +95,10 @@ static int run_blocks(void *ctx, int64_t start, int64_t stop)
         const int64_t r0 = b * l->rows;
         const int rc = j->fn(l, r0, l->batch - r0 < l->rows ? l->batch - r0 : l->rows);
         if (rc != PYRT_OK) {
+            /* relaxed: the status is read after gemm_for_each has joined every block */
             int expected = PYRT_OK;
-            atomic_compare_exchange_strong(&j->status, &expected, rc);
+            atomic_compare_exchange_strong_explicit(&j->status, &expected, rc,
+                                                    memory_order_relaxed, memory_order_relaxed);
             return rc;
         }
     }
@@ -115,7 +117,7 @@ static int over_blocks(loop *l, block_fn fn)
     l->rows = l->batch < 2 * rows ? l->batch : rows;
     blocks_job j = {l, fn, PYRT_OK};
     gemm_for_each((l->batch + l->rows - 1) / l->rows, run_blocks, &j);
-    return atomic_load(&j.status);
+    return atomic_load_explicit(&j.status, memory_order_relaxed); /* joined: see run_blocks */
 }
 
 /* ---- LSTM ----------------------------------------------------------------------------- */
