@@ -601,6 +601,34 @@ def test_a_schedule_changes_the_lr_the_optimizer_steps_with():
         np.testing.assert_array_equal(p.data, np.full(3, want, np.float32))
 
 
+def test_composed_schedules_follow_their_formulas():
+    """Without PyTorch: a warm-up by ConstantLR then PolynomialLR decay (SequentialLR, the
+    decay starting at its own step 0), and ConstantLR chained with ExponentialLR, against
+    the formulas."""
+    opt = optim.SGD(make_params(2), lr=0.8)
+    seq = optim.lr_scheduler.SequentialLR(opt, [
+        optim.lr_scheduler.ConstantLR(opt, factor=0.25, total_iters=3),
+        optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=2.0)], milestones=[3])
+    lrs = [seq.get_last_lr()[0]]
+    for _ in range(8):
+        opt.step()
+        seq.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    want = [0.2] * 3 + [0.8 * (1 - min(t, 4) / 4) ** 2 for t in range(6)]
+    np.testing.assert_allclose(lrs, want, rtol=1e-12, atol=1e-15)
+    opt = optim.SGD(make_params(2), lr=1.0)
+    chain = optim.lr_scheduler.ChainedScheduler([
+        optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2),
+        optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)])
+    lrs = [chain.get_last_lr()[0]]
+    for _ in range(5):
+        opt.step()
+        chain.step()
+        lrs.append(chain.get_last_lr()[0])
+    want = [(0.5 if t < 2 else 1.0) * 0.9 ** t for t in range(6)]
+    np.testing.assert_allclose(lrs, want, rtol=1e-12)
+
+
 @pytest.mark.parametrize("name,cfg", SCHEDULES[:5], ids=[n for n, _ in SCHEDULES[:5]])
 def test_a_schedule_resumed_with_last_epoch_goes_on_as_torchs(name, cfg):
     """Built again with last_epoch on an optimizer that holds initial_lr: the lrs stay, and

@@ -1,4 +1,5 @@
-"""RMSprop, Adagrad, LinearLR, OneCycleLR and ReduceLROnPlateau against torch.optim: an MLP and
+"""RMSprop, Adagrad and the schedules (LinearLR, ConstantLR, PolynomialLR, MultiplicativeLR,
+OneCycleLR, SequentialLR, ChainedScheduler, ReduceLROnPlateau) against torch.optim: an MLP and
 its torch twin, holding the same weights, trained side by side under every combination of
 options (the same losses and weights to float32 rounding); state_dict round trips (5 + 5 steps
 through a saved state = 10 steps straight, bitwise); torch's errors for bad hyper-parameters;
@@ -516,6 +517,10 @@ SCHEDULES = [
                     "max_momentum": [0.9, 0.99]}, 50),
     ("OneCycleLR", {"max_lr": 0.3, "total_steps": 33, "three_phase": True, "pct_start": 0.2,
                     "anneal_strategy": "linear", "cycle_momentum": False}, 33),
+    ("PolynomialLR", {}, 12),
+    ("PolynomialLR", {"total_iters": 20, "power": 2.5}, 30),
+    ("MultiplicativeLR", {"lr_lambda": lambda t: 0.9 if t % 3 else 1.05}, 30),
+    ("MultiplicativeLR", {"lr_lambda": [lambda t: 0.95, lambda t: 1.0 - 0.01 * t]}, 30),
 ]
 
 
@@ -551,6 +556,101 @@ def test_schedules_set_torchs_learning_rates(name, cfg, steps, kind):
         resumed.step()
         assert resumed.get_last_lr() == history[step], step
         assert [g["lr"] for g in again.param_groups] == history[step]
+
+
+# Schedules built on one optimizer and composed: (name, config) of each, then the composition
+# (SequentialLR's milestones, or None for ChainedScheduler).
+COMPOSED = [
+    ([("LinearLR", {"start_factor": 0.1, "total_iters": 5}),
+      ("CosineAnnealingLR", {"T_max": 20, "eta_min": 0.01})], [5]),
+    ([("ConstantLR", {"factor": 0.5, "total_iters": 3}), ("ExponentialLR", {"gamma": 0.9}),
+      ("StepLR", {"step_size": 4, "gamma": 0.5})], [3, 10]),
+    ([("LinearLR", {}), ("MultiStepLR", {"milestones": [2, 6, 6], "gamma": 0.3}),
+      ("PolynomialLR", {"total_iters": 8, "power": 1.5})], [4, 12]),
+    ([("ConstantLR", {"factor": 0.25, "total_iters": 6}), ("ExponentialLR", {"gamma": 0.95})],
+     None),
+    ([("LinearLR", {"start_factor": 0.2, "total_iters": 8}),
+      ("CosineAnnealingLR", {"T_max": 10})], None),
+]
+
+
+def _compose(module, opt, parts, milestones):
+    schedules = [getattr(module, name)(opt, **cfg) for name, cfg in parts]
+    if milestones is None:
+        return module.ChainedScheduler(schedules)
+    return module.SequentialLR(opt, schedules, milestones)
+
+
+@pytest.mark.parametrize("parts,milestones", COMPOSED, ids=range(len(COMPOSED)))
+def test_composed_schedules_set_torchs_learning_rates(parts, milestones):
+    """SequentialLR and ChainedScheduler over two parameter groups: PyTorch's lrs to the last
+    bit at every step (a schedule taking over at a milestone starts from its closed form, as
+    torch's does), and the same after a resume from state_dict."""
+    ours, theirs = twin_optimizers()
+    mine = _compose(optim.lr_scheduler, ours, parts, milestones)
+    ref = _compose(torch.optim.lr_scheduler, theirs, parts, milestones)
+    assert mine.get_last_lr() == ref.get_last_lr()
+    assert [g["lr"] for g in ours.param_groups] == [g["lr"] for g in theirs.param_groups]
+    history = []
+    for step in range(25):
+        ours.step()
+        theirs.step()
+        mine.step()
+        ref.step()
+        assert mine.get_last_lr() == ref.get_last_lr(), step
+        assert [g["lr"] for g in ours.param_groups] == [g["lr"] for g in theirs.param_groups]
+        history.append(mine.get_last_lr())
+        if step == 8:
+            saved = pickle.loads(pickle.dumps((ours.state_dict(), mine.state_dict())))
+    assert len({lr[0] for lr in history}) >= 5
+    again, _ = twin_optimizers()
+    resumed = _compose(optim.lr_scheduler, again, parts, milestones)
+    again.load_state_dict(saved[0])
+    resumed.load_state_dict(saved[1])
+    for step in range(9, 25):
+        again.step()
+        resumed.step()
+        assert resumed.get_last_lr() == history[step], step
+
+
+def test_constant_lr_sets_torchs_learning_rates():
+    ours, theirs = twin_optimizers()
+    mine = optim.lr_scheduler.ConstantLR(ours, factor=0.3, total_iters=4)
+    ref = torch.optim.lr_scheduler.ConstantLR(theirs, factor=0.3, total_iters=4)
+    for step in range(8):
+        assert mine.get_last_lr() == ref.get_last_lr(), step
+        ours.step()
+        theirs.step()
+        mine.step()
+        ref.step()
+    assert mine.get_last_lr() == [g["initial_lr"] for g in ours.param_groups]
+
+
+def test_composed_schedules_raise_as_torch():
+    for module in (optim.lr_scheduler, torch.optim.lr_scheduler):
+        opt, other = (twin_optimizers()[0], twin_optimizers()[0]) if module is optim.lr_scheduler \
+            else (twin_optimizers()[1], twin_optimizers()[1])
+        first, second = module.ExponentialLR(opt, 0.9), module.StepLR(opt, 3)
+        with pytest.raises(ValueError, match="SequentialLR expects at least one scheduler, but "
+                                             "got no scheduler."):
+            module.SequentialLR(opt, [], [])
+        with pytest.raises(ValueError, match="ChainedScheduler expects at least one scheduler "
+                                             "to be chained, but got no scheduler."):
+            module.ChainedScheduler([])
+        with pytest.raises(ValueError, match="expects number of schedulers provided to be one "
+                                             "more than the number of milestone points"):
+            module.SequentialLR(opt, [first, second], [2, 5])
+        with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
+            module.ChainedScheduler([first, module.ReduceLROnPlateau(opt)])
+        with pytest.raises(ValueError, match="expects all schedulers to belong to the same "
+                                             "optimizer"):
+            module.SequentialLR(opt, [first, module.StepLR(other, 3)], [2])
+        with pytest.raises(TypeError, match="at index 1 should have `optimizer` as its "
+                                            "attribute"):
+            module.ChainedScheduler([first, object()])
+        with pytest.raises(ValueError, match="Constant multiplicative factor expected to be "
+                                             "between 0 and 1."):
+            module.ConstantLR(opt, factor=1.5)
 
 
 def test_one_cycle_resumed_with_last_epoch_goes_on_as_torchs():

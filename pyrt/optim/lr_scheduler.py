@@ -11,6 +11,7 @@ changes made to the lr in between.
         sched.step()
 """
 
+import bisect
 import math
 import numbers
 import types
@@ -18,8 +19,9 @@ from collections import Counter
 
 from pyrt.optim.optimizer import Optimizer
 
-__all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
-           "MultiStepLR", "OneCycleLR", "ReduceLROnPlateau", "StepLR"]
+__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "ExponentialLR", "LRScheduler",
+           "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
+           "ReduceLROnPlateau", "SequentialLR", "StepLR"]
 
 
 def _whole(value, name, minimum):
@@ -55,10 +57,17 @@ class LRScheduler:
         self.optimizer = optimizer
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
+        self._initial_step()
+
+    def _initial_step(self):
+        """The step construction takes (SequentialLR takes it again for the schedule that
+        runs first)."""
         self._step_count = 0
         self._is_initial = True
-        self.step()
-        self._is_initial = False
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self):
         raise NotImplementedError(f"{type(self).__name__} does not implement get_lr()")
@@ -73,14 +82,25 @@ class LRScheduler:
             raise ValueError(f"the optimizer has {len(groups)} parameter groups, but the "
                              f"schedule was built for {len(self.base_lrs)}: build the schedule "
                              "after adding groups")
-        self.last_epoch += 1
-        try:
-            lrs = self.get_lr()
-        except BaseException:  # (OneCycleLR past its last step): the step is not counted
-            self.last_epoch -= 1
-            raise
+        self._update_lr()
         self._step_count += 1
-        for group, lr in zip(groups, lrs):
+
+    def _update_lr(self, epoch=None):
+        """Set the lrs of the next step (epoch None), or of step `epoch` from the closed form
+        where the schedule has one, as SequentialLR does when a schedule takes over."""
+        previous = self.last_epoch
+        if epoch is None:
+            self.last_epoch += 1
+            compute = self.get_lr
+        else:
+            self.last_epoch = epoch
+            compute = getattr(self, "_get_closed_form_lr", self.get_lr)
+        try:
+            lrs = compute()
+        except BaseException:  # (OneCycleLR past its last step): the step is not counted
+            self.last_epoch = previous
+            raise
+        for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
         self._last_lr = self._current()
 
@@ -109,6 +129,9 @@ class StepLR(LRScheduler):
             return self._current()
         return [lr * self.gamma for lr in self._current()]
 
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
 
 class MultiStepLR(LRScheduler):
     """lr times gamma at each of the steps in milestones (twice for a milestone given
@@ -125,6 +148,10 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [lr * factor for lr in self._current()]
 
+    def _get_closed_form_lr(self):
+        passed = bisect.bisect_right(sorted(self.milestones.elements()), self.last_epoch)
+        return [base * self.gamma ** passed for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """lr times gamma every step."""
@@ -137,6 +164,9 @@ class ExponentialLR(LRScheduler):
         if self._is_initial:
             return self._current()
         return [lr * self.gamma for lr in self._current()]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -159,9 +189,15 @@ class CosineAnnealingLR(LRScheduler):
         ratio = (1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
         return [ratio * (lr - low) + low for lr in self._current()]
 
+    def _get_closed_form_lr(self):
+        t, T, low = self.last_epoch, self.T_max, self.eta_min
+        return [low + (base - low) * (1 + math.cos(math.pi * t / T)) / 2 for base in self.base_lrs]
 
-class LambdaLR(LRScheduler):
-    """initial_lr times lr_lambda(step): one function, or one per parameter group."""
+
+class _FunctionSchedule(LRScheduler):
+    """A schedule given by functions of the step: one, or one per parameter group. Saved as
+    PyTorch saves it: the functions themselves are not saved, only the attributes of those
+    that are callable objects (None for plain functions and lambdas)."""
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -177,12 +213,7 @@ class LambdaLR(LRScheduler):
         self.lr_lambdas = lambdas
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self):
-        return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
-
     def state_dict(self):
-        """As PyTorch saves it: the functions themselves are not saved, only the attributes
-        of those that are callable objects (None for plain functions and lambdas)."""
         state = {key: value for key, value in self.__dict__.items()
                  if key not in ("optimizer", "lr_lambdas")}
         state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
@@ -196,6 +227,169 @@ class LambdaLR(LRScheduler):
         for fn, attributes in zip(self.lr_lambdas, saved):
             if attributes is not None:
                 fn.__dict__.update(attributes)
+
+
+class LambdaLR(_FunctionSchedule):
+    """initial_lr times lr_lambda(step): one function, or one per parameter group."""
+
+    def get_lr(self):
+        return [base * fn(self.last_epoch) for base, fn in zip(self.base_lrs, self.lr_lambdas)]
+
+
+class MultiplicativeLR(_FunctionSchedule):
+    """lr times lr_lambda(step) at every step after the first: one function, or one per
+    parameter group."""
+
+    def get_lr(self):
+        if self._is_initial:
+            return self._current()
+        return [lr * fn(self.last_epoch) for lr, fn in zip(self._current(), self.lr_lambdas)]
+
+
+class ConstantLR(LRScheduler):
+    """lr times factor for the first total_iters steps, then the lr itself (a warm-up)."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        factor = _real(factor, "factor")
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = _whole(total_iters, "total_iters", 0)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._current()]
+        if self.last_epoch != self.total_iters:
+            return self._current()
+        return [lr * (1.0 / self.factor) for lr in self._current()]
+
+    def _get_closed_form_lr(self):
+        done = self.last_epoch >= self.total_iters
+        return [base * (self.factor + done * (1 - self.factor)) for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """lr decayed to 0 over total_iters steps as a polynomial of the given power:
+    initial_lr * (1 - min(t, total_iters) / total_iters) ** power at step t."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = _whole(total_iters, "total_iters", 0)
+        self.power = _real(power, "power")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        t, steps = self.last_epoch, self.total_iters
+        if self._is_initial or t > steps:
+            return self._current()
+        # the factor of step t over that of step t - 1
+        decay = ((1.0 - t / steps) / (1.0 - (t - 1) / steps)) ** self.power
+        return [lr * decay for lr in self._current()]
+
+    def _get_closed_form_lr(self):
+        left = 1.0 - min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * left ** self.power for base in self.base_lrs]
+
+
+def _composed(kind, schedulers, optimizer):
+    """The schedules a SequentialLR or ChainedScheduler runs, checked as torch checks them."""
+    schedulers = list(schedulers)
+    if not schedulers:
+        what = " to be chained" if kind == "ChainedScheduler" else ""
+        raise ValueError(f"{kind} expects at least one scheduler{what}, but got no scheduler.")
+    optimizer = optimizer if optimizer is not None else getattr(schedulers[0], "optimizer", None)
+    for i, sched in enumerate(schedulers):
+        if not hasattr(sched, "optimizer"):
+            raise TypeError(f"{kind} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(sched, ReduceLROnPlateau):
+            message = (f"{kind} does not support `ReduceLROnPlateau` scheduler as it requires "
+                       "additional kwargs to be specified when calling `step`, but got one at "
+                       f"index {i} in the given schedulers sequence.")
+            raise ValueError(message)  # noqa: TRY004 (a ValueError, as torch's)
+        if sched.optimizer is not optimizer:
+            raise ValueError(f"{kind} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(sched).__name__} at index {i} has "
+                             f"{sched.optimizer}, which is different from "
+                             f"{type(optimizer).__name__}.")
+    return schedulers, optimizer
+
+
+class _ComposedSchedule(LRScheduler):
+    """What SequentialLR and ChainedScheduler share: their schedules' states saved with
+    theirs."""
+
+    def state_dict(self):
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [sched.state_dict() for sched in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for sched, sched_state in zip(self._schedulers, saved):
+            sched.load_state_dict(sched_state)
+
+
+class SequentialLR(_ComposedSchedule):
+    """The schedules one after another: schedulers[i] from step milestones[i - 1] on, each
+    starting at its own step 0 (warm-up, then decay)."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        schedulers, _ = _composed("SequentialLR", schedulers, optimizer)
+        milestones = [_whole(m, "milestones", 0) for m in milestones]
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be "
+                             "one more than the number of milestone points, but got number of "
+                             f"schedulers {len(schedulers)} and the number of milestones to be "
+                             f"equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = _whole(last_epoch, "last_epoch", -1) + 1
+        self.optimizer = optimizer
+        # back to the initial lrs, the schedules' own first steps undone, and the first step
+        # taken again by the schedule that runs at step 0
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo(self)
+        first = self._schedulers[bisect.bisect_right(milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def _undo(self, sched):
+        """Take back the step each schedule (inside composed ones too) took when built."""
+        if isinstance(sched, _ComposedSchedule):
+            for inner in sched._schedulers:
+                self._undo(inner)
+        elif hasattr(sched, "last_epoch"):
+            sched.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        at = bisect.bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[at]
+        if at > 0 and self._milestones[at - 1] == self.last_epoch:
+            sched._update_lr(0)  # a schedule taking over starts at its step 0
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+
+class ChainedScheduler(_ComposedSchedule):
+    """The schedules all stepped at every step, each multiplying in its own factor (a warm-up
+    and a decay at once, say)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        self._schedulers, self.optimizer = _composed("ChainedScheduler", schedulers, optimizer)
+        self._last_lr = self._current()
+
+    def step(self):
+        for sched in self._schedulers:
+            sched.step()
+        self._last_lr = self._current()
 
 
 class LinearLR(LRScheduler):
@@ -226,6 +420,11 @@ class LinearLR(LRScheduler):
         # the factor of step t over that of step t - 1
         ratio = 1.0 + (end - start) / (self.total_iters * start + (t - 1) * (end - start))
         return [lr * ratio for lr in self._current()]
+
+    def _get_closed_form_lr(self):
+        start, end, steps = self.start_factor, self.end_factor, self.total_iters
+        return [base * (start + (end - start) * min(steps, self.last_epoch) / steps)
+                for base in self.base_lrs]
 
 
 def _per_group(value, name, optimizer):
