@@ -25,9 +25,11 @@ import numpy as np
 from pyrt import ops
 from pyrt.functional import _make, _tensor, _xp
 from pyrt.ops._checks import F32, I64
+from pyrt.shapes import squeeze, unsqueeze
 from pyrt.spatial import avg_pool2d, max_pool2d
 
-__all__ = ["adaptive_avg_pool2d", "adaptive_max_pool2d"]
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d"]
 
 
 def output_size_pair(output_size, name):
@@ -222,3 +224,37 @@ def _scatter_to_maxima(g, idx, shape):
     flat = (xp.arange(planes, dtype=I64).reshape(*shape[:-2], 1, 1) * plane + idx).ravel()
     summed = xp.bincount(flat, weights=g.ravel(), minlength=planes * plane)
     return summed.astype(F32).reshape(shape)
+
+
+def _one_d(input, output_size, name):
+    """input [n, c, l] or [c, l] with a height of 1 put before l, and output_size as the
+    matching (1, size) pair, for the 2-d pools."""
+    if not isinstance(input, _tensor()):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for "
+                           f"{name})")
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 1:
+        output_size = output_size[0]
+    if isinstance(output_size, bool) or not isinstance(output_size, numbers.Integral):
+        raise TypeError(f"{name}(): output_size must be an int or a 1-tuple of one, got "
+                        f"{output_size!r}")
+    return unsqueeze(input, -2), (1, int(output_size))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """The mean of each of output_size bins of `input` ([n, c, l] or [c, l])."""
+    x, size = _one_d(input, output_size, "adaptive_avg_pool1d")
+    return squeeze(adaptive_avg_pool2d(x, size), -2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """The maximum of each of output_size bins of `input` ([n, c, l] or [c, l]); with
+    return_indices also the index of each maximum along l, an int64 tensor."""
+    x, size = _one_d(input, output_size, "adaptive_max_pool1d")
+    out = adaptive_max_pool2d(x, size, return_indices)
+    if return_indices:
+        return squeeze(out[0], -2), squeeze(out[1], -2)
+    return squeeze(out, -2)

@@ -30,7 +30,9 @@ from pyrt.ops.softmax import (
 
 __all__ = [
     "abs",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "add",
     "avg_pool1d",
@@ -56,6 +58,9 @@ __all__ = [
     "cumsum",
     "div",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "elu",
     "embedding",
     "exp",
@@ -118,6 +123,7 @@ __all__ = [
     "relu6",
     "remainder",
     "reshape",
+    "rms_norm",
     "round",
     "rpow",
     "rrelu",
@@ -829,15 +835,19 @@ def dropout(input, p=0.5, training=True, inplace=False):
     x = input.data
     if x.dtype != F32:
         raise TypeError(f"dropout: input must be a float32 tensor, got {x.dtype}")
+    mask = _dropout_mask(input, x.shape, p)
+    return _make(ops.mul(x, mask), (input,), lambda g: (ops.mul(g, mask),), reads=False)
+
+
+def _dropout_mask(input, shape, p):
+    """PyTorch's mask of `shape` on input's device: 1 / (1 - p) rounded to float32, kept where
+    a uniform draw of pyrt's seeded generator is >= p (0 everywhere for p = 1)."""
     from pyrt.tensor import _move, generator
 
-    # PyTorch's mask: 1 / (1 - p) rounded to float32, kept where a uniform draw is >= p
-    keep = generator().random(x.shape, dtype=np.float32) >= p
+    keep = generator().random(shape, dtype=np.float32) >= p
     scale = np.float32(1) / np.float32(1 - p) if p < 1 else np.float32(0)
     mask = keep.astype(F32) * scale
-    if not isinstance(x, np.ndarray):
-        mask = _move(mask, input.device)
-    return _make(ops.mul(x, mask), (input,), lambda g: (ops.mul(g, mask),), reads=False)
+    return mask if isinstance(input.data, np.ndarray) else _move(mask, input.device)
 
 
 # ---- softmax and losses ----------------------------------------------------------------------
@@ -1156,13 +1166,19 @@ from pyrt.activations import (  # noqa: E402
     tanhshrink,
     threshold,
 )
-from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d  # noqa: E402
+from pyrt.adaptive_pool import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+)
 from pyrt.attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
 )
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
+from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d  # noqa: E402
 from pyrt.group_norm import group_norm, instance_norm  # noqa: E402
 from pyrt.interpolate import interpolate  # noqa: E402
 from pyrt.layer_norm import layer_norm  # noqa: E402
@@ -1207,6 +1223,7 @@ from pyrt.pointwise import (  # noqa: E402
     sin,
 )
 from pyrt.reductions import cumsum, norm, prod  # noqa: E402
+from pyrt.rms_norm import rms_norm  # noqa: E402
 from pyrt.selection import masked_fill, scalar_as, where  # noqa: E402,F401 (scalar_as: pyrt.tensor)
 from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402
 from pyrt.spatial_more import (  # noqa: E402

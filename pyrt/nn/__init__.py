@@ -27,18 +27,26 @@ from pyrt.nn.activations import (
     Tanhshrink,
     Threshold,
 )
-from pyrt.nn.adaptive_pool import AdaptiveAvgPool2d, AdaptiveMaxPool2d
+from pyrt.nn.adaptive_pool import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+)
 from pyrt.nn.attention import MultiheadAttention
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from pyrt.nn.containers import ParameterDict, ParameterList
 from pyrt.nn.conv import Conv1d, ConvTranspose1d, ConvTranspose2d
 from pyrt.nn.distance import CosineSimilarity, PairwiseDistance
 from pyrt.nn.embedding import Embedding
-from pyrt.nn.layer_norm import LayerNorm
+from pyrt.nn.layer_norm import LayerNorm, RMSNorm
 from pyrt.nn.layers import (
     AvgPool2d,
     Conv2d,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
     Flatten,
     Identity,
     Linear,
@@ -107,22 +115,24 @@ from pyrt.nn.upsample import (
 )
 
 __all__ = [
-    "CELU", "ELU", "GELU", "GLU", "GRU", "LSTM", "RNN", "SELU", "AdaptiveAvgPool2d",
-    "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d",
-    "BatchNorm2d", "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "Conv1d",
-    "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "CosineEmbeddingLoss", "CosineSimilarity",
-    "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "Fold", "GRUCell", "GaussianNLLLoss",
+    "CELU", "ELU", "GELU", "GLU", "GRU", "LSTM", "RNN", "SELU", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "CircularPad1d", "CircularPad2d",
+    "ConstantPad1d", "ConstantPad2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
+    "CosineEmbeddingLoss", "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d",
+    "Dropout2d", "Dropout3d", "Embedding", "Flatten", "Fold", "GRUCell", "GaussianNLLLoss",
     "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HingeEmbeddingLoss",
     "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d", "KLDivLoss", "L1Loss", "LSTMCell",
     "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax", "MSELoss", "MarginRankingLoss",
     "MaxPool1d", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "NLLLoss", "PReLU",
     "PairwiseDistance", "Parameter", "ParameterDict", "ParameterList", "PixelShuffle",
-    "PixelUnshuffle", "PoissonNLLLoss", "RNNCell", "RReLU", "ReLU", "ReLU6", "ReflectionPad1d",
-    "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "Sequential", "SiLU", "Sigmoid",
-    "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink",
-    "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer", "TransformerDecoder",
-    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "TripletMarginLoss",
-    "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d",
-    "ZeroPad2d", "functional", "init", "utils",
+    "PixelUnshuffle", "PoissonNLLLoss", "RMSNorm", "RNNCell", "RReLU", "ReLU", "ReLU6",
+    "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "Sequential",
+    "SiLU", "Sigmoid", "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin",
+    "Softplus", "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer", "TripletMarginLoss", "Unflatten", "Unfold", "Upsample",
+    "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "functional", "init",
+    "utils",
 ]

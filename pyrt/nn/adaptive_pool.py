@@ -1,10 +1,22 @@
-"""AdaptiveAvgPool2d and AdaptiveMaxPool2d: pooling to a fixed output size whatever the input's
-(pyrt.adaptive_pool), as in torch.nn."""
+"""AdaptiveAvgPool1d/2d and AdaptiveMaxPool1d/2d: pooling to a fixed output size whatever the
+input's (pyrt.adaptive_pool), as in torch.nn."""
 
-from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d, output_size_pair
+from pyrt.adaptive_pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    output_size_pair,
+)
 from pyrt.nn.module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+
+
+def _flag(return_indices):
+    if not isinstance(return_indices, bool):
+        raise TypeError(f"return_indices must be a bool, got {return_indices!r}")
+    return return_indices
 
 
 class _AdaptivePool2d(Module):
@@ -36,10 +48,34 @@ class AdaptiveMaxPool2d(_AdaptivePool2d):
     _function_name = "adaptive_max_pool2d"
 
     def __init__(self, output_size, return_indices=False):
-        if not isinstance(return_indices, bool):
-            raise TypeError(f"return_indices must be a bool, got {return_indices!r}")
         super().__init__(output_size)
-        self.return_indices = return_indices
+        self.return_indices = _flag(return_indices)
 
     def forward(self, input):
         return adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveAvgPool1d(Module):
+    """The mean over each of output_size bins of x [n, c, l] or [c, l]."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return adaptive_avg_pool1d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveAvgPool1d):
+    """The maximum over each of output_size bins of x [n, c, l] or [c, l]; with
+    return_indices the layer returns (maxima, indices along l)."""
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = _flag(return_indices)
+
+    def forward(self, input):
+        return adaptive_max_pool1d(input, self.output_size, self.return_indices)

@@ -27,10 +27,16 @@ from pyrt.activations import (
     tanhshrink,
     threshold,
 )
-from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d
+from pyrt.adaptive_pool import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+)
 from pyrt.attention import multi_head_attention_forward, scaled_dot_product_attention
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
 from pyrt.embedding import embedding
+from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d
 from pyrt.functional import (
     avg_pool2d,
     batch_norm,
@@ -69,6 +75,7 @@ from pyrt.loss_functions import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from pyrt.rms_norm import rms_norm
 from pyrt.spatial_more import (
     avg_pool1d,
     conv1d,
@@ -81,17 +88,19 @@ from pyrt.spatial_more import (
 from pyrt.vector_functions import cosine_similarity, normalize, one_hot, pairwise_distance
 
 __all__ = [
-    "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "batch_norm",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d",
-    "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
-    "cross_entropy", "dropout", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu", "glu",
-    "group_norm", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss",
-    "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu",
-    "linear", "log_softmax", "logsigmoid", "margin_ranking_loss", "max_pool1d", "max_pool2d",
-    "mish", "mse_loss", "multi_head_attention_forward", "multi_margin_loss",
-    "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot",
-    "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu",
-    "relu", "relu6", "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu",
-    "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink",
-    "softsign", "tanh", "tanhshrink", "threshold", "triplet_margin_loss", "unfold",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
+    "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu",
+    "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+    "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss",
+    "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss",
+    "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
+    "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss",
+    "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm", "rrelu",
+    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+    "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+    "tanhshrink", "threshold", "triplet_margin_loss", "unfold",
 ]

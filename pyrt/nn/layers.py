@@ -14,6 +14,7 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.activations import refuse_inplace
+from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d
 from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import FORWARD_PATCHES, Module
@@ -409,8 +410,8 @@ class Dropout(Module):
         super().__init__()
         F.dropout_probability(p)
         if inplace:
-            raise ValueError("Dropout(inplace=True) is not supported: pyrt writes the result "
-                             "to a new tensor")
+            raise ValueError(f"{type(self).__name__}(inplace=True) is not supported: pyrt "
+                             "writes the result to a new tensor")
         self.p = p
         self.inplace = False
 
@@ -419,6 +420,28 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """In training mode, zeroes whole channels of [N, C, L] (or [C, L]) with probability p
+    and scales the others by 1 / (1 - p) (F.dropout1d)."""
+
+    def forward(self, x):
+        return dropout1d(x, self.p, self.training)
+
+
+class Dropout2d(Dropout):
+    """Whole channels of [N, C, H, W] (F.dropout2d)."""
+
+    def forward(self, x):
+        return dropout2d(x, self.p, self.training)
+
+
+class Dropout3d(Dropout):
+    """Whole channels of [N, C, D, H, W] (or [C, D, H, W]) (F.dropout3d)."""
+
+    def forward(self, x):
+        return dropout3d(x, self.p, self.training)
 
 
 class Identity(Module):
