@@ -601,6 +601,51 @@ def test_a_schedule_changes_the_lr_the_optimizer_steps_with():
         np.testing.assert_array_equal(p.data, np.full(3, want, np.float32))
 
 
+def test_adamax_nadam_radam_adadelta_follow_their_formulas():
+    """Without PyTorch: two steps of each against its update written out in float64."""
+    p0 = np.array([0.5, -1.0, 2.0], np.float32)
+    grads = [np.array([0.1, -0.2, 0.3]), np.array([-0.05, 0.4, 0.2])]
+    lr, b1, b2, eps = 0.1, 0.9, 0.99, 1e-8
+
+    def by_hand(kind):
+        p, m, v, u, mu_product = p0.astype(np.float64), 0.0, 0.0, 0.0, 1.0
+        for t, g in enumerate(grads, 1):
+            if kind == "Adadelta":  # v: square_avg, u: acc_delta; rho 0.9, eps 1e-6
+                v = 0.9 * v + 0.1 * g * g
+                d = np.sqrt(u + 1e-6) / np.sqrt(v + 1e-6) * g
+                u = 0.9 * u + 0.1 * d * d
+                p = p - lr * d
+                continue
+            m = b1 * m + (1 - b1) * g
+            if kind == "Adamax":
+                u = np.maximum(b2 * u, np.abs(g) + eps)
+                p = p - lr / (1 - b1 ** t) * m / u
+                continue
+            v = b2 * v + (1 - b2) * g * g
+            if kind == "NAdam":
+                mu = b1 * (1 - 0.5 * 0.96 ** (t * 4e-3))
+                mu_next = b1 * (1 - 0.5 * 0.96 ** ((t + 1) * 4e-3))
+                mu_product *= mu
+                d = np.sqrt(v / (1 - b2 ** t)) + eps
+                p = p - lr * (1 - mu) / (1 - mu_product) * g / d \
+                    - lr * mu_next / (1 - mu_product * mu_next) * m / d
+            else:  # RAdam: rho_t stays below 5 for these two steps: momentum alone
+                p = p - lr * m / (1 - b1 ** t)
+        return p
+
+    for kind, cfg in (("Adadelta", {"lr": lr}), ("Adamax", {"lr": lr, "betas": (b1, b2)}),
+                      ("NAdam", {"lr": lr, "betas": (b1, b2)}),
+                      ("RAdam", {"lr": lr, "betas": (b1, b2)})):
+        param = nn.Parameter(p0.copy())
+        opt = getattr(optim, kind)([param], **cfg)
+        for g in grads:
+            param.grad = pyrt.tensor(g.astype(np.float32))
+            opt.step()
+        np.testing.assert_allclose(param.data, by_hand(kind), rtol=1e-5, atol=1e-6,
+                                   err_msg=kind)
+        assert opt.state[param]["step"] == 2
+
+
 def test_composed_schedules_follow_their_formulas():
     """Without PyTorch: a warm-up by ConstantLR then PolynomialLR decay (SequentialLR, the
     decay starting at its own step 0), and ConstantLR chained with ExponentialLR, against

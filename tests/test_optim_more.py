@@ -140,6 +140,29 @@ def test_rmsprop_trains_as_torch(weight_decay, momentum, centered, alpha):
 ADAGRAD_OPTIONS = list(itertools.product([0.0, 0.05], [0.0, 0.05], [0.0, 0.1], [1e-10, 1e-3]))
 
 
+NEW_OPTIMIZER_OPTIONS = [
+    ("Adamax", {"lr": 1e-2}),
+    ("Adamax", {"lr": 5e-3, "betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.05}),
+    ("NAdam", {"lr": 1e-2}),
+    ("NAdam", {"lr": 5e-3, "betas": (0.85, 0.995), "weight_decay": 0.05,
+               "momentum_decay": 0.01}),
+    ("NAdam", {"lr": 5e-3, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {"lr": 5e-3}),
+    ("RAdam", {"lr": 5e-3, "betas": (0.9, 0.9), "eps": 1e-6, "weight_decay": 0.05}),
+    ("RAdam", {"lr": 2e-2, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.05}),
+]
+
+
+@pytest.mark.parametrize("kind,cfg", NEW_OPTIMIZER_OPTIONS)
+def test_adamax_nadam_radam_adadelta_train_as_torch(kind, cfg):
+    """RAdam's first steps (rho_t <= 5, momentum alone) and the rectified ones after, with
+    betas that reach them sooner in one case."""
+    assert_trained_alike(kind, cfg, seed=200 + NEW_OPTIMIZER_OPTIONS.index((kind, cfg)),
+                         steps=30)
+
+
 @pytest.mark.parametrize("lr_decay,weight_decay,initial_accumulator_value,eps",
                          ADAGRAD_OPTIONS)
 def test_adagrad_trains_as_torch(lr_decay, weight_decay, initial_accumulator_value, eps):
@@ -150,7 +173,7 @@ def test_adagrad_trains_as_torch(lr_decay, weight_decay, initial_accumulator_val
 
 
 def test_defaults_train_as_torchs_defaults():
-    for kind in ("RMSprop", "Adagrad"):
+    for kind in ("RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"):
         assert_trained_alike(kind, {}, seed=7, steps=30)
         ours = getattr(optim, kind)(make_params(0)).param_groups[0]
         theirs = getattr(torch.optim, kind)([torch.zeros(1, requires_grad=True)]).param_groups[0]
@@ -182,6 +205,11 @@ ALL_ON = [
     ("RMSprop", {"lr": 5e-3}),
     ("Adagrad", {"lr": 0.05, "lr_decay": 0.01, "weight_decay": 0.01,
                  "initial_accumulator_value": 0.1, "eps": 1e-6}),
+    ("Adamax", {"lr": 5e-3, "betas": (0.8, 0.99), "weight_decay": 0.01}),
+    ("NAdam", {"lr": 5e-3, "weight_decay": 0.01, "momentum_decay": 0.01}),
+    ("RAdam", {"lr": 5e-3, "betas": (0.9, 0.9), "weight_decay": 0.01,
+               "decoupled_weight_decay": True}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.01}),
 ]
 
 
@@ -334,7 +362,7 @@ def test_rmsprop_makes_state_on_the_first_step_and_buffers_when_switched_on():
             assert_close(value, np.asarray(theirs.state[tq][key]), what=key)
 
 
-@pytest.mark.parametrize("kind", ["RMSprop", "Adagrad"])
+@pytest.mark.parametrize("kind", ["RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta"])
 def test_a_step_counts_as_a_write_for_autograd(kind):
     """A graph that read the parameters before the step refuses its backward after it, as
     torch's version counters make it refuse."""
@@ -381,6 +409,17 @@ HYPERPARAMETER_ERRORS = [
      "Invalid initial_accumulator_value value: -0.1"),
     ("Adagrad", {"eps": -1e-10}, "Invalid epsilon value: -1e-10"),
     ("Adagrad", {"eps": -1.0, "lr_decay": -1.0}, "Invalid lr_decay value: -1.0"),
+    ("Adamax", {"lr": -0.01}, "Invalid learning rate: -0.01"),
+    ("Adamax", {"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0"),
+    ("Adamax", {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+    ("NAdam", {"betas": (0.9, -0.1)}, "Invalid beta parameter at index 1: -0.1"),
+    ("NAdam", {"momentum_decay": -0.1}, "Invalid momentum_decay value: -0.1"),
+    ("NAdam", {"weight_decay": -0.1}, "Invalid weight_decay value: -0.1"),
+    ("RAdam", {"lr": -1.0}, "Invalid learning rate: -1.0"),
+    ("RAdam", {"weight_decay": -0.5}, "Invalid weight_decay value: -0.5"),
+    ("Adadelta", {"rho": 1.5}, "Invalid rho value: 1.5"),
+    ("Adadelta", {"eps": -1e-6}, "Invalid epsilon value: -1e-06"),
+    ("Adadelta", {"lr": -1.0, "rho": 2.0}, "Invalid learning rate: -1.0"),
 ]
 
 

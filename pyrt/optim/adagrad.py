@@ -1,11 +1,9 @@
 """Adagrad, as torch.optim.Adagrad (Duchi, Hazan and Singer 2011), written with array
 operations in place on the parameter and its state: NumPy's on the CPU, CuPy's on the GPU."""
 
-from pyrt.autograd import new_write, write_key
 from pyrt.functional import _xp
 from pyrt.ops.optim import _real
-from pyrt.optim.optimizer import Optimizer
-from pyrt.optim.rmsprop import check_state_arrays, check_step_count, param_and_grad
+from pyrt.optim.array_optimizer import ArrayOptimizer
 
 __all__ = ["Adagrad", "adagrad_hyperparameters"]
 
@@ -31,7 +29,7 @@ def adagrad_hyperparameters(lr, lr_decay, weight_decay, initial_accumulator_valu
     return lr, lr_decay, weight_decay, initial_accumulator_value, eps
 
 
-class Adagrad(Optimizer):
+class Adagrad(ArrayOptimizer):
     """For each parameter p with gradient g, at its step t (counting from 1):
 
         g = g + weight_decay * p
@@ -59,51 +57,27 @@ class Adagrad(Optimizer):
         super().add_param_group(param_group)
         group = self.param_groups[-1]
         for p in group["params"]:
-            self._new_state(p, group)
+            self._make_state(p, group)
 
-    def _new_state(self, p, group):
-        initial = self._hyperparameters(group)[3]
-        self.state[p] = {"step": 0, "sum": _xp(p.data).full_like(p.data, initial)}
+    def _make_state(self, p, group):
+        self.state[p] = {"step": 0}
+        self._new_state(self.state[p], p.data, _xp(p.data), *self._hyperparameters(group))
 
-    def step(self, closure=None):
-        """Update every parameter that has a gradient; returns closure()'s loss if given."""
-        loss = self._closure_loss(closure)
-        self._on_device()  # (moves the state arrays to the parameters' device if need be)
-        # every group's settings checked before any parameter is written
-        settings = [self._hyperparameters(group) for group in self.param_groups]
-        # and every parameter, gradient and state array, so that a bad one leaves all as
-        # they were
-        work = [[(p, *param_and_grad(p, self.state.get(p) or {}, self._STATE_ARRAYS))
-                 for p in group["params"] if p._grad is not None]
-                for group in self.param_groups]
-        count, marks = new_write()
-        for group, items, hyperparameters in zip(self.param_groups, work, settings):
-            lr, lr_decay, weight_decay, _, eps = hyperparameters
-            for p, param, grad in items:
-                if not self.state.get(p):  # a loaded state that left this parameter out
-                    self._new_state(p, group)
-                state = self.state[p]
-                # the write is recorded for autograd first: a graph that read p before this
-                # step must refuse its backward
-                marks[write_key(param)] = count
-                state["step"] += 1
-                if weight_decay != 0:
-                    grad = grad + weight_decay * param
-                clr = lr / (1 + (state["step"] - 1) * lr_decay)
-                state_sum = state["sum"]
-                state_sum += grad * grad
-                std = _xp(param).sqrt(state_sum)
-                std += eps
-                param -= clr * (grad / std)
-        return loss
+    def _new_state(self, state, param, xp, lr, lr_decay, weight_decay, initial, eps):
+        state["sum"] = xp.full_like(param, initial)
+
+    def _update(self, param, grad, state, xp, lr, lr_decay, weight_decay, initial, eps):
+        if weight_decay != 0:
+            grad = grad + weight_decay * param
+        clr = lr / (1 + (state["step"] - 1) * lr_decay)
+        state_sum = state["sum"]
+        state_sum += grad * grad
+        std = xp.sqrt(state_sum)
+        std += eps
+        param -= clr * (grad / std)
 
     _STATE_ARRAYS = ("sum",)
     _STATE_NEEDED = ("step", "sum")
-
-    def _check_state(self, restored, key, param):
-        super()._check_state(restored, key, param)
-        check_step_count(restored, key)
-        check_state_arrays(restored, key, param, self._STATE_ARRAYS)
 
     # the group's hyper-parameters, in the order adagrad_hyperparameters checks them
     _HYPERPARAMETERS = ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
