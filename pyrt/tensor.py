@@ -204,6 +204,10 @@ class Tensor:
         return "cpu" if isinstance(self.data, np.ndarray) else "cuda:0"
 
     @property
+    def is_cuda(self):
+        return not isinstance(self.data, np.ndarray)
+
+    @property
     def is_leaf(self):
         return self._backward is None
 

@@ -33,9 +33,10 @@ from pyrt.lstm_cell import lstm_cell
 from pyrt.nn import init
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
+from pyrt.nn.utils.rnn import PackedSequence, pad_packed_sequence
 from pyrt.rearrange import unbind
 from pyrt.recurrence import gru_sequence, lstm_sequence
-from pyrt.shapes import cat, chunk, split, stack, transpose, unsqueeze
+from pyrt.shapes import cat, chunk, index_select, split, stack, transpose, unsqueeze
 from pyrt.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
@@ -290,6 +291,8 @@ class RNNBase(Module):
         without N), a pair (h_0, c_0) for LSTM, zeros when None. Returns (output, h_n), LSTM
         (output, (h_n, c_n)); output [L, N, directions * size] (batch_first: [N, L, ...])."""
         kind = type(self).__name__
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         _tensor(input, kind, "input")
         if input.ndim not in (2, 3):
             raise ValueError(f"{kind}: Expected input to be 2D or 3D, got {input.ndim}D "
@@ -308,10 +311,27 @@ class RNNBase(Module):
         else:
             x = input
         self._check_forward_args(x, states)
-        length, batch = x.shape[0], x.shape[1]
+        length = x.shape[0]
+        output, final_states = self._layers(x, states, self._direction)
+        if not batched:
+            output = output.reshape(length, output.shape[2])
+        elif self.batch_first:
+            output = transpose(output, 0, 1)
+        if not batched:
+            final_states = tuple(s.reshape(s.shape[0], s.shape[2]) for s in final_states)
+        if self.mode == "LSTM":
+            return output, final_states
+        return output, final_states[0]
+
+    def _layers(self, x, states, direction):
+        """The layers over x [L, N, F] from `states` (stacked over layers and directions; zeros
+        when None), each layer and direction run by direction(x, its initial states, its
+        weights' names, reverse): (the last layer's output, the final states stacked as the
+        initial ones)."""
         if states is None:
             layers = self.num_layers * (2 if self.bidirectional else 1)
-            states = tuple(x.new_zeros((layers, batch, size)) for size in self._state_sizes())
+            states = tuple(x.new_zeros((layers, x.shape[1], size))
+                           for size in self._state_sizes())
         # the initial state of each layer and direction, in the order of self._all_weights
         initial = list(zip(*(unbind(s, 0) for s in states)))
         finals = []
@@ -319,25 +339,70 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outputs = []
             for reverse in ((False, True) if self.bidirectional else (False,)):
-                output, final = self._direction(x, initial[k], self._all_weights[k], reverse)
+                output, final = direction(x, initial[k], self._all_weights[k], reverse)
                 outputs.append(output)
                 finals.append(final)
                 k += 1
             x = outputs[0] if len(outputs) == 1 else cat(outputs, 2)
             if self.dropout and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, self.training)
-        output = x
-        if not batched:
-            output = output.reshape(length, output.shape[2])
-        elif self.batch_first:
-            output = transpose(output, 0, 1)
-        # the final states, stacked over layers and directions as the initial ones were
-        final_states = tuple(stack(parts, 0) for parts in zip(*finals))
-        if not batched:
-            final_states = tuple(s.reshape(s.shape[0], s.shape[2]) for s in final_states)
+        return x, tuple(stack(parts, 0) for parts in zip(*finals))
+
+    def _forward_packed(self, packed, hx):
+        """forward() of a PackedSequence: each sequence runs its own steps (_segments), the
+        output packed as the input, h_n (and c_n) the state after each one's last step, in
+        the input's order of sequences; hx is in that order too."""
+        sizes = np.asarray(packed.batch_sizes.numpy(), dtype=np.int64)
+        x, _ = pad_packed_sequence(PackedSequence(packed.data, packed.batch_sizes, None, None))
+        states = self._initial_states(hx, True)
+        if states is not None and packed.sorted_indices is not None:
+            states = tuple(index_select(s, 1, packed.sorted_indices) for s in states)
+        self._check_forward_args(x, states)
+        x, final_states = self._layers(
+            x, states, lambda *args: self._segments(*args, sizes))
+        data = cat([x[t, :int(size)] for t, size in enumerate(sizes)], 0)
+        output = PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
+                                packed.unsorted_indices)
+        if packed.unsorted_indices is not None:
+            final_states = tuple(index_select(s, 1, packed.unsorted_indices)
+                                 for s in final_states)
         if self.mode == "LSTM":
             return output, final_states
         return output, final_states[0]
+
+    def _segments(self, x, state, names, reverse, sizes):
+        """One layer and direction over sequences sorted longest first, padded in x [L, N, F]
+        (sizes[t]: how many have a step t). The steps go in runs over which the same leading
+        sequences are active, each run one _direction over them: forward, a run starts from
+        the states the last one left and the sequences that ended keep theirs; in reverse,
+        the sequences that start in a run (their last step) start from the initial state.
+        Returns (output [L, N, size], zero past each sequence's end, the final states)."""
+        length, batch = x.shape[0], x.shape[1]
+        starts = [0] + [t for t in range(1, length) if sizes[t] != sizes[t - 1]]
+        runs = list(zip(starts, starts[1:] + [length]))
+        if reverse:
+            runs.reverse()
+        current, pieces = None, {}
+        for a, b in runs:
+            active = int(sizes[a])
+            if current is None:
+                begin = tuple(s[:active] for s in state)
+            elif reverse:  # the sequences whose last step is b - 1 join, from the initial state
+                done = current[0].shape[0]
+                begin = tuple(cat([c, s[done:active]], 0) if active > done else c
+                              for c, s in zip(current, state))
+            else:
+                begin = tuple(c[:active] for c in current)
+            out, final = self._direction(x[a:b, :active], begin, names, reverse)
+            if active < batch:
+                out = cat([out, out.new_zeros((b - a, batch - active, out.shape[2]))], 1)
+            pieces[a] = out
+            if reverse or current is None:
+                current = final
+            else:  # the sequences past `active` ended before this run: their states stay
+                current = tuple(cat([f, c[active:]], 0) for f, c in zip(final, current))
+        output = cat([pieces[a] for a, _ in sorted(pieces.items())], 0)
+        return output, current
 
     def _direction(self, x, state, names, reverse):
         """One layer in one direction over x [L, N, F] from `state` (its initial states,

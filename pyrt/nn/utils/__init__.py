@@ -1,5 +1,6 @@
 """Gradient clipping, as torch.nn.utils: ``clip_grad_norm_`` and ``clip_grad_value_`` scale or
 clamp the ``.grad`` of parameters in place, between ``backward()`` and the optimizer's step.
+``rnn`` packs and pads batches of sequences of different lengths.
 On the GPU nothing is read back to the host: the scale is computed and applied on the
 device. ``parameters_to_vector`` and ``vector_to_parameters`` flatten parameters into one
 vector and back."""
@@ -10,10 +11,11 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.autograd import mark_modified_all
+from pyrt.nn.utils import rnn
 from pyrt.shapes import cat
 from pyrt.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn",
            "vector_to_parameters"]
 
 _F32 = np.float32
