@@ -32,12 +32,20 @@ __all__ = [
     "abs",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices",
     "add",
+    "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "bitwise_and",
@@ -46,9 +54,11 @@ __all__ = [
     "bitwise_xor",
     "ceil",
     "celu",
+    "channel_shuffle",
     "clamp",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
     "cos",
@@ -63,8 +73,10 @@ __all__ = [
     "dropout3d",
     "elu",
     "embedding",
+    "embedding_bag",
     "exp",
     "expm1",
+    "feature_alpha_dropout",
     "floor",
     "floor_divide",
     "fold",
@@ -72,6 +84,7 @@ __all__ = [
     "gelu",
     "glu",
     "group_norm",
+    "gumbel_softmax",
     "hardshrink",
     "hardsigmoid",
     "hardswish",
@@ -86,16 +99,25 @@ __all__ = [
     "layer_norm",
     "leaky_relu",
     "linear",
+    "local_response_norm",
     "log",
     "log1p",
     "log_softmax",
     "logsigmoid",
+    "lp_pool1d",
+    "lp_pool2d",
     "margin_ranking_loss",
     "masked_fill",
     "matmul",
     "max",
     "max_pool1d",
+    "max_pool1d_with_indices",
     "max_pool2d",
+    "max_pool2d_with_indices",
+    "max_pool3d",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
     "maximum",
     "mean",
     "minimum",
@@ -113,6 +135,7 @@ __all__ = [
     "one_hot",
     "pad",
     "pairwise_distance",
+    "pdist",
     "pixel_shuffle",
     "pixel_unshuffle",
     "poisson_nll_loss",
@@ -149,6 +172,7 @@ __all__ = [
     "threshold",
     "transpose",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
     "unfold",
     "where",
 ]
@@ -1172,14 +1196,20 @@ from pyrt.adaptive_pool import (  # noqa: E402
     adaptive_max_pool1d,
     adaptive_max_pool2d,
 )
+from pyrt.alpha_dropout import alpha_dropout, feature_alpha_dropout  # noqa: E402
 from pyrt.attention import (  # noqa: E402
     multi_head_attention_forward,
     scaled_dot_product_attention,
 )
+from pyrt.bilinear import bilinear  # noqa: E402
+from pyrt.channel_ops import channel_shuffle, local_response_norm  # noqa: E402
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from pyrt.distance_losses import triplet_margin_with_distance_loss  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
+from pyrt.embedding_bag import embedding_bag  # noqa: E402
 from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d  # noqa: E402
 from pyrt.group_norm import group_norm, instance_norm  # noqa: E402
+from pyrt.gumbel import gumbel_softmax  # noqa: E402
 from pyrt.interpolate import interpolate  # noqa: E402
 from pyrt.layer_norm import layer_norm  # noqa: E402
 from pyrt.loss_functions import (  # noqa: E402
@@ -1200,6 +1230,7 @@ from pyrt.loss_functions import (  # noqa: E402
     triplet_margin_loss,
 )
 from pyrt.normalization import batch_norm  # noqa: E402
+from pyrt.pdist import pdist  # noqa: E402
 from pyrt.pointwise import (  # noqa: E402
     bitwise_and,
     bitwise_not,
@@ -1235,9 +1266,28 @@ from pyrt.spatial_more import (  # noqa: E402
     pixel_unshuffle,
     unfold,
 )
+from pyrt.unpool import (  # noqa: E402
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+)
 from pyrt.vector_functions import (  # noqa: E402
     cosine_similarity,
     normalize,
     one_hot,
     pairwise_distance,
+)
+from pyrt.volumes import (  # noqa: E402
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool3d,
+    conv3d,
+    max_pool3d,
+    max_pool3d_with_indices,
 )

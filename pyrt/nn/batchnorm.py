@@ -1,5 +1,5 @@
-"""BatchNorm1d and BatchNorm2d, as torch.nn's: per-channel normalisation with a learned scale
-and shift, and running statistics for evaluation.
+"""BatchNorm1d, BatchNorm2d and BatchNorm3d, as torch.nn's: per-channel normalisation with a
+learned scale and shift, and running statistics for evaluation.
 
 ``affine`` adds a learned per-channel weight (initially 1) and bias (0; ``bias=False`` leaves
 it out). In training mode each batch is normalised by its own mean and variance, and the running
@@ -18,7 +18,7 @@ from pyrt.nn.parameter import Parameter
 from pyrt.normalization import batch_norm
 from pyrt.tensor import Tensor
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 def affine_parameters(module, affine, channels, bias):
@@ -123,3 +123,8 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Over [n, c, h, w] inputs: channel c's values across the batch and the image."""
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Over [n, c, d, h, w] inputs: channel c's values across the batch and the volume."""
+    _dims = (5,)

@@ -1,11 +1,12 @@
-"""Conv1d, ConvTranspose1d and ConvTranspose2d, as torch.nn's: weights initialised as PyTorch
-does (kaiming_uniform_(a=sqrt(5)), the bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in))), the
-settings kept as tuples, one per spatial dim.
+"""Conv1d, Conv3d, ConvTranspose1d and ConvTranspose2d, as torch.nn's: weights initialised as
+PyTorch does (kaiming_uniform_(a=sqrt(5)), the bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in))),
+the settings kept as tuples, one per spatial dim.
 
-Conv1d runs F.conv1d (pyrt.spatial_more: conv2d of images one row tall); its padding_mode
-pads with F.pad first, as Conv2d's does. The transposed layers run pyrt.conv_transpose, with
-the weight [in_channels, out_channels / groups, *kernel_size]; their forward takes
-`output_size`, which picks the output_padding that gives that size.
+Conv1d runs F.conv1d (pyrt.spatial_more: conv2d of images one row tall) and Conv3d F.conv3d
+(pyrt.volumes: one conv2d over the slices each depth tap reads); their padding_mode pads with
+F.pad first, as Conv2d's does. The transposed layers run pyrt.conv_transpose, with the weight
+[in_channels, out_channels / groups, *kernel_size]; their forward takes `output_size`, which
+picks the output_padding that gives that size.
 """
 
 
@@ -14,8 +15,9 @@ from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_par
 from pyrt.nn.module import Module
 from pyrt.spatial import PAD_MODES, conv_padding, pad, same_padding
 from pyrt.spatial_more import conv1d
+from pyrt.volumes import conv3d, triple
 
-__all__ = ["Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _single(value, name, minimum):
@@ -35,16 +37,19 @@ class _ConvNd(Module):
 
     def _setup(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
                bias, padding_mode, output_padding=0):
-        tuple_of = _pair if self._dims == 2 else _single
+        tuple_of = {1: _single, 2: _pair, 3: triple}[self._dims]
         self.in_channels = _positive_int(in_channels, "in_channels")
         self.out_channels = _positive_int(out_channels, "out_channels")
         self.kernel_size = tuple_of(kernel_size, "kernel_size", 1)
         self.stride = tuple_of(stride, "stride", 1)
         self.dilation = tuple_of(dilation, "dilation", 1)
         if isinstance(padding, str) and not self.transposed:
-            lead = (1,) * (2 - self._dims)  # (a 1-d layer is conv2d's one row tall)
-            conv_padding(padding, lead + self.kernel_size, lead + self.stride,
-                         lead + self.dilation)  # checks it
+            if self._dims == 3:
+                same_padding_3d(padding, self.stride)
+            else:
+                lead = (1,) * (2 - self._dims)  # (a 1-d layer is conv2d's one row tall)
+                conv_padding(padding, lead + self.kernel_size, lead + self.stride,
+                             lead + self.dilation)  # checks it
             self.padding = padding
         else:
             self.padding = tuple_of(padding, "padding", 0)
@@ -70,16 +75,29 @@ class _ConvNd(Module):
     def reset_parameters(self):
         _init_weight_and_bias(self.weight, self.bias)
 
+    def _mode_padded(self, input):
+        """input padded as padding_mode says, ahead of the convolution, and the padding left
+        to the convolution itself (none then)."""
+        padding = self.padding
+        if self.padding_mode == "zeros":
+            return input, padding
+        if padding == "valid":
+            return input, 0
+        if padding == "same":
+            before, after = same_padding(self.kernel_size, self.dilation)
+        else:
+            before = after = padding
+        # F.pad's amounts: (before, after) of the last dim first
+        amounts = tuple(v for b, a in zip(reversed(before), reversed(after)) for v in (b, a))
+        return pad(input, amounts, mode=self.padding_mode), 0
+
     def extra_repr(self):
         return conv_repr(self, self._dims)
 
 
-class Conv1d(_ConvNd):
-    """1-d cross-correlation of x [n, in_channels, length] (or [in_channels, length]) with
-    weight [out_channels, in_channels / groups, kernel_size], plus bias [out_channels];
-    `padding` is an int, "valid" or "same", and `padding_mode` what the padding holds
-    ("zeros", "reflect", "replicate" or "circular")."""
-    _dims = 1
+class _ForwardConvNd(_ConvNd):
+    """A convolution run by `_function` (F.conv1d, F.conv3d) after padding_mode's padding."""
+    _function = None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros"):
@@ -89,18 +107,37 @@ class Conv1d(_ConvNd):
 
     def forward(self, input):
         params = self._parameters
-        padding = self.padding
-        if self.padding_mode != "zeros":
-            if padding == "same":
-                (_, left), (_, right) = same_padding((1,) + self.kernel_size,
-                                                     (1,) + self.dilation)
-            elif padding == "valid":
-                left = right = 0
-            else:
-                left = right = padding[0]
-            input, padding = pad(input, (left, right), mode=self.padding_mode), 0
-        return conv1d(input, params["weight"], params["bias"], self.stride, padding,
-                      self.dilation, self.groups)
+        input, padding = self._mode_padded(input)
+        return self._function(input, params["weight"], params["bias"], self.stride, padding,
+                              self.dilation, self.groups)
+
+
+class Conv1d(_ForwardConvNd):
+    """1-d cross-correlation of x [n, in_channels, length] (or [in_channels, length]) with
+    weight [out_channels, in_channels / groups, kernel_size], plus bias [out_channels];
+    `padding` is an int, "valid" or "same", and `padding_mode` what the padding holds
+    ("zeros", "reflect", "replicate" or "circular")."""
+    _dims = 1
+    _function = staticmethod(conv1d)
+
+
+def same_padding_3d(padding, stride):
+    """ValueError unless `padding` is "valid", or "same" without a stride, as torch's
+    layers check them."""
+    if padding not in ("valid", "same"):
+        raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                         f"{{'valid', 'same'}}")
+    if padding == "same" and any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+
+
+class Conv3d(_ForwardConvNd):
+    """3-d cross-correlation of x [n, in_channels, d, h, w] (or [in_channels, d, h, w]) with
+    weight [out_channels, in_channels / groups, kd, kh, kw], plus bias [out_channels]
+    (pyrt.volumes: one conv2d over the depth taps' slices); `padding` is an int, a triple,
+    "valid" or "same", and `padding_mode` what the padding holds."""
+    _dims = 3
+    _function = staticmethod(conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):

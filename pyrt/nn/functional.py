@@ -1,7 +1,7 @@
-"""The differentiable ops of pyrt.functional (and of pyrt.activations, pyrt.loss_functions,
-pyrt.embedding, pyrt.adaptive_pool, pyrt.layer_norm, pyrt.attention and pyrt.vector_functions)
-under torch.nn.functional's names, so that ``import pyrt.nn.functional as F`` reads as it does
-with PyTorch."""
+"""The differentiable ops of pyrt.functional and of the modules of each family of ops
+(pyrt.activations, pyrt.loss_functions, pyrt.embedding, pyrt.volumes, pyrt.unpool, ...) under
+torch.nn.functional's names, so that ``import pyrt.nn.functional as F`` reads as it does with
+PyTorch."""
 
 from pyrt.activations import (
     celu,
@@ -33,9 +33,14 @@ from pyrt.adaptive_pool import (
     adaptive_max_pool1d,
     adaptive_max_pool2d,
 )
+from pyrt.alpha_dropout import alpha_dropout, feature_alpha_dropout
 from pyrt.attention import multi_head_attention_forward, scaled_dot_product_attention
+from pyrt.bilinear import bilinear
+from pyrt.channel_ops import channel_shuffle, local_response_norm
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
+from pyrt.distance_losses import triplet_margin_with_distance_loss
 from pyrt.embedding import embedding
+from pyrt.embedding_bag import embedding_bag
 from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d
 from pyrt.functional import (
     avg_pool2d,
@@ -56,6 +61,7 @@ from pyrt.functional import (
     tanh,
 )
 from pyrt.group_norm import group_norm, instance_norm
+from pyrt.gumbel import gumbel_softmax
 from pyrt.interpolate import interpolate
 from pyrt.layer_norm import layer_norm
 from pyrt.loss_functions import (
@@ -75,6 +81,7 @@ from pyrt.loss_functions import (
     soft_margin_loss,
     triplet_margin_loss,
 )
+from pyrt.pdist import pdist
 from pyrt.rms_norm import rms_norm
 from pyrt.spatial_more import (
     avg_pool1d,
@@ -85,22 +92,46 @@ from pyrt.spatial_more import (
     pixel_unshuffle,
     unfold,
 )
+from pyrt.unpool import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    lp_pool1d,
+    lp_pool2d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+)
 from pyrt.vector_functions import cosine_similarity, normalize, one_hot, pairwise_distance
+from pyrt.volumes import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool3d,
+    conv3d,
+    max_pool3d,
+    max_pool3d_with_indices,
+)
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "avg_pool1d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "celu", "conv1d", "conv2d", "conv_transpose1d",
-    "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout",
-    "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "fold", "gaussian_nll_loss", "gelu",
-    "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "alpha_dropout", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
+    "cross_entropy", "dropout", "dropout1d", "dropout2d", "dropout3d", "elu", "embedding",
+    "embedding_bag", "feature_alpha_dropout", "fold", "gaussian_nll_loss", "gelu", "glu",
+    "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
     "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss",
-    "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid", "margin_ranking_loss",
-    "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_head_attention_forward",
+    "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax", "logsigmoid",
+    "lp_pool1d", "lp_pool2d", "margin_ranking_loss", "max_pool1d", "max_pool1d_with_indices",
+    "max_pool2d", "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices",
+    "max_unpool1d", "max_unpool2d", "mish", "mse_loss", "multi_head_attention_forward",
     "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss",
-    "normalize", "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "normalize", "one_hot", "pad", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle",
     "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm", "rrelu",
-    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
-    "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
-    "tanhshrink", "threshold", "triplet_margin_loss", "unfold",
+    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss", "soft_margin_loss",
+    "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh", "tanhshrink", "threshold",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss", "unfold",
 ]

@@ -1,4 +1,4 @@
-"""GroupNorm, InstanceNorm1d and InstanceNorm2d, as torch.nn's (pyrt.group_norm).
+"""GroupNorm, InstanceNorm1d, InstanceNorm2d and InstanceNorm3d, as torch.nn's (pyrt.group_norm).
 
 GroupNorm normalises each group of num_channels / num_groups channels of each sample by its
 own statistics; ``affine`` adds a learned per-channel weight (initially 1) and bias (0;
@@ -16,7 +16,7 @@ import warnings
 from pyrt.group_norm import group_norm, instance_norm
 from pyrt.nn.batchnorm import NormBase, affine_parameters, running_statistics
 
-__all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
 def _count(value, name):
@@ -99,3 +99,8 @@ class InstanceNorm1d(_InstanceNorm):
 class InstanceNorm2d(_InstanceNorm):
     """Over inputs [n, c, h, w] or [c, h, w]."""
     _no_batch_dims = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Over inputs [n, c, d, h, w] or [c, d, h, w]."""
+    _no_batch_dims = 4

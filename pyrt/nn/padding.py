@@ -1,8 +1,9 @@
-"""Padding layers, as torch.nn's: ZeroPad1d/2d, ConstantPad1d/2d, ReflectionPad1d/2d,
-ReplicationPad1d/2d and CircularPad1d/2d, each F.pad (pyrt.spatial) with its mode.
+"""Padding layers, as torch.nn's: ZeroPad1d/2d/3d, ConstantPad1d/2d/3d, ReflectionPad1d/2d/3d,
+ReplicationPad1d/2d/3d and CircularPad1d/2d/3d, each F.pad (pyrt.spatial) with its mode.
 
 `padding` is an int (every side alike) or a tuple: (left, right) for the 1-d layers,
-(left, right, top, bottom) for the 2-d ones; the layers keep it as that tuple.
+(left, right, top, bottom) for the 2-d ones, (left, right, top, bottom, front, back) for the
+3-d ones; the layers keep it as that tuple.
 """
 
 import numbers
@@ -10,9 +11,10 @@ import numbers
 from pyrt.nn.module import Module
 from pyrt.spatial import pad
 
-__all__ = ["CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d",
-           "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-           "ZeroPad1d", "ZeroPad2d"]
+__all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+           "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d",
+           "ZeroPad3d"]
 
 
 class _PadNd(Module):
@@ -105,3 +107,33 @@ class CircularPad1d(_PadNd):
 class CircularPad2d(CircularPad1d):
     """Pads the last two dims with the values of their other ends."""
     _sides = 4
+
+
+class ConstantPad3d(_ConstantPadNd):
+    """Pads the last three dims with `value`."""
+    _sides = 6
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pads the last three dims with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad3d(ReflectionPad1d):
+    """Pads the last three dims with their reflection about the edges."""
+    _sides = 6
+
+
+class ReplicationPad3d(ReplicationPad1d):
+    """Pads the last three dims with copies of their edge values."""
+    _sides = 6
+
+
+class CircularPad3d(CircularPad1d):
+    """Pads the last three dims with the values of their other ends."""
+    _sides = 6

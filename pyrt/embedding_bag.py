@@ -1,0 +1,217 @@
+"""Bags of embeddings (torch.nn.functional.embedding_bag): the rows of a weight table
+[num_embeddings, embedding_dim] at the indices of each bag, reduced to one row per bag by
+their sum, their mean or their elementwise maximum, without building the [bags, bag size,
+embedding_dim] tensor of an embedding followed by a reduction.
+
+The bags are either the rows of a 2-D input [B, N] (B bags of N indices each; offsets must be
+None and include_last_offset does not apply), or runs of a 1-D input: bag b holds
+input[offsets[b]:offsets[b + 1]], the last one running to the end of input (with
+include_last_offset, offsets holds B + 1 boundaries and the last one ends the last bag; what
+lies after it is no bag's). An empty bag gives a row of zeros. Entries equal
+to padding_idx are left out of their bag, as if absent: they add nothing, do not count in a
+mean's denominator, and get no gradient. In mode "sum", per_sample_weights scales each
+index's row before the sum.
+
+The method, on the bags' entries laid end to end in input order:
+1. each entry gets the number of its bag (np.repeat of the bag sizes); padding entries are
+   dropped, and bag sizes counted again on what is left;
+2. the rows of the entries are gathered once, as the columns of [embedding_dim, entries];
+3. since each bag is now one contiguous run of columns, one np.add.reduceat (np.fmax.reduceat
+   for "max") over the starts of the non-empty bags reduces every bag at once; empty bags
+   keep their zeros.
+The maximum is PyTorch's: a running maximum starting from the bag's first entry that a value
+replaces only if it is greater, so that among equal values the first wins, a NaN first in
+its bag stays, and a later NaN never takes over. Its position is recorded for each output
+element: the bag's first entry equal to the maximum (the first entry itself for a NaN).
+
+The gradient of weight scatter-adds each output row's gradient back into the rows its bag
+read (np.add.at), times the entry's weight for per_sample_weights or 1 / (bag size) for a
+mean; for "max" each output element's gradient goes to the one element that gave the
+maximum. The gradient of per_sample_weights at an entry is the dot product of its bag's
+output gradient with the row it read (0 at padding entries).
+
+NumPy arrays only: the op runs on the CPU.
+"""
+
+import numpy as np
+
+from pyrt.embedding import check_supported, padding_index
+from pyrt.functional import _make, _xp
+from pyrt.ops._checks import F32, as_f32, as_i64
+from pyrt.spatial import _check_tensors
+
+__all__ = ["embedding_bag"]
+
+MODES = ("sum", "mean", "max")
+
+
+def check_mode(mode):
+    """ValueError unless `mode` is one of MODES."""
+    if not (isinstance(mode, str) and mode in MODES):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """One row per bag, [B, embedding_dim]: the sum, mean or maximum (`mode`) of the rows of
+    `weight` [num_embeddings, embedding_dim] at the indices of each bag of `input` (see the
+    module's docstring for the bags). `per_sample_weights`, of input's shape, scales each
+    index's row (mode "sum" only). A 2-D input with no columns gives B empty bags (zeros),
+    where PyTorch fails. `norm_type` matters only with max_norm, which is not supported."""
+    check_supported("embedding_bag", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
+                    sparse=sparse)
+    _check_tensors("embedding_bag", input=input, weight=weight, offsets=offsets,
+                   per_sample_weights=per_sample_weights)
+    _check_on_cpu(input=input, weight=weight, offsets=offsets,
+                  per_sample_weights=per_sample_weights)
+    if per_sample_weights is not None and per_sample_weights.shape != input.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.data.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.data.ndim}")
+    _check_bag_layout(input, offsets)
+    check_mode(mode)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}')")
+    table = as_f32(weight.data, "weight")
+    rows, dim = table.shape
+    padding_idx = padding_index(padding_idx, rows)
+    index, bag, num_bags = _bags(as_i64(input.data, "input"), offsets, include_last_offset)
+    outside = (index < 0) | (index >= rows)
+    if outside.any():
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
+                           f"({rows}) but found idx to be {int(index[outside][0])}")
+
+    # 1. the entries that count, each with its bag; a copy, so that a later write to the
+    # input cannot move the gradient
+    kept = (np.flatnonzero(index != padding_idx) if padding_idx is not None
+            else np.arange(index.size))
+    index, bag = index[kept], bag[kept]
+    sizes = np.bincount(bag, minlength=num_bags)
+    filled = sizes > 0
+    starts = (np.cumsum(sizes) - sizes)[filled]  # each non-empty bag's first entry
+    # 2. their rows, as the columns of [dim, entries]: each bag's values of one column of
+    # the table then lie side by side, and reduceat over them runs several times faster
+    # than down the rows of [entries, dim] (the same sums, in the same order)
+    columns = np.take(table.T, index, axis=1)
+    scale = None
+    if per_sample_weights is not None:
+        scale = as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)[kept]
+    elif mode == "mean":
+        scale = (1 / sizes[bag]).astype(F32)
+    # 3. one reduction over all the bags
+    out = np.zeros((num_bags, dim), F32)
+    if mode == "max":
+        top_entry = _first_maxima(columns, starts, sizes[filled])
+        out[filled] = np.take_along_axis(columns, top_entry, axis=1).T
+        top_row = index[top_entry].T  # [non-empty bags, dim]: the row of each maximum
+    elif starts.size:
+        terms = columns if per_sample_weights is None else columns * scale
+        sums = np.add.reduceat(terms, starts, axis=1).T
+        out[filled] = sums if mode == "sum" else sums / sizes[filled, None].astype(F32)
+
+    def backward(g):
+        grad_weight = grad_scale = None
+        if weight._requires_grad:
+            if mode == "max":
+                grad_weight = _scatter_add_rows(rows, top_row, g[filled])
+            else:
+                entry_grads = g[bag] if scale is None else g[bag] * scale[:, None]
+                grad_weight = _scatter_add_rows(rows, index[:, None], entry_grads)
+        if per_sample_weights is not None and per_sample_weights._requires_grad:
+            grad_scale = np.zeros(per_sample_weights.shape, F32)
+            grad_scale.reshape(-1)[kept] = np.einsum("ij,ji->i", g[bag], columns)
+        if per_sample_weights is None:
+            return (grad_weight,)
+        return grad_weight, grad_scale
+
+    parents = (weight,) if per_sample_weights is None else (weight, per_sample_weights)
+    # each of the two gradients is made from the other input's values
+    return _make(out, parents, backward, reads=per_sample_weights is not None)
+
+
+def _check_on_cpu(**tensors):
+    """RuntimeError for a tensor (None: an absent one) on the GPU."""
+    for name, t in tensors.items():
+        if t is not None and _xp(t.data) is not np:
+            raise RuntimeError(f"embedding_bag runs on the CPU only, but {name} is on the GPU: "
+                               f"move the tensors with .cpu()")
+
+
+def _check_bag_layout(input, offsets):
+    """PyTorch's errors for an input that is neither 1-D nor 2-D, and for offsets given with a
+    2-D input or missing or not 1-D with a 1-D one."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is "
+                             f"treated is a mini-batch of fixed length sequences. However, "
+                             f"found offsets of type {type(offsets)}")
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError(f"offsets has to be a 1D Tensor, got shape {offsets.shape}")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+
+
+def _bags(index, offsets, include_last_offset):
+    """(the indices that lie in some bag, flattened, in input order; the bag of each; the
+    number of bags), from the input's indices `index` (2-D: one bag per row) or its
+    `offsets` (1-D), which are checked as PyTorch checks them."""
+    if index.ndim == 2:
+        num_bags, size = index.shape
+        return index.reshape(-1), np.repeat(np.arange(num_bags), size), num_bags
+    bounds = as_i64(offsets.data, "offsets")
+    if include_last_offset and bounds.size == 0:
+        raise RuntimeError("include_last_offset: number of offset should be at least 1")
+    if bounds.size and bounds[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got "
+                           f"{int(bounds[0])}")
+    falls = np.flatnonzero(np.diff(bounds) < 0)
+    if falls.size:
+        i = int(falls[0]) + 1
+        raise RuntimeError(f"offsets has to be non-decreasing, but got offsets[{i}] = "
+                           f"{int(bounds[i])} after offsets[{i - 1}] = {int(bounds[i - 1])}")
+    if bounds.size and bounds[-1] > index.size:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length "
+                           f"{index.size} but got offsets[-1] of {int(bounds[-1])}")
+    if include_last_offset:
+        starts, end = bounds[:-1], int(bounds[-1])
+    else:
+        starts, end = bounds, index.size if bounds.size else 0
+    sizes = np.diff(np.append(starts, end))
+    return index[:end], np.repeat(np.arange(starts.size), sizes), starts.size
+
+
+def _scatter_add_rows(rows, at, values):
+    """[rows, dim] zeros plus each element of `values` [k, dim] added into the row `at` says
+    ([k, 1] for whole rows of values, [k, dim] element by element). np.add.at runs its fast
+    path on flat arrays only: element offsets into the flattened result, k * dim int64s,
+    make it a few times faster than on rows."""
+    dim = values.shape[1]
+    out = np.zeros((rows, dim), F32)
+    offsets = (at * dim + np.arange(dim)).reshape(-1)
+    np.add.at(out.reshape(-1), offsets, values.reshape(-1))
+    return out
+
+
+def _first_maxima(columns, starts, sizes):
+    """[dim, non-empty bags]: for each row of `columns` [dim, entries] and bag (the runs of
+    `sizes` entries beginning at `starts`), the entry of PyTorch's maximum: the first equal to
+    the largest value, NaNs aside, or the bag's first entry if it is a NaN."""
+    dim, entries = columns.shape
+    if starts.size == 0:
+        return np.zeros((dim, 0), np.int64)
+    largest = np.fmax.reduceat(columns, starts, axis=1)  # NaN only if all of the bag is
+    equal = columns == np.repeat(largest, sizes, axis=1)
+    position = np.where(equal, np.arange(entries), entries)
+    at = np.minimum.reduceat(position, starts, axis=1)
+    return np.where(np.isnan(columns[:, starts]), starts, at)
