@@ -124,12 +124,15 @@ def test_conv2d_backward_matches_reference(case, threads, seed):
 
 
 # Shapes that reach every path: the small CNN's layers, stride-1 layers beyond the direct
-# kernels' tap limit (im2col + GEMM at stride 1), few filters over many channels (GEMM for one
-# direction only), images cut into bands (a large single image), non-square everything.
+# kernels' tap limits (im2col + GEMM at stride 1: for the weight gradient past 576 taps, for
+# all three past 4608), few filters over many channels (GEMM for one direction only), images
+# cut into bands (a large single image), non-square everything.
 PATH_CASES = [
     ((4, 1, 28, 28), (8, 1, 3, 3), 1, 1),
     ((3, 8, 14, 14), (16, 8, 3, 3), 1, 1),
     ((2, 70, 6, 7), (5, 70, 3, 3), 1, 1),
+    ((2, 80, 6, 7), (16, 80, 3, 3), 1, 1),
+    ((1, 520, 3, 4), (72, 520, 3, 3), 1, 1),
     ((2, 3, 9, 9), (40, 3, 3, 3), 1, 1),
     ((2, 40, 9, 9), (3, 40, 3, 3), 1, 0),
     ((1, 16, 40, 200), (4, 16, 3, 3), 1, 1),
@@ -189,7 +192,7 @@ def test_paths_match_reference(xs, ws, stride, padding, threads):
 
 
 @pytest.mark.parametrize("xs,ws,stride,padding,dilation,groups",
-                         [case + (1, 1) for case in PATH_CASES[:5] + PATH_CASES[7:]]
+                         [case + (1, 1) for case in PATH_CASES[:7] + PATH_CASES[9:]]
                          + SPREAD_CASES)
 def test_matches_torch_autograd(xs, ws, stride, padding, dilation, groups):
     torch = pytest.importorskip("torch")
@@ -246,6 +249,7 @@ def test_gradients_match_finite_differences(xs, ws, stride, padding, dilation, g
     ((64, 1, 28, 28), (8, 1, 3, 3), 1, 1, 1, 1),
     ((64, 8, 14, 14), (16, 8, 3, 3), 1, 1, 1, 1),
     ((9, 70, 6, 7), (5, 70, 3, 3), 1, 1, 1, 1),
+    ((9, 80, 6, 7), (16, 80, 3, 3), 1, 1, 1, 1),
     ((7, 5, 13, 11), (7, 5, 4, 2), (2, 3), (1, 0), 1, 1),
     ((1, 16, 40, 200), (4, 16, 3, 3), 1, 1, 1, 1),
     ((33, 8, 14, 14), (16, 2, 3, 3), 1, 2, 2, 4),

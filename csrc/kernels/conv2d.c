@@ -43,6 +43,16 @@
  * the weight gradient also the most weight entries, whose vector partial sums (8 floats
  * each) must stay in cache. */
 #define DIRECT_MAX_TAPS 576
+/* Forward and input gradient: up to DIRECT_MAX_TAPS_THIN taps per output also run direct
+ * where im2col + GEMM would be a thin product per image (fewer than GEMM_MIN_FILTERS filters,
+ * or fewer than GEMM_MIN_PLANE output pixels), which GEMM runs below its speed. On an AMD EPYC
+ * with AVX-512, the direct kernels' time over im2col + GEMM's, 1 / 2 threads:
+ * [32, 96, 16, 16] -> 32 filters 0.66 / 0.62, -> 96 filters 0.86 / 0.82, [32, 128, 8, 8] -> 128
+ * 0.75 / 0.84, [32, 256, 8, 8] -> 256 0.91 / 0.93; but [8, 256, 14, 14] -> 256, a GEMM of
+ * 256 x 2304 x 196 per image, 1.02 / 1.07. */
+#define DIRECT_MAX_TAPS_THIN 4608
+#define GEMM_MIN_FILTERS 128
+#define GEMM_MIN_PLANE 128
 #define DIRECT_MAX_FILTERS 4096
 /* Direct path: the shifted copies of a band are kept under this size (a band is at least one
  * row), so that the kernels read them from the L2 cache. */
@@ -157,12 +167,19 @@ static int conv_shape(const pyrt_conv_shape *in, pyrt_conv_shape *s)
 }
 
 /* The direct kernels apply to a stride-1 correlation of cin planes with cout filters (of any
- * dilation) when it has at most DIRECT_MAX_TAPS taps per output and enough filters to share
- * the kw shifted copies of the input (at least cin / 8); otherwise im2col + GEMM is faster. */
-static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout)
+ * dilation) into planes of `plane` pixels when it has enough filters to share the kw shifted
+ * copies of the input (at least cin / 8) and at most DIRECT_MAX_TAPS taps per output, or, with
+ * `thin`, at most DIRECT_MAX_TAPS_THIN where the GEMM would be thin (above); otherwise
+ * im2col + GEMM is faster. */
+static int use_direct(const pyrt_conv_shape *s, int64_t cin, int64_t cout, int64_t plane,
+                      int thin)
 {
-    return s->stride_h == 1 && s->stride_w == 1 && cin * s->kh * s->kw <= DIRECT_MAX_TAPS
-           && 8 * cout >= cin;
+    const int64_t taps = cin * s->kh * s->kw;
+    if (s->stride_h != 1 || s->stride_w != 1 || 8 * cout < cin)
+        return 0;
+    return taps <= DIRECT_MAX_TAPS
+           || (thin && taps <= DIRECT_MAX_TAPS_THIN
+               && (cout < GEMM_MIN_FILTERS || plane < GEMM_MIN_PLANE));
 }
 
 /* What the loop bodies share: one group's convolution (see Groups above). */
@@ -301,7 +318,7 @@ static int forward(conv_job *j)
                     j->y[n * j->y_image + o * npix + p] = j->bias ? j->bias[o] : 0.0f;
         return PYRT_OK;
     }
-    if (!use_direct(s, s->c, s->k)) {
+    if (!use_direct(s, s->c, s->k, s->oh * s->ow, 1)) {
         int64_t grain = clamp(CHUNK_FLOPS / (2 * s->k * taps * npix), 1, s->n);
         return pyrt_parallel_for(s->n, grain, forward_gemm, j);
     }
@@ -373,7 +390,7 @@ static int input_grad(conv_job *j)
         return PYRT_OK;
     }
     const int64_t taps_t = s->k * s->kh * s->kw; /* taps of the transposed convolution */
-    if (!use_direct(s, s->k, s->c)) {
+    if (!use_direct(s, s->k, s->c, s->h * s->w, 1)) {
         int64_t grain = clamp(CHUNK_FLOPS / (2 * taps_t * s->c * s->oh * s->ow), 1, s->n);
         return pyrt_parallel_for(s->n, grain, input_grad_gemm, j);
     }
@@ -534,7 +551,7 @@ static int param_grads(conv_job *j)
         return PYRT_OK;
     }
     int64_t unit_flops;
-    j->direct = use_direct(s, s->c, s->k) && filters <= DIRECT_MAX_FILTERS;
+    j->direct = use_direct(s, s->c, s->k, s->oh * s->ow, 0) && filters <= DIRECT_MAX_FILTERS;
     if (j->direct) {
         const int64_t row_flops = 2 * s->k * taps * s->ow + 1;
         const int64_t band = DW_BAND_FLOPS / row_flops, cache_rows = cache_band(s, s->c, s->ow);
