@@ -62,16 +62,23 @@ static int im2col_rows(void *arg, int64_t r0, int64_t r1)
                 memset(out, 0, (size_t)ow * sizeof(float));
                 continue;
             }
-            /* output column x reads input column x*stride_w + shift */
-            const float *src = plane + iy * s->w;
+            /* output column x reads input column x*stride_w + shift; the stretches are a
+             * few floats to a few dozen (rows of 8 to 32 pixels), so loops the compiler
+             * vectorises in line: calls to memset and memcpy for each of them took a fifth
+             * of a wide layer's weight gradient (128 channels over 8x8 images) */
+            const float *restrict src = plane + iy * s->w;
+            float *restrict dst = out;
             const int64_t shift = j - s->pad_w;
-            memset(out, 0, (size_t)lo * sizeof(float));
+            for (int64_t x = 0; x < lo; x++)
+                dst[x] = 0.0f;
             if (s->stride_w == 1)
-                memcpy(out + lo, src + lo + shift, (size_t)(hi - lo) * sizeof(float));
+                for (int64_t x = lo; x < hi; x++)
+                    dst[x] = src[x + shift];
             else
                 for (int64_t x = lo; x < hi; x++)
-                    out[x] = src[x * s->stride_w + shift];
-            memset(out + hi, 0, (size_t)(ow - hi) * sizeof(float));
+                    dst[x] = src[x * s->stride_w + shift];
+            for (int64_t x = hi; x < ow; x++)
+                dst[x] = 0.0f;
         }
     }
     return 0;
