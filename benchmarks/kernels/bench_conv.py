@@ -8,6 +8,8 @@ kinds other networks use:
     conv2       x [64, 8, 14, 14], 16 filters of 8x3x3, padding 1
     depthwise   x [64, 32, 28, 28], 32 filters of 1x3x3, padding 1, groups 32
     dilated     x [64, 16, 14, 14], 16 filters of 16x3x3, padding 2, dilation 2
+    wide        x [32, 96, 16, 16], 32 filters of 96x3x3, padding 1, and x [32, 128, 8, 8],
+                128 filters of 128x3x3, padding 1 (layers deeper in an image network)
     pool1       max_pool2d 2x2 of [64, 8, 28, 28]
     pool2       max_pool2d 2x2 of [64, 16, 14, 14]
     bn2d        batch_norm in training of [64, 8, 28, 28] (BatchNorm2d after conv1)
@@ -61,6 +63,8 @@ WORKLOADS = [
     ("conv2 8->16 3x3 pad 1, 14x14", "conv", (64, 8, 14, 14), 16, {}),
     ("depthwise 32 3x3 pad 1, 28x28", "conv", (64, 32, 28, 28), 32, {"groups": 32}),
     ("16->16 3x3 dilation 2 pad 2, 14x14", "conv", (64, 16, 14, 14), 16, {"dilation": 2}),
+    ("96->32 3x3 pad 1, 16x16", "conv", (32, 96, 16, 16), 32, {}),
+    ("128->128 3x3 pad 1, 8x8", "conv", (32, 128, 8, 8), 128, {}),
     ("max_pool2d 2x2 [64, 8, 28, 28]", "pool", (64, 8, 28, 28), 2, {}),
     ("max_pool2d 2x2 [64, 16, 14, 14]", "pool", (64, 16, 14, 14), 2, {}),
     ("batch_norm [64, 8, 28, 28]", "batch_norm", (64, 8, 28, 28), None, {}),
