@@ -213,6 +213,30 @@ int pyrt_addcmul(const float *c, const float *a, const float *b, float value, fl
  * contiguous copy of a transpose. out may not meet x (PYRT_EOVERLAP). */
 int pyrt_transpose(const float *x, float *out, int64_t batch, int64_t rows, int64_t cols);
 
+/* ---- bags of embeddings ---------------------------------------------------------------- */
+
+#define PYRT_BAG_SUM 0
+#define PYRT_BAG_MEAN 1
+#define PYRT_BAG_MAX 2
+
+/* Bag b of entries [bounds[b], bounds[b + 1]) (bounds: bags + 1 non-decreasing offsets from
+ * 0), entry e row index[e] of weight [rows, dim]: out[b] = the sum of the bag's rows (each
+ * times scale[e] when scale is not NULL), their mean (mode PYRT_BAG_MEAN) or their elementwise
+ * maximum (PYRT_BAG_MAX, scale NULL; arg [bags, dim] receives the entry of each maximum, the
+ * first greater than all before it; -1 in an empty bag). An empty bag gives zeros. Parallel
+ * over the bags, each summed in entry order. */
+int pyrt_embedding_bag(const float *weight, int64_t rows, int64_t dim, const int64_t *index,
+                       const int64_t *bounds, int64_t bags, const float *scale, int mode,
+                       float *out, int64_t *arg);
+
+/* grad_weight [rows, dim] = the gradient of pyrt_embedding_bag for grad [bags, dim] of its
+ * output: each entry's row gets its bag's gradient times scale[e] (1 when NULL; a mean's
+ * 1 / size is passed as scale), or, with arg (a maximum's), each output element's gradient
+ * goes to the element that gave it. Summed in entry order in parallel blocks of columns. */
+int pyrt_embedding_bag_backward(const float *grad, int64_t rows, int64_t dim,
+                                const int64_t *index, const int64_t *bounds, int64_t bags,
+                                const float *scale, const int64_t *arg, float *grad_weight);
+
 /* ---- reductions ----------------------------------------------------------------------- */
 
 /* Reductions see x as [outer, len, inner] and reduce the middle axis into out[outer, inner]

@@ -12,37 +12,37 @@ to padding_idx are left out of their bag, as if absent: they add nothing, do not
 mean's denominator, and get no gradient. In mode "sum", per_sample_weights scales each
 index's row before the sum.
 
-The method, on the bags' entries laid end to end in input order:
-1. each entry gets the number of its bag (np.repeat of the bag sizes); padding entries are
-   dropped, and bag sizes counted again on what is left;
-2. the rows of the entries are gathered once, as the columns of [embedding_dim, entries];
-3. since each bag is now one contiguous run of columns, one np.add.reduceat (np.fmax.reduceat
-   for "max") over the starts of the non-empty bags reduces every bag at once; empty bags
-   keep their zeros.
-The maximum is PyTorch's: a running maximum starting from the bag's first entry that a value
-replaces only if it is greater, so that among equal values the first wins, a NaN first in
-its bag stays, and a later NaN never takes over. Its position is recorded for each output
-element: the bag's first entry equal to the maximum (the first entry itself for a NaN).
+The method: each entry gets the number of its bag (np.repeat of the bag sizes); padding
+entries are dropped and the bags' bounds counted again on what is left; then one C call
+(csrc/kernels/embedding_bag.c), a parallel loop over the bags, reads each bag's rows in order
+straight into its output row, as a sum (each row scaled by its per_sample_weight), a mean or
+an elementwise maximum. The maximum is PyTorch's: a running maximum starting from the bag's
+first entry that a value replaces only if it is greater, so that among equal values the first
+wins, a NaN first in its bag stays, and a later NaN never takes over; the kernel records the
+entry of each output element's maximum.
 
-The gradient of weight scatter-adds each output row's gradient back into the rows its bag
-read (np.add.at), times the entry's weight for per_sample_weights or 1 / (bag size) for a
-mean; for "max" each output element's gradient goes to the one element that gave the
-maximum. The gradient of per_sample_weights at an entry is the dot product of its bag's
-output gradient with the row it read (0 at padding entries).
+The gradient of weight adds each output row's gradient back into the rows its bag read, times
+the entry's weight for per_sample_weights or 1 / (bag size) for a mean; for "max" each output
+element's gradient goes to the one element that gave the maximum. The kernel does it in
+parallel blocks of columns, the entries in order, so the sums are the same at any thread
+count. The gradient of per_sample_weights at an entry is the dot product of its bag's output
+gradient with the row it read (0 at padding entries).
 
 NumPy arrays only: the op runs on the CPU.
 """
 
 import numpy as np
 
+from pyrt._pyrt_cffi import ffi, lib
 from pyrt.embedding import check_supported, padding_index
 from pyrt.functional import _make, _xp
-from pyrt.ops._checks import F32, as_f32, as_i64
+from pyrt.ops._checks import F32, as_f32, as_i64, check_rc, fptr, iptr
 from pyrt.spatial import _check_tensors
 
 __all__ = ["embedding_bag"]
 
 MODES = ("sum", "mean", "max")
+_NULL = ffi.NULL
 
 
 def check_mode(mode):
@@ -87,45 +87,42 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
                            f"({rows}) but found idx to be {int(index[outside][0])}")
 
-    # 1. the entries that count, each with its bag; a copy, so that a later write to the
-    # input cannot move the gradient
+    # the entries that count, each with its bag; a copy, so that a later write to the input
+    # cannot move the gradient
     kept = (np.flatnonzero(index != padding_idx) if padding_idx is not None
             else np.arange(index.size))
-    index, bag = index[kept], bag[kept]
+    index, bag = np.ascontiguousarray(index[kept], np.int64), bag[kept]
     sizes = np.bincount(bag, minlength=num_bags)
-    filled = sizes > 0
-    starts = (np.cumsum(sizes) - sizes)[filled]  # each non-empty bag's first entry
-    # 2. their rows, as the columns of [dim, entries]: each bag's values of one column of
-    # the table then lie side by side, and reduceat over them runs several times faster
-    # than down the rows of [entries, dim] (the same sums, in the same order)
-    columns = np.take(table.T, index, axis=1)
+    bounds = np.zeros(num_bags + 1, np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    table = np.ascontiguousarray(table)
     scale = None
     if per_sample_weights is not None:
-        scale = as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)[kept]
-    elif mode == "mean":
-        scale = (1 / sizes[bag]).astype(F32)
-    # 3. one reduction over all the bags
-    out = np.zeros((num_bags, dim), F32)
-    if mode == "max":
-        top_entry = _first_maxima(columns, starts, sizes[filled])
-        out[filled] = np.take_along_axis(columns, top_entry, axis=1).T
-        top_row = index[top_entry].T  # [non-empty bags, dim]: the row of each maximum
-    elif starts.size:
-        terms = columns if per_sample_weights is None else columns * scale
-        sums = np.add.reduceat(terms, starts, axis=1).T
-        out[filled] = sums if mode == "sum" else sums / sizes[filled, None].astype(F32)
+        scale = np.ascontiguousarray(
+            as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)[kept])
+    code = {"sum": lib.PYRT_BAG_SUM, "mean": lib.PYRT_BAG_MEAN, "max": lib.PYRT_BAG_MAX}[mode]
+    out = np.empty((num_bags, dim), F32)
+    top = np.empty((num_bags, dim), np.int64) if mode == "max" else None
+    check_rc(lib.pyrt_embedding_bag(fptr(table), rows, dim, iptr(index), iptr(bounds),
+                                    num_bags, _NULL if scale is None else fptr(scale), code,
+                                    fptr(out), _NULL if top is None else iptr(top)),
+             "embedding_bag")
 
     def backward(g):
         grad_weight = grad_scale = None
+        g = np.ascontiguousarray(g, F32)
         if weight._requires_grad:
-            if mode == "max":
-                grad_weight = _scatter_add_rows(rows, top_row, g[filled])
-            else:
-                entry_grads = g[bag] if scale is None else g[bag] * scale[:, None]
-                grad_weight = _scatter_add_rows(rows, index[:, None], entry_grads)
+            share = scale
+            if mode == "mean":
+                share = (1 / sizes[bag]).astype(F32)
+            grad_weight = np.empty((rows, dim), F32)
+            check_rc(lib.pyrt_embedding_bag_backward(
+                fptr(g), rows, dim, iptr(index), iptr(bounds), num_bags,
+                _NULL if share is None else fptr(share), _NULL if top is None else iptr(top),
+                fptr(grad_weight)), "embedding_bag backward")
         if per_sample_weights is not None and per_sample_weights._requires_grad:
             grad_scale = np.zeros(per_sample_weights.shape, F32)
-            grad_scale.reshape(-1)[kept] = np.einsum("ij,ji->i", g[bag], columns)
+            grad_scale.reshape(-1)[kept] = np.einsum("ij,ij->i", g[bag], table[index])
         if per_sample_weights is None:
             return (grad_weight,)
         return grad_weight, grad_scale
@@ -189,29 +186,3 @@ def _bags(index, offsets, include_last_offset):
         starts, end = bounds, index.size if bounds.size else 0
     sizes = np.diff(np.append(starts, end))
     return index[:end], np.repeat(np.arange(starts.size), sizes), starts.size
-
-
-def _scatter_add_rows(rows, at, values):
-    """[rows, dim] zeros plus each element of `values` [k, dim] added into the row `at` says
-    ([k, 1] for whole rows of values, [k, dim] element by element). np.add.at runs its fast
-    path on flat arrays only: element offsets into the flattened result, k * dim int64s,
-    make it a few times faster than on rows."""
-    dim = values.shape[1]
-    out = np.zeros((rows, dim), F32)
-    offsets = (at * dim + np.arange(dim)).reshape(-1)
-    np.add.at(out.reshape(-1), offsets, values.reshape(-1))
-    return out
-
-
-def _first_maxima(columns, starts, sizes):
-    """[dim, non-empty bags]: for each row of `columns` [dim, entries] and bag (the runs of
-    `sizes` entries beginning at `starts`), the entry of PyTorch's maximum: the first equal to
-    the largest value, NaNs aside, or the bag's first entry if it is a NaN."""
-    dim, entries = columns.shape
-    if starts.size == 0:
-        return np.zeros((dim, 0), np.int64)
-    largest = np.fmax.reduceat(columns, starts, axis=1)  # NaN only if all of the bag is
-    equal = columns == np.repeat(largest, sizes, axis=1)
-    position = np.where(equal, np.arange(entries), entries)
-    at = np.minimum.reduceat(position, starts, axis=1)
-    return np.where(np.isnan(columns[:, starts]), starts, at)

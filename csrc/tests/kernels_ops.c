@@ -415,6 +415,115 @@ static void check_transpose(stress_rng *r, int64_t batch, int64_t rows, int64_t 
     free(x), free(j.out);
 }
 
+/* ---- bags of embeddings: sums, means, maxima and their gradients against loops --------- */
+
+typedef struct {
+    int64_t rows, dim, bags, mode;
+    const float *weight, *scale, *grad;
+    const int64_t *index, *bounds;
+    float *out, *gw;
+    int64_t *arg;
+} bag_job;
+
+static void bag_run(void *ctx)
+{
+    bag_job *j = ctx;
+    CHECK_RC(pyrt_embedding_bag(j->weight, j->rows, j->dim, j->index, j->bounds, j->bags,
+                                j->scale, (int)j->mode, j->out, j->arg),
+             PYRT_OK);
+    CHECK_RC(pyrt_embedding_bag_backward(j->grad, j->rows, j->dim, j->index, j->bounds, j->bags,
+                                         j->scale, j->mode == PYRT_BAG_MAX ? j->arg : NULL,
+                                         j->gw),
+             PYRT_OK);
+}
+
+static void bag_check(void *ctx)
+{
+    const bag_job *j = ctx;
+    const int64_t dim = j->dim;
+    double *gw = calloc((size_t)(j->rows * dim + 1), sizeof(double));
+    for (int64_t b = 0; b < j->bags; b++) {
+        const int64_t e0 = j->bounds[b], e1 = j->bounds[b + 1];
+        for (int64_t d = 0; d < dim; d++) {
+            double want = 0.0;
+            int64_t at = -1;
+            for (int64_t e = e0; e < e1; e++) {
+                const double v = j->weight[j->index[e] * dim + d];
+                if (j->mode == PYRT_BAG_MAX) {
+                    if (at < 0 || v > want)
+                        want = v, at = e;
+                } else {
+                    want += v * (j->scale ? j->scale[e] : 1.0);
+                }
+            }
+            if (j->mode == PYRT_BAG_MEAN && e1 > e0)
+                want /= (double)(e1 - e0);
+            const double got = j->out[b * dim + d];
+            CHECK(fabs(got - want) <= 1e-5 * (1.0 + fabs(want)),
+                  "embedding_bag mode %lld: bag %lld column %lld is %.9g, expected %.9g",
+                  (long long)j->mode, (long long)b, (long long)d, got, want);
+            if (j->mode == PYRT_BAG_MAX) {
+                CHECK(j->arg[b * dim + d] == at, "embedding_bag max: bag %lld column %lld took "
+                      "entry %lld, expected %lld", (long long)b, (long long)d,
+                      (long long)j->arg[b * dim + d], (long long)at);
+                if (at >= 0)
+                    gw[j->index[at] * dim + d] += j->grad[b * dim + d];
+            } else {
+                for (int64_t e = e0; e < e1; e++)
+                    gw[j->index[e] * dim + d] += j->grad[b * dim + d]
+                                                 * (j->scale ? j->scale[e] : 1.0);
+            }
+        }
+    }
+    for (int64_t i = 0; i < j->rows * dim; i++)
+        CHECK(fabs(j->gw[i] - gw[i]) <= 1e-4 * (1.0 + fabs(gw[i])),
+              "embedding_bag backward mode %lld: element %lld is %.9g, expected %.9g",
+              (long long)j->mode, (long long)i, (double)j->gw[i], gw[i]);
+    free(gw);
+}
+
+static void check_embedding_bag(stress_rng *r, int64_t rows, int64_t dim, int64_t bags,
+                                int64_t per_bag)
+{
+    const int64_t most = bags * 2 * per_bag + 1;
+    int64_t *index = malloc(sizeof(int64_t) * (size_t)most);
+    int64_t *bounds = malloc(sizeof(int64_t) * (size_t)(bags + 1));
+    bounds[0] = 0;
+    for (int64_t b = 0; b < bags; b++) /* sizes 0 .. 2 per_bag, some bags empty */
+        bounds[b + 1] = bounds[b] + (int64_t)(stress_next(r) % (uint64_t)(2 * per_bag + 1));
+    const int64_t entries = bounds[bags];
+    for (int64_t e = 0; e < entries; e++)
+        index[e] = (int64_t)(stress_next(r) % (uint64_t)rows); /* rows repeat across bags */
+    float *weight = kc_floats(rows * dim + 1), *scale = kc_floats(entries + 1);
+    float *grad = kc_floats(bags * dim + 1);
+    kc_fill(r, weight, rows * dim + 1, -1.0f, 1.0f);
+    kc_fill(r, scale, entries + 1, -1.0f, 1.0f);
+    kc_fill(r, grad, bags * dim + 1, -1.0f, 1.0f);
+    for (int64_t mode = 0; mode < 4; mode++) { /* sum, mean, max, and sum with scales */
+        bag_job j = {rows, dim, bags, mode == 3 ? PYRT_BAG_SUM : mode, weight,
+                     mode == 3 ? scale : NULL, grad, index, bounds, kc_floats(bags * dim + 1),
+                     kc_floats(rows * dim + 1), malloc(sizeof(int64_t) * (size_t)(bags * dim + 1))};
+        const kc_out outs[] = {{j.out, sizeof(float) * (size_t)(bags * dim)},
+                               {j.gw, sizeof(float) * (size_t)(rows * dim)}};
+        kc_across_threads("embedding_bag", bag_run, bag_check, &j, outs, 2);
+        free(j.out), free(j.gw), free(j.arg);
+    }
+    float out[4];
+    int64_t arg[4], bad_bounds[3] = {0, 2, 1}, bad_index[2] = {0, rows};
+    CHECK_RC(pyrt_embedding_bag(weight, rows, 2, bad_index, (int64_t[]){0, 2}, 1, NULL,
+                                PYRT_BAG_SUM, out, arg),
+             PYRT_EINVAL); /* an index past the table */
+    CHECK_RC(pyrt_embedding_bag(weight, rows, 2, index, bad_bounds, 2, NULL, PYRT_BAG_SUM, out,
+                                arg),
+             PYRT_EINVAL); /* bounds that fall */
+    CHECK_RC(pyrt_embedding_bag(weight, rows, 2, index, bounds, 1, NULL, 7, out, arg),
+             PYRT_EINVAL);
+    CHECK_RC(pyrt_embedding_bag(weight, rows, 2, index, bounds, 1, NULL, PYRT_BAG_MAX, out,
+                                NULL),
+             PYRT_EINVAL); /* a maximum needs somewhere to put its entries */
+    free(index), free(bounds), free(weight), free(scale), free(grad);
+}
+
 /* ---- the LSTM cell: forward and backward against double closed forms ----------------- */
 
 typedef struct {
@@ -752,6 +861,8 @@ int main(void)
     check_transpose(&rng, 2, 37, 70);             /* 8 x 8 blocks, edges on both sides */
     check_transpose(&rng, 1, big, 203);           /* rows of tiles in parallel */
     check_transpose(&rng, 5, 64, 40);
+    check_embedding_bag(&rng, 7, 3, 9, 3);         /* rows shared by many bags */
+    check_embedding_bag(&rng, 300, 130, 200, 6);   /* blocks of columns, empty bags */
     check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
     check_lstm_cell(&rng, 16, 128);
     check_lstm_cell(&rng, big, 37);               /* rows in parallel, vectors and a tail */
