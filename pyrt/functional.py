@@ -61,6 +61,7 @@ __all__ = [
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "cos",
     "cosine_embedding_loss",
     "cosine_similarity",
@@ -1288,6 +1289,7 @@ from pyrt.volumes import (  # noqa: E402
     adaptive_max_pool3d_with_indices,
     avg_pool3d,
     conv3d,
+    conv_transpose3d,
     max_pool3d,
     max_pool3d_with_indices,
 )

@@ -29,12 +29,14 @@ import numbers
 import numpy as np
 
 from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d
+from pyrt.conv_transpose import conv_transpose2d
 from pyrt.functional import _make, _tensor, _xp
 from pyrt.shapes import stack
 from pyrt.spatial import _check_tensors, avg_pool2d, conv2d, max_pool2d, pad
 
 __all__ = ["adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices",
-           "avg_pool3d", "conv3d", "max_pool3d", "max_pool3d_with_indices", "triple"]
+           "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices",
+           "triple"]
 
 
 def triple(value, name, minimum, op="conv3d"):
@@ -95,17 +97,14 @@ def _tap_range(i, taps, out, depth):
     return o0, max(o0, o1), o0 * stride + offset
 
 
-def _depth_columns(x, taps, out, groups):
-    """The input slices each output slice's depth taps read, side by side within each group
-    of channels: x [n, c, D, h, w] -> [n * out, groups * kd * c / groups, h, w], zeros where
-    a tap reads the depth padding. One strided copy per tap into the final layout, and its
-    gradient one strided addition per tap (taps that read the same slice add up there)."""
+def _gather_taps(data, taps, out, groups):
+    """data [n, c, D, h, w] -> [n, out, groups, kd, c / groups, h, w]: for output slice o and
+    depth tap i, input slice o * stride + i * dilation - pad (zeros where that is padding).
+    One strided copy per tap."""
     kd, stride = taps[0], taps[1]
-    n, c, depth, h, w = x.shape
+    n, c, depth, h, w = data.shape
     cg = c // groups
-    data = x.data
-    xp = _xp(data)
-    cols = xp.empty((n, out, groups, kd, cg, h, w), dtype=data.dtype)
+    cols = _xp(data).empty((n, out, groups, kd, cg, h, w), dtype=data.dtype)
     for i in range(kd):
         o0, o1, first = _tap_range(i, taps, out, depth)
         cols[:, :o0, :, i] = 0
@@ -114,19 +113,67 @@ def _depth_columns(x, taps, out, groups):
             read = data[:, :, first:first + (o1 - o0 - 1) * stride + 1:stride]
             cols[:, o0:o1, :, i] = read.reshape(n, groups, cg, o1 - o0, h, w).transpose(
                 0, 3, 1, 2, 4, 5)
+    return cols
+
+
+def _scatter_taps(cols, taps, out, shape):
+    """The adjoint of _gather_taps: cols [n, out, groups, kd, c / groups, h, w] added into the
+    input slices they were read from, [n, c, D, h, w] of `shape` (taps that meet one slice add
+    up there; what the padding held is dropped). One strided addition per tap."""
+    kd, stride = taps[0], taps[1]
+    n, c, depth, h, w = shape
+    data = _xp(cols).zeros(shape, dtype=cols.dtype)
+    for i in range(kd):
+        o0, o1, first = _tap_range(i, taps, out, depth)
+        if o1 > o0:
+            part = cols[:, o0:o1, :, i].transpose(0, 2, 3, 1, 4, 5)
+            data[:, :, first:first + (o1 - o0 - 1) * stride + 1:stride] += part.reshape(
+                n, c, o1 - o0, h, w)
+    return data
+
+
+def _depth_columns(x, taps, out, groups):
+    """The input slices each output slice's depth taps read, side by side within each group
+    of channels: x [n, c, D, h, w] -> [n * out, groups * kd * c / groups, h, w], zeros where
+    a tap reads the depth padding (_gather_taps; its gradient _scatter_taps)."""
+    n, c, _, h, w = x.shape
+    cols = _gather_taps(x.data, taps, out, groups)
 
     def backward(g):
-        g = g.reshape(n, out, groups, kd, cg, h, w)
-        gx = xp.zeros(data.shape, dtype=g.dtype)
-        for i in range(kd):
-            o0, o1, first = _tap_range(i, taps, out, depth)
-            if o1 > o0:
-                part = g[:, o0:o1, :, i].transpose(0, 2, 3, 1, 4, 5)
-                gx[:, :, first:first + (o1 - o0 - 1) * stride + 1:stride] += part.reshape(
-                    n, c, o1 - o0, h, w)
-        return (gx,)
+        return (_scatter_taps(g.reshape(cols.shape), taps, out, x.shape),)
 
-    return _make(cols.reshape(n * out, groups * kd * cg, h, w), (x,), backward, reads=False)
+    return _make(cols.reshape(n * out, c * taps[0], h, w), (x,), backward, reads=False)
+
+
+def _depth_fold(y, taps, shape, groups):
+    """The transposed convolution's depth: y [n * D, groups * kd * k / groups, h, w], the 2-d
+    results of every input slice and depth tap, added into the output slices they reach,
+    [n, k, depth, h, w] of `shape` (_scatter_taps with the roles of input and output swapped:
+    input slice i, tap t reaches output slice i * stride + t * dilation - pad; its gradient
+    _gather_taps)."""
+    n, k, _, h, w = shape
+    slices = y.shape[0] // n
+    cols_shape = (n, slices, groups, taps[0], k // groups, h, w)
+    out = _scatter_taps(y.data.reshape(cols_shape), taps, slices, shape)
+
+    def backward(g):
+        return (_gather_taps(g, taps, slices, groups).reshape(y.shape),)
+
+    return _make(out, (y,), backward, reads=False)
+
+
+def _conv_inputs(op, input, weight, bias, groups, weight_layout):
+    """input as [n, c, d, h, w] and whether it had a batch dim, after PyTorch's checks of a
+    3-d convolution's tensors and groups."""
+    x, batched = _volumes(input, op, "Expected 4D (unbatched) or 5D (batched) input to " + op
+                          + ", but got input of size: {shape}")
+    _check_tensors(op, input=input, weight=weight, bias=bias)
+    if weight.ndim != 5:
+        raise RuntimeError(f"{op}: expected a 5-D weight {weight_layout}, got size "
+                           f"{list(weight.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise RuntimeError(f"non-positive groups is not supported, got groups={groups!r}")
+    return x, batched
 
 
 def _same_padding(kernel, stride, dilation):
@@ -140,15 +187,8 @@ def _same_padding(kernel, stride, dilation):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """Cross-correlation of input [n, c, d, h, w] (or [c, d, h, w]) with weight [k, c / groups,
     kd, kh, kw], plus bias [k]; `padding` is an int, a triple, "valid" or "same"."""
-    x, batched = _volumes(input, "conv3d",
-                          "Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
-                          "input of size: {shape}")
-    _check_tensors("conv3d", input=input, weight=weight, bias=bias)
-    if weight.ndim != 5:
-        raise RuntimeError(f"conv3d: expected a 5-D weight [out_channels, in_channels / groups, "
-                           f"kd, kh, kw], got size {list(weight.shape)}")
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise RuntimeError(f"non-positive groups is not supported, got groups={groups!r}")
+    x, batched = _conv_inputs("conv3d", input, weight, bias, groups,
+                              "[out_channels, in_channels / groups, kd, kh, kw]")
     k, cg, kd, kh, kw = weight.shape
     n, c = x.shape[:2]
     if cg * groups != c:
@@ -187,6 +227,52 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     y = conv2d(columns, filters, bias, (sh, sw), (ph, pw), (dh, dw), groups)
     y = y.reshape(n, out_d, k, y.shape[2], y.shape[3]).permute(0, 2, 1, 3, 4)
     return _unbatch(y, batched)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transposed convolution of input [n, in_channels, d, h, w] (or [in_channels, d, h,
+    w]) with weight [in_channels, out_channels / groups, kd, kh, kw], plus bias
+    [out_channels]: conv3d's gradient with respect to its input. One conv_transpose2d over
+    every input slice, its filters those of the kd depth taps side by side, then each tap's
+    result added into the output slice it reaches (_depth_fold)."""
+    x, batched = _conv_inputs("conv_transpose3d", input, weight, bias, groups,
+                              "[in_channels, out_channels / groups, kd, kh, kw]")
+    c_in, kg, kd, kh, kw = weight.shape
+    n, c, depth = x.shape[:3]
+    if c != c_in:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(input.shape)} to have {c_in} channels, but got {c} "
+                           f"channels instead")
+    if c_in % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    stride = triple(stride, "stride", 1, "conv_transpose3d")
+    padding = triple(padding, "padding", 0, "conv_transpose3d")
+    output_padding = triple(output_padding, "output_padding", 0, "conv_transpose3d")
+    dilation = triple(dilation, "dilation", 1, "conv_transpose3d")
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, "
+                           f"but got output_padding={output_padding}, stride={stride} and "
+                           f"dilation={dilation}")
+    sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in zip(
+        x.shape[2:], stride, padding, dilation, (kd, kh, kw), output_padding)]
+    if min(sizes) < 1:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))})"
+                           f". Calculated output size per channel: "
+                           f"({' x '.join(map(str, sizes))}). Output size is too small")
+    # every input slice through the kd taps' filters at once: [n * D, c, h, w] ->
+    # [n * D, groups * kd * k / groups, oh, ow], each group's filters in tap order
+    slices = x.permute(0, 2, 1, 3, 4).reshape(n * depth, c, x.shape[3], x.shape[4])
+    filters = weight.reshape(groups, c_in // groups, kg, kd, kh, kw).permute(0, 1, 3, 2, 4, 5)
+    filters = filters.reshape(c_in, kd * kg, kh, kw)
+    y = conv_transpose2d(slices, filters, None, stride[1:], padding[1:], output_padding[1:],
+                         groups, dilation[1:])
+    taps = (kd, stride[0], padding[0], dilation[0])
+    out = _depth_fold(y, taps, (n, kg * groups, sizes[0], sizes[1], sizes[2]), groups)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return _unbatch(out, batched)
 
 
 # ---- pooling -----------------------------------------------------------------------------------

@@ -171,13 +171,19 @@ def test_conv3d_gradients_against_torch(case, threads):
     pyrt.set_num_threads(threads)
     x, w, b = conv_inputs(case)
     options = {k: case[k] for k in ("stride", "padding", "dilation", "groups")}
-    arrays = [a for a in (x, w, b) if a is not None]
+    against_torch(F.conv3d, TF.conv3d, (x, w, b), options, case["seed"] + 3)
+
+
+def against_torch(fn, torch_fn, arrays, options, seed):
+    """fn's output and the gradients of its inputs (x, w and b, b None for none) against
+    torch_fn's, for a random output gradient."""
+    arrays = [a for a in arrays if a is not None]
     mine = [pyrt.tensor(a, requires_grad=True) for a in arrays]
     theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    y = F.conv3d(*mine[:2], mine[2] if b is not None else None, **options)
-    ref = TF.conv3d(*theirs[:2], theirs[2] if b is not None else None, **options)
+    y = fn(*mine[:2], mine[2] if len(arrays) == 3 else None, **options)
+    ref = torch_fn(*theirs[:2], theirs[2] if len(arrays) == 3 else None, **options)
     close(y.detach().numpy(), ref.detach().numpy(), what="output")
-    g = volume(case["seed"] + 3, tuple(ref.shape))
+    g = volume(seed, tuple(ref.shape))
     (y * pyrt.tensor(g)).sum().backward()
     (ref * torch.from_numpy(g)).sum().backward()
     for name, a, t in zip("xwb", mine, theirs):
@@ -254,6 +260,120 @@ def test_conv3d_errors():
                  pyrt.tensor(np.zeros((3, 2, 2, 2, 2), F32)), groups=2)
     with pytest.raises(TypeError):
         F.conv3d(np.zeros((1, 2, 5, 5, 5), F32), w)
+
+
+# ---- conv_transpose3d --------------------------------------------------------------------------
+
+
+def conv_transpose3d_reference(x, w, b, stride, padding, output_padding, dilation, groups):
+    """Each input voxel's value times its filter added into the output at stride steps, the
+    padding then cut off each side (the definition, in float64)."""
+    (sd, sh, sw), (pd, ph, pw) = three(stride), three(padding)
+    (od, oh, ow), (dd, dh, dw) = three(output_padding), three(dilation)
+    n, c, depth, height, width = x.shape
+    _, kg, kd, kh, kw = w.shape
+    full = [(depth - 1) * sd + dd * (kd - 1) + 1 + od, (height - 1) * sh + dh * (kh - 1) + 1 + oh,
+            (width - 1) * sw + dw * (kw - 1) + 1 + ow]
+    y = np.zeros((n, kg * groups) + tuple(full))
+    per = c // groups
+    for ci in range(c):
+        g = ci // per
+        for i, j, m in itertools.product(range(kd), range(kh), range(kw)):
+            contrib = np.einsum("ndhw,k->nkdhw", x[:, ci].astype(np.float64), w[ci, :, i, j, m])
+            y[:, g * kg:(g + 1) * kg,
+              i * dd:i * dd + (depth - 1) * sd + 1:sd,
+              j * dh:j * dh + (height - 1) * sh + 1:sh,
+              m * dw:m * dw + (width - 1) * sw + 1:sw] += contrib
+    y = y[:, :, pd:full[0] - pd, ph:full[1] - ph, pw:full[2] - pw]
+    return y if b is None else y + b.reshape(1, -1, 1, 1, 1)
+
+
+transpose_cases = st.fixed_dictionaries({
+    "n": st.integers(1, 2), "groups": st.sampled_from([1, 2]), "cg": st.integers(1, 2),
+    "kpg": st.integers(1, 3), "size": st.tuples(st.integers(1, 4), st.integers(1, 4),
+                                                 st.integers(1, 4)),
+    "kernel": st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+    "stride": st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+    "padding": st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
+    "dilation": st.tuples(st.integers(1, 2), st.integers(1, 2), st.integers(1, 2)),
+    "extra": st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
+    "bias": st.booleans(), "seed": st.integers(0, 2**31 - 1)})
+
+
+def transpose_inputs(case):
+    """(x, w, b, options) of a case PyTorch takes (output_padding below stride or dilation,
+    a positive output), or None."""
+    output_padding = tuple(min(e, max(s, d) - 1) for e, s, d in
+                           zip(case["extra"], case["stride"], case["dilation"]))
+    sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in zip(
+        case["size"], case["stride"], case["padding"], case["dilation"], case["kernel"],
+        output_padding)]
+    if min(sizes) < 1:
+        return None
+    c, k = case["cg"] * case["groups"], case["kpg"] * case["groups"]
+    x = volume(case["seed"], (case["n"], c) + case["size"])
+    w = volume(case["seed"] + 1, (c, case["kpg"]) + case["kernel"])
+    b = volume(case["seed"] + 2, (k,)) if case["bias"] else None
+    options = {"stride": case["stride"], "padding": case["padding"],
+               "output_padding": output_padding, "dilation": case["dilation"],
+               "groups": case["groups"]}
+    return x, w, b, options
+
+
+@settings(max_examples=40, deadline=None)
+@given(transpose_cases)
+def test_conv_transpose3d_against_its_definition(case):
+    inputs = transpose_inputs(case)
+    assume(inputs is not None)
+    x, w, b, options = inputs
+    y = F.conv_transpose3d(pyrt.tensor(x), pyrt.tensor(w), None if b is None else pyrt.tensor(b),
+                           **options)
+    close(y.numpy(), conv_transpose3d_reference(x, w, b, **options), what="conv_transpose3d")
+
+
+@needs_torch
+@settings(max_examples=30, deadline=None)
+@given(transpose_cases, st.sampled_from([1, 2]))
+def test_conv_transpose3d_gradients_against_torch(case, threads):
+    inputs = transpose_inputs(case)
+    assume(inputs is not None)
+    x, w, b, options = inputs
+    pyrt.set_num_threads(threads)
+    against_torch(F.conv_transpose3d, TF.conv_transpose3d, (x, w, b), options, case["seed"] + 3)
+
+
+def test_conv_transpose3d_is_conv3d_input_gradient():
+    """<conv3d(x, w), y> = <x, conv_transpose3d(y, w)>: the two are adjoint."""
+    x, w = volume(20, (2, 4, 5, 6, 5)), volume(21, (6, 2, 3, 2, 3))
+    options = {"stride": (2, 1, 2), "padding": (1, 0, 1), "dilation": (1, 2, 1), "groups": 2}
+    y = F.conv3d(pyrt.tensor(x), pyrt.tensor(w), **options).numpy()
+    g = volume(22, y.shape)
+    back = F.conv_transpose3d(pyrt.tensor(g), pyrt.tensor(w), output_padding=(0, 0, 0),
+                              **options).numpy()
+    assert back.shape == x.shape
+    np.testing.assert_allclose(float((y * g).sum()), float((x * back).sum()), rtol=1e-4)
+
+
+def test_conv_transpose3d_layer_and_errors():
+    pyrt.manual_seed(2)
+    layer = nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=2, padding=1, groups=2)
+    assert layer.weight.shape == (4, 3, 3, 2, 3)
+    assert repr(layer) == ("ConvTranspose3d(4, 6, kernel_size=(3, 2, 3), stride=(2, 2, 2), "
+                           "padding=(1, 1, 1), groups=2)")
+    x = pyrt.tensor(volume(23, (1, 4, 3, 3, 3)))
+    assert layer(x).shape == (1, 6, 5, 4, 5)
+    assert layer(x, output_size=(6, 5, 6)).shape == (1, 6, 6, 5, 6)
+    with pytest.raises(ValueError, match="requested an output size"):
+        layer(x, output_size=(9, 9, 9))
+    w = pyrt.tensor(np.zeros((4, 3, 2, 2, 2), F32))
+    with pytest.raises(RuntimeError, match="to have 4 channels, but got 2 channels"):
+        F.conv_transpose3d(pyrt.tensor(np.zeros((1, 2, 3, 3, 3), F32)), w)
+    with pytest.raises(RuntimeError, match="output padding must be smaller"):
+        F.conv_transpose3d(x, w, output_padding=1)
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        F.conv_transpose3d(x, w, padding=3)
+    with pytest.raises(RuntimeError, match="5-D"):
+        F.conv_transpose3d(x, pyrt.tensor(np.zeros((4, 3, 2, 2), F32)))
 
 
 # ---- pooling ---------------------------------------------------------------------------------
@@ -459,7 +579,8 @@ def test_layer_reprs_match_torch():
                  lambda m: m.InstanceNorm3d(4, affine=True), lambda m: m.ZeroPad3d(1),
                  lambda m: m.ConstantPad3d((1, 2, 0, 1, 2, 0), 3.5),
                  lambda m: m.ReflectionPad3d(1), lambda m: m.ReplicationPad3d(2),
-                 lambda m: m.CircularPad3d(1), lambda m: m.Conv3d(2, 4, 3, padding="same")):
+                 lambda m: m.CircularPad3d(1), lambda m: m.Conv3d(2, 4, 3, padding="same"),
+                 lambda m: m.ConvTranspose3d(2, 4, 3, 2, 1, 1, dilation=2)):
         assert repr(make(nn)) == repr(make(torch.nn))
 
 

@@ -39,7 +39,7 @@ from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from pyrt.nn.bilinear import Bilinear
 from pyrt.nn.channel_ops import ChannelShuffle, LocalResponseNorm
 from pyrt.nn.containers import ParameterDict, ParameterList
-from pyrt.nn.conv import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from pyrt.nn.conv import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from pyrt.nn.distance import CosineSimilarity, PairwiseDistance
 from pyrt.nn.distance_losses import TripletMarginWithDistanceLoss
 from pyrt.nn.embedding import Embedding
@@ -133,12 +133,12 @@ __all__ = [
     "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Bilinear", "ChannelShuffle",
     "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-    "CosineEmbeddingLoss", "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d",
-    "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "FeatureAlphaDropout", "Flatten", "Fold",
-    "GRUCell", "GaussianNLLLoss", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
-    "HingeEmbeddingLoss", "HuberLoss", "Identity", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "KLDivLoss", "L1Loss", "LPPool1d", "LPPool2d", "LSTMCell", "LayerNorm",
-    "LeakyReLU", "Linear", "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MSELoss",
+    "ConvTranspose3d", "CosineEmbeddingLoss", "CosineSimilarity", "CrossEntropyLoss", "Dropout",
+    "Dropout1d", "Dropout2d", "Dropout3d", "Embedding", "EmbeddingBag", "FeatureAlphaDropout",
+    "Flatten", "Fold", "GRUCell", "GaussianNLLLoss", "GroupNorm", "Hardshrink", "Hardsigmoid",
+    "Hardswish", "Hardtanh", "HingeEmbeddingLoss", "HuberLoss", "Identity", "InstanceNorm1d",
+    "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss", "LPPool1d", "LPPool2d", "LSTMCell",
+    "LayerNorm", "LeakyReLU", "Linear", "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MSELoss",
     "MarginRankingLoss", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
     "Mish", "Module", "ModuleDict", "ModuleList", "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiheadAttention", "NLLLoss", "PReLU",

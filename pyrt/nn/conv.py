@@ -1,12 +1,12 @@
-"""Conv1d, Conv3d, ConvTranspose1d and ConvTranspose2d, as torch.nn's: weights initialised as
-PyTorch does (kaiming_uniform_(a=sqrt(5)), the bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in))),
-the settings kept as tuples, one per spatial dim.
+"""Conv1d, Conv3d and the transposed ConvTranspose1d/2d/3d, as torch.nn's: weights
+initialised as PyTorch does (kaiming_uniform_(a=sqrt(5)), the bias from U(-1/sqrt(fan_in),
+1/sqrt(fan_in))), the settings kept as tuples, one per spatial dim.
 
 Conv1d runs F.conv1d (pyrt.spatial_more: conv2d of images one row tall) and Conv3d F.conv3d
 (pyrt.volumes: one conv2d over the slices each depth tap reads); their padding_mode pads with
-F.pad first, as Conv2d's does. The transposed layers run pyrt.conv_transpose, with the weight
-[in_channels, out_channels / groups, *kernel_size]; their forward takes `output_size`, which
-picks the output_padding that gives that size.
+F.pad first, as Conv2d's does. The transposed layers run pyrt.conv_transpose (and
+pyrt.volumes for 3-d), with the weight [in_channels, out_channels / groups, *kernel_size];
+their forward takes `output_size`, which picks the output_padding that gives that size.
 """
 
 
@@ -15,9 +15,9 @@ from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_par
 from pyrt.nn.module import Module
 from pyrt.spatial import PAD_MODES, conv_padding, pad, same_padding
 from pyrt.spatial_more import conv1d
-from pyrt.volumes import conv3d, triple
+from pyrt.volumes import conv3d, conv_transpose3d, triple
 
-__all__ = ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _single(value, name, minimum):
@@ -193,3 +193,11 @@ class ConvTranspose2d(_ConvTransposeNd):
     weight [in_channels, out_channels / groups, kh, kw], plus bias [out_channels]: the
     gradient of Conv2d with respect to its input."""
     _function = staticmethod(conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Transposed 3-d convolution of x [n, in_channels, d, h, w] (or [in_channels, d, h, w])
+    with weight [in_channels, out_channels / groups, kd, kh, kw], plus bias [out_channels]:
+    the gradient of Conv3d with respect to its input (pyrt.volumes)."""
+    _dims = 3
+    _function = staticmethod(conv_transpose3d)
