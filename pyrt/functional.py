@@ -107,6 +107,7 @@ __all__ = [
     "logsigmoid",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "margin_ranking_loss",
     "masked_fill",
     "matmul",
@@ -119,6 +120,7 @@ __all__ = [
     "max_pool3d_with_indices",
     "max_unpool1d",
     "max_unpool2d",
+    "max_unpool3d",
     "maximum",
     "mean",
     "minimum",
@@ -1272,10 +1274,12 @@ from pyrt.unpool import (  # noqa: E402
     adaptive_max_pool2d_with_indices,
     lp_pool1d,
     lp_pool2d,
+    lp_pool3d,
     max_pool1d_with_indices,
     max_pool2d_with_indices,
     max_unpool1d,
     max_unpool2d,
+    max_unpool3d,
 )
 from pyrt.vector_functions import (  # noqa: E402
     cosine_similarity,

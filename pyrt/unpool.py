@@ -31,10 +31,11 @@ from pyrt.ops.conv import _pair
 from pyrt.shapes import squeeze, unsqueeze
 from pyrt.spatial import avg_pool2d, max_pool2d
 from pyrt.spatial_more import avg_pool1d, max_pool1d, single
+from pyrt.volumes import avg_pool3d, max_pool3d, triple
 
 __all__ = ["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "lp_pool1d", "lp_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
-           "max_unpool1d", "max_unpool2d"]
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool1d_with_indices",
+           "max_pool2d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
 def _check_tensor(value, name, argument, position):
@@ -66,6 +67,16 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     stride = kernel if stride is None else _pair(stride, "stride", 1)
     pad = _pair(padding, "padding", 0)
     return _max_unpool(input, indices, kernel, stride, pad, output_size, "max_unpool2d")
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """Values of input [n, c, d, h, w] (or [c, d, h, w]) written to positions `indices` (flat
+    within each volume, as max_pool3d returns them) of a zero output [n, c, out_d, out_h,
+    out_w]; sizes as max_unpool2d's, one more of them."""
+    kernel = triple(kernel_size, "kernel_size", 1, "max_unpool3d")
+    stride = kernel if stride is None else triple(stride, "stride", 1, "max_unpool3d")
+    pad = triple(padding, "padding", 0, "max_unpool3d")
+    return _max_unpool(input, indices, kernel, stride, pad, output_size, "max_unpool3d")
 
 
 def _max_unpool(input, indices, kernel, stride, pad, output_size, name):
@@ -196,6 +207,24 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return y if input.ndim == 4 else squeeze(y, 0)
 
 
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The p-norm (p = norm_type) of each kernel_size window of input [n, c, d, h, w] (or
+    [c, d, h, w]), windows `stride` apart (default kernel_size), no padding."""
+    name = "lp_pool3d"
+    p = _norm_type(norm_type, name)
+    kernel = triple(kernel_size, "kernel_size", 1, name)
+    step = kernel if stride is None else triple(stride, "stride", 1, name)
+    _check_tensor(input, name, "input", 1)
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input, but "
+                           f"got {list(input.shape)}")
+    _check_windows(input.shape[-4:], kernel, step, ceil_mode)
+    if math.isinf(p):
+        return _abs_extreme(max_pool3d, input, kernel, step, ceil_mode, p)
+    return _root_of_sum(avg_pool3d(pow(input, p), kernel, step, 0, ceil_mode),
+                        math.prod(kernel), p)
+
+
 def _norm_type(norm_type, name):
     if isinstance(norm_type, bool) or not isinstance(norm_type, numbers.Real):
         raise TypeError(f"{name}(): argument 'norm_type' must be a real number, got "
@@ -207,7 +236,7 @@ def _norm_type(norm_type, name):
 
 
 def _check_windows(size, kernel, stride, ceil_mode):
-    """PyTorch's error where no window fits: size is (c, h, w), and without padding a dim has
+    """PyTorch's error where no window fits: size is (c, *spatial), and without padding a dim has
     floor((n - k) / s) + 1 windows (ceil with ceil_mode, less one that would start past the
     end)."""
     out = []
@@ -218,7 +247,8 @@ def _check_windows(size, kernel, stride, ceil_mode):
         out.append(count)
     if min(out) < 1:
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, size))}). Calculated output "
-                           f"size: ({size[0]}x{out[0]}x{out[1]}). Output size is too small")
+                           f"size: ({'x'.join(map(str, (size[0], *out)))}). Output size is too "
+                           f"small")
 
 
 def _root_of_sum(mean, count, p):

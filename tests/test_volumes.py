@@ -641,3 +641,60 @@ def test_padding_layers_3d(cls, np_mode):
                                                 constant_values=2.5))
     with pytest.raises(ValueError, match="tuple of 6 ints"):
         getattr(nn, cls)((1, 2))
+
+
+# ---- max unpooling and power-average pooling of volumes --------------------------------------
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [(2, None, 0), ((3, 2, 2), (2, 2, 1), 1),
+                                                   (3, 2, (1, 0, 1))])
+def test_max_unpool3d_puts_each_maximum_back(kernel, stride, padding):
+    x = volume(30, (2, 3, 6, 5, 7))
+    y, index = F.max_pool3d(pyrt.tensor(x), kernel, stride, padding, return_indices=True)
+    out = F.max_unpool3d(y, index, kernel, stride, padding, output_size=x.shape[2:]).numpy()
+    want = np.zeros(x.shape, F32).reshape(2, 3, -1)
+    np.put_along_axis(want, index.numpy().reshape(2, 3, -1), y.numpy().reshape(2, 3, -1), 2)
+    np.testing.assert_array_equal(out, want.reshape(x.shape))
+    layer = nn.MaxUnpool3d(kernel, stride, padding)
+    np.testing.assert_array_equal(layer(y, index, output_size=x.shape).numpy(), out)
+    # the gradient gathers from the positions written
+    yt = pyrt.tensor(y.numpy(), requires_grad=True)
+    g = volume(31, x.shape)
+    (F.max_unpool3d(yt, index, kernel, stride, padding, x.shape[2:])
+     * pyrt.tensor(g)).sum().backward()
+    np.testing.assert_array_equal(
+        yt.grad.numpy(), np.take_along_axis(g.reshape(2, 3, -1), index.numpy().reshape(2, 3, -1),
+                                            2).reshape(y.shape))
+    if torch is not None:
+        ref = TF.max_unpool3d(torch.from_numpy(y.numpy()), torch.from_numpy(index.numpy()),
+                              kernel, stride, padding, output_size=x.shape[2:])
+        np.testing.assert_array_equal(out, ref.numpy())
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 1.5, float("inf")])
+@pytest.mark.parametrize("kernel,stride,ceil_mode", [(2, None, False),
+                                                     ((3, 2, 2), (2, 1, 2), True)])
+def test_lp_pool3d(p, kernel, stride, ceil_mode):
+    # positive values: a window's sum of x ** p below zero has no real root (NaN, as torch's)
+    x = np.abs(volume(32, (2, 3, 6, 5, 7))) + 0.1
+    xt = pyrt.tensor(x, requires_grad=True)
+    y = F.lp_pool3d(xt, p, kernel, stride, ceil_mode)
+    window = three(kernel)
+    if np.isinf(p):
+        ref, _ = pool3d_reference(np.abs(x), window, stride, 0, 1, ceil_mode, "max")
+    else:
+        # torch's definition: the mean of x ** p over the window, times its size, to 1 / p
+        mean, _ = pool3d_reference(x.astype(np.float64) ** p, window, stride, 0, 1, ceil_mode,
+                                   "avg")
+        ref = (np.sign(mean) * np.abs(mean) * np.prod(window)) ** (1 / p)
+    close(y.detach().numpy(), ref, 1e-4, what=f"lp_pool3d p={p}")
+    np.testing.assert_array_equal(nn.LPPool3d(p, kernel, stride, ceil_mode)(pyrt.tensor(x))
+                                  .numpy(), y.detach().numpy())
+    if torch is not None:
+        xr = torch.tensor(x, requires_grad=True)
+        ref_t = TF.lp_pool3d(xr, p, kernel, stride, ceil_mode)
+        g = volume(33, tuple(ref_t.shape))
+        (y * pyrt.tensor(g)).sum().backward()
+        (ref_t * torch.from_numpy(g)).sum().backward()
+        close(y.detach().numpy(), ref_t.detach().numpy(), 1e-4, what="torch")
+        close(xt.grad.numpy(), xr.grad.numpy(), 1e-4, what="torch gradient")

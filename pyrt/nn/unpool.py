@@ -1,12 +1,21 @@
-"""MaxUnpool1d/2d, max pooling's partial inverse, and LPPool1d/2d, power-average pooling
-(pyrt.unpool), as in torch.nn."""
+"""MaxUnpool1d/2d/3d, max pooling's partial inverse, and LPPool1d/2d/3d, power-average
+pooling (pyrt.unpool), as in torch.nn."""
 
 from pyrt.nn.module import Module
 from pyrt.ops.conv import _pair
 from pyrt.spatial_more import single
-from pyrt.unpool import _norm_type, lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d
+from pyrt.unpool import (
+    _norm_type,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
+from pyrt.volumes import triple
 
-__all__ = ["LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ = ["LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 class _MaxUnpoolNd(Module):
@@ -48,6 +57,24 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
     def forward(self, input, indices, output_size=None):
         return max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                            output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Max pooling undone: forward(input, indices, output_size=None) writes input
+    [n, c, d, h, w] (or [c, d, h, w]) to positions `indices` of a zero output, the indices a
+    MaxPool3d of the same settings returned. Settings are kept as triples; stride defaults to
+    kernel_size."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = triple(kernel_size, "kernel_size", 1, "MaxUnpool3d")
+        self.stride = (self.kernel_size if stride is None
+                       else triple(stride, "stride", 1, "MaxUnpool3d"))
+        self.padding = triple(padding, "padding", 0, "MaxUnpool3d")
+
+    def forward(self, input, indices, output_size=None):
+        return max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                             output_size)
 
 
@@ -102,4 +129,21 @@ class LPPool2d(_LPPoolNd):
 
     def forward(self, input):
         return lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
+                         self.ceil_mode)
+
+
+class LPPool3d(_LPPoolNd):
+    """The p-norm, (sum of x ** p) ** (1 / p) with p = norm_type, of each kernel_size window
+    of x [n, c, d, h, w] (or [c, d, h, w]); stride None means kernel_size. p = inf is max
+    pooling of |x|."""
+    _function_name = "lp_pool3d"
+
+    @staticmethod
+    def _check_window(kernel_size, stride):
+        triple(kernel_size, "kernel_size", 1, "lp_pool3d")
+        if stride is not None:
+            triple(stride, "stride", 1, "lp_pool3d")
+
+    def forward(self, input):
+        return lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
                          self.ceil_mode)
