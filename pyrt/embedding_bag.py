@@ -12,8 +12,8 @@ to padding_idx are left out of their bag, as if absent: they add nothing, do not
 mean's denominator, and get no gradient. In mode "sum", per_sample_weights scales each
 index's row before the sum.
 
-The method: each entry gets the number of its bag (np.repeat of the bag sizes); padding
-entries are dropped and the bags' bounds counted again on what is left; then one C call
+The method: the bags' bounds come from offsets (or the rows of a 2-D input); padding entries
+are dropped and the bounds counted again on what is left; then one C call
 (csrc/kernels/embedding_bag.c), a parallel loop over the bags, reads each bag's rows in order
 straight into its output row, as a sum (each row scaled by its per_sample_weight), a mean or
 an elementwise maximum. The maximum is PyTorch's: a running maximum starting from the bag's
@@ -81,25 +81,28 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     table = as_f32(weight.data, "weight")
     rows, dim = table.shape
     padding_idx = padding_index(padding_idx, rows)
-    index, bag, num_bags = _bags(as_i64(input.data, "input"), offsets, include_last_offset)
-    outside = (index < 0) | (index >= rows)
-    if outside.any():
+    index, bounds, num_bags = _bags(as_i64(input.data, "input"), offsets, include_last_offset)
+    if index.size and (index.min() < 0 or index.max() >= rows):
+        outside = (index < 0) | (index >= rows)
         raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
                            f"({rows}) but found idx to be {int(index[outside][0])}")
 
-    # the entries that count, each with its bag; a copy, so that a later write to the input
-    # cannot move the gradient
-    kept = (np.flatnonzero(index != padding_idx) if padding_idx is not None
-            else np.arange(index.size))
-    index, bag = np.ascontiguousarray(index[kept], np.int64), bag[kept]
-    sizes = np.bincount(bag, minlength=num_bags)
-    bounds = np.zeros(num_bags + 1, np.int64)
-    np.cumsum(sizes, out=bounds[1:])
+    # the entries that count, and the bags' bounds among them; a copy, so that a later write
+    # to the input cannot move the gradient
+    kept = None
+    if padding_idx is not None:
+        keep = index != padding_idx
+        kept = np.flatnonzero(keep)
+        counted = np.zeros(index.size + 1, np.int64)
+        np.cumsum(keep, out=counted[1:])
+        index, bounds = index[kept], counted[bounds]
+    index, bounds = np.array(index, np.int64), np.ascontiguousarray(bounds, np.int64)
+    sizes = np.diff(bounds)
     table = np.ascontiguousarray(table)
     scale = None
     if per_sample_weights is not None:
-        scale = np.ascontiguousarray(
-            as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)[kept])
+        scale = as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)
+        scale = np.ascontiguousarray(scale[:index.size] if kept is None else scale[kept])
     code = {"sum": lib.PYRT_BAG_SUM, "mean": lib.PYRT_BAG_MEAN, "max": lib.PYRT_BAG_MAX}[mode]
     out = np.empty((num_bags, dim), F32)
     top = np.empty((num_bags, dim), np.int64) if mode == "max" else None
@@ -111,6 +114,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     def backward(g):
         grad_weight = grad_scale = None
         g = np.ascontiguousarray(g, F32)
+        bag = np.repeat(np.arange(num_bags), sizes)  # the bag of each entry
         if weight._requires_grad:
             share = scale
             if mode == "mean":
@@ -122,7 +126,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                 fptr(grad_weight)), "embedding_bag backward")
         if per_sample_weights is not None and per_sample_weights._requires_grad:
             grad_scale = np.zeros(per_sample_weights.shape, F32)
-            grad_scale.reshape(-1)[kept] = np.einsum("ij,ij->i", g[bag], table[index])
+            entries = np.einsum("ij,ij->i", g[bag], table[index])
+            if kept is None:
+                grad_scale.reshape(-1)[:index.size] = entries
+            else:
+                grad_scale.reshape(-1)[kept] = entries
         if per_sample_weights is None:
             return (grad_weight,)
         return grad_weight, grad_scale
@@ -159,12 +167,13 @@ def _check_bag_layout(input, offsets):
 
 
 def _bags(index, offsets, include_last_offset):
-    """(the indices that lie in some bag, flattened, in input order; the bag of each; the
-    number of bags), from the input's indices `index` (2-D: one bag per row) or its
-    `offsets` (1-D), which are checked as PyTorch checks them."""
+    """(the indices that lie in some bag, flattened, in input order; the bags' bounds, bag b
+    holding entries [bounds[b], bounds[b + 1]); the number of bags), from the input's indices
+    `index` (2-D: one bag per row) or its `offsets` (1-D), which are checked as PyTorch checks
+    them."""
     if index.ndim == 2:
         num_bags, size = index.shape
-        return index.reshape(-1), np.repeat(np.arange(num_bags), size), num_bags
+        return index.reshape(-1), np.arange(num_bags + 1, dtype=np.int64) * size, num_bags
     bounds = as_i64(offsets.data, "offsets")
     if include_last_offset and bounds.size == 0:
         raise RuntimeError("include_last_offset: number of offset should be at least 1")
@@ -181,8 +190,6 @@ def _bags(index, offsets, include_last_offset):
         raise RuntimeError(f"offsets[-1] can not be greater than input's length "
                            f"{index.size} but got offsets[-1] of {int(bounds[-1])}")
     if include_last_offset:
-        starts, end = bounds[:-1], int(bounds[-1])
-    else:
-        starts, end = bounds, index.size if bounds.size else 0
-    sizes = np.diff(np.append(starts, end))
-    return index[:end], np.repeat(np.arange(starts.size), sizes), starts.size
+        return index[:int(bounds[-1])], bounds, bounds.size - 1
+    end = index.size if bounds.size else 0
+    return index[:end], np.append(bounds, end).astype(np.int64), bounds.size

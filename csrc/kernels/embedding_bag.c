@@ -17,9 +17,9 @@
  * columns instead, each adding every entry's slice of its columns in entry order: no two
  * tasks write the same float, and every sum has one order at any thread count.
  */
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pyrt.h"
@@ -46,6 +46,9 @@ static int forward_bags(void *arg, int64_t b0, int64_t b1)
 {
     const bag_job *j = arg;
     const int64_t dim = j->dim;
+    int32_t *restrict pos = NULL; /* a maximum's place in its bag, per column */
+    if (j->mode == PYRT_BAG_MAX && !(pos = malloc((size_t)dim * sizeof(int32_t))))
+        return PYRT_ENOMEM;
     for (int64_t b = b0; b < b1; b++) {
         float *restrict out = j->out + b * dim;
         const int64_t e0 = j->bounds[b], e1 = j->bounds[b + 1];
@@ -57,20 +60,26 @@ static int forward_bags(void *arg, int64_t b0, int64_t b1)
             continue;
         }
         if (j->mode == PYRT_BAG_MAX) {
-            int64_t *restrict at = j->arg + b * dim;
             const float *first = j->weight + j->index[e0] * dim;
             for (int64_t d = 0; d < dim; d++) {
                 out[d] = first[d];
-                at[d] = e0;
+                pos[d] = 0;
             }
+            /* selects rather than a branch, and the winner's place in the bag as an int32
+             * beside the float it won with, so that the loop runs in vectors (branching, or
+             * selecting int64 entries, it took 10 times the sum's time) */
             for (int64_t e = e0 + 1; e < e1; e++) {
-                const float *row = j->weight + j->index[e] * dim;
-                for (int64_t d = 0; d < dim; d++)
-                    if (row[d] > out[d]) {
-                        out[d] = row[d];
-                        at[d] = e;
-                    }
+                const float *restrict row = j->weight + j->index[e] * dim;
+                const int32_t k = (int32_t)(e - e0);
+                for (int64_t d = 0; d < dim; d++) {
+                    const float v = row[d], m = out[d];
+                    const int32_t greater = -(int32_t)(v > m); /* all ones where v wins */
+                    out[d] = v > m ? v : m;
+                    pos[d] = (pos[d] & ~greater) | (k & greater);
+                }
             }
+            for (int64_t d = 0; d < dim; d++)
+                j->arg[b * dim + d] = e0 + pos[d];
             continue;
         }
         memset(out, 0, (size_t)dim * sizeof(float));
@@ -91,6 +100,7 @@ static int forward_bags(void *arg, int64_t b0, int64_t b1)
                 out[d] /= n;
         }
     }
+    free(pos);
     return 0;
 }
 
@@ -124,6 +134,10 @@ int pyrt_embedding_bag(const float *weight, int64_t rows, int64_t dim, const int
     int rc = check_bags(weight, rows, dim, index, bounds, bags);
     if (rc || bags == 0 || dim == 0)
         return rc;
+    if (mode == PYRT_BAG_MAX) /* (places in a bag are counted in int32) */
+        for (int64_t b = 0; b < bags; b++)
+            if (bounds[b + 1] - bounds[b] > INT32_MAX)
+                return PYRT_EINVAL;
     bag_job j = {weight, index, bounds, scale, NULL, dim, bags, mode, out,
                  mode == PYRT_BAG_MAX ? arg : NULL};
     const int64_t grain = dim >= CHUNK_FLOATS ? 1 : CHUNK_FLOATS / dim;
