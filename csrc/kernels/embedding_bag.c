@@ -30,6 +30,7 @@
  * took twice the one-thread time). */
 #define CHUNK_FLOATS 8192
 #define COLUMN_BLOCK 64
+#define PREFETCH_AHEAD 8
 
 typedef struct bag_job {
     const float *weight;
@@ -71,6 +72,8 @@ static int forward_bags(void *arg, int64_t b0, int64_t b1)
             for (int64_t e = e0 + 1; e < e1; e++) {
                 const float *restrict row = j->weight + j->index[e] * dim;
                 const int32_t k = (int32_t)(e - e0);
+                if (e + PREFETCH_AHEAD < j->bounds[j->bags]) /* (as the sums', below) */
+                    __builtin_prefetch(j->weight + j->index[e + PREFETCH_AHEAD] * dim);
                 for (int64_t d = 0; d < dim; d++) {
                     const float v = row[d], m = out[d];
                     const int32_t greater = -(int32_t)(v > m); /* all ones where v wins */
@@ -85,6 +88,10 @@ static int forward_bags(void *arg, int64_t b0, int64_t b1)
         memset(out, 0, (size_t)dim * sizeof(float));
         for (int64_t e = e0; e < e1; e++) {
             const float *restrict row = j->weight + j->index[e] * dim;
+            /* rows come in no order: ask for one a few entries ahead while this one is
+             * added (its first line: asking for all four of a 64-float row took longer) */
+            if (e + PREFETCH_AHEAD < j->bounds[j->bags])
+                __builtin_prefetch(j->weight + j->index[e + PREFETCH_AHEAD] * dim);
             if (j->scale) {
                 const float s = j->scale[e];
                 for (int64_t d = 0; d < dim; d++)
