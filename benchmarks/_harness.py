@@ -332,3 +332,64 @@ def write_report(out, name, info, settings, notes, results, markdown):
     print()
     print(text)
     print(f"wrote {out / f'{name}.json'} and {out / f'{name}.md'}")
+
+
+def check_pyrt_torch(name, runs, args, torch, notes):
+    """Note where pyrt's results (runs["pyrt"][2]() at each of args.threads) differ across
+    thread counts by a bit, or from torch's (runs["torch"][2](), at the first thread count)
+    beyond float32 rounding."""
+    import numpy as np
+
+    import pyrt
+
+    mine = []
+    for threads in args.threads:
+        pyrt.set_num_threads(threads)
+        mine.append(runs["pyrt"][2]())
+    if not all(a.tobytes() == b.tobytes() for m in mine[1:] for a, b in zip(mine[0], m)):
+        notes.append(f"pyrt {name}: results differ across thread counts")
+    if torch is not None:
+        torch.set_num_threads(args.threads[0])
+        for i, (a, b) in enumerate(zip(mine[0], runs["torch"][2]())):
+            if not np.allclose(a, b, rtol=1e-4, atol=1e-4 * (1 + np.abs(b).max())):
+                notes.append(f"pyrt {name}: result {i} differs from torch")
+
+
+def forward_backward_main(argv, doc, script, out_name, title, backward, workloads, make_runs,
+                          *, repeat, sample_ms, pause_s):
+    """The run of a benchmark of pyrt's and torch's forward and backward passes: for each
+    workload (a tuple, its name first), runs = make_runs(rng, workload, torch), {variant:
+    (forward, backward, results)}, checked (check_pyrt_torch) and timed at each thread count;
+    then out/<out_name>.json and .md, a forward_backward_table whose method paragraph says
+    what `backward` computes."""
+    import numpy as np
+
+    args = parse_options(argv, doc, repeat=repeat, sample_ms=sample_ms)
+    notes = []
+    torch = optional_import("torch", notes, "torch skipped: PyTorch is not installed.")
+    info = machine_info({"numpy": np.__version__, "torch": version(torch)})
+    rng = np.random.default_rng(0)
+    results = {"summary": [], "samples": []}
+    for workload in workloads:
+        name = workload[0]
+        runs = make_runs(rng, workload, torch)
+        check_pyrt_torch(name, runs, args, torch, notes)
+        samples = pyrt_torch_passes(runs, ("forward", "backward"), args, torch, pause_s,
+                                    untimed=False)
+        key_names = ("variant", "pass", "threads")
+        results["summary"] += median_rows(samples, key_names, workload=name)
+        results["samples"] += sample_records(samples, key_names, workload=name)
+        print(f"done {name}", flush=True)
+
+    def markdown(report):
+        table = forward_backward_table(report, [w[0] for w in workloads])
+        method = (f"Median time per call in microseconds, of "
+                  f"{timing_phrase(report['settings'])}. Backward is {backward}. `pyrt/torch` "
+                  f"is pyrt's time over torch's at the same thread count (below 1: pyrt is "
+                  f"faster).")
+        libraries = (f"NumPy {report['machine']['numpy']}; PyTorch "
+                     f"{report['machine']['torch'] or 'not installed'}")
+        return markdown_report(report, title, libraries, method, [table], load_at_end=True)
+
+    settings = run_settings(script, argv, args)
+    write_report(args.out, out_name, info, settings, notes, results, markdown)

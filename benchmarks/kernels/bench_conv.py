@@ -50,7 +50,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
-import pyrt  # noqa: E402
 from pyrt.bench.kernels import conv_variants  # noqa: E402
 from pyrt.ops.batch_norm import batch_norm, batch_norm_backward  # noqa: E402
 from pyrt.ops.pool import max_pool2d, max_pool2d_backward  # noqa: E402
@@ -127,55 +126,19 @@ def bn_variants(rng, shape, _, torch):
     return out
 
 
-def check(name, variants, args, torch, notes):
-    """pyrt against torch, and pyrt's own results across thread counts."""
-    mine = []
-    for threads in args.threads:
-        pyrt.set_num_threads(threads)
-        mine.append(variants["pyrt"][2]())
-    if not all(all(np.array_equal(a, b) for a, b in zip(mine[0], m)) for m in mine[1:]):
-        notes.append(f"pyrt {name}: results differ across thread counts")
-    if torch is not None:
-        theirs = variants["torch"][2]()
-        for a, b in zip(mine[0], theirs):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-4 * (1 + np.abs(b).max())):
-                notes.append(f"pyrt {name}: differs from torch")
-
-
-def markdown(report):
-    info, settings = report["machine"], report["settings"]
-    table = harness.forward_backward_table(report, [name for name, *_ in WORKLOADS])
-    method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
-              "Backward is all three gradients of a convolution or a batch norm, the input "
-              "gradient of a pooling. `pyrt/torch` is pyrt's time over torch's at the same "
-              "thread count (below 1: pyrt is faster); the target is 0.8 or less.")
-    return harness.markdown_report(
-        report, "conv2d, max_pool2d and batch_norm: pyrt.ops against PyTorch",
-        f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],
-        load_at_end=True)
+def make_runs(rng, workload, torch):
+    _, kind, shape, size, options = workload
+    make = {"conv": conv_variants, "pool": pool_variants, "batch_norm": bn_variants}[kind]
+    return make(rng, shape, size, torch, **options)
 
 
 def main(argv=None):
-    args = harness.parse_options(argv, __doc__, repeat=15, sample_ms=20.0)
-    notes = []
-    torch = harness.optional_import("torch", notes, "torch skipped: PyTorch is not installed.")
-    info = harness.machine_info({"numpy": np.__version__, "torch": harness.version(torch)})
-    rng = np.random.default_rng(0)
-
-    results = {"summary": [], "samples": []}
-    for name, kind, shape, size, options in WORKLOADS:
-        make = {"conv": conv_variants, "pool": pool_variants, "batch_norm": bn_variants}[kind]
-        variants = make(rng, shape, size, torch, **options)
-        check(name, variants, args, torch, notes)
-        samples = harness.pyrt_torch_passes(variants, ("forward", "backward"), args, torch,
-                                            PAUSE_S, untimed=False)
-        key_names = ("variant", "pass", "threads")
-        results["summary"] += harness.median_rows(samples, key_names, workload=name)
-        results["samples"] += harness.sample_records(samples, key_names, workload=name)
-        print(f"done {name}", flush=True)
-
-    settings = harness.run_settings(__file__, argv, args)
-    harness.write_report(args.out, "kernels_conv", info, settings, notes, results, markdown)
+    harness.forward_backward_main(
+        argv, __doc__, __file__, "kernels_conv",
+        "conv2d, max_pool2d and batch_norm: pyrt.ops against PyTorch",
+        "all three gradients of a convolution or a batch norm, the input gradient of a "
+        "pooling; the target is 0.8 or less", WORKLOADS, make_runs, repeat=15, sample_ms=20.0,
+        pause_s=PAUSE_S)
 
 
 if __name__ == "__main__":

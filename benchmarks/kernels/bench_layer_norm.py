@@ -39,7 +39,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import benchmarks._harness as harness  # noqa: E402
-import pyrt  # noqa: E402
 from pyrt.ops.layer_norm import layer_norm, layer_norm_backward  # noqa: E402
 
 PAUSE_S = 0.005
@@ -89,55 +88,12 @@ def variants(rng, shape, normalized_shape, torch):
     return out
 
 
-def check(name, runs, args, torch, notes):
-    """pyrt against torch, and pyrt's own results across thread counts."""
-    mine = []
-    for threads in args.threads:
-        pyrt.set_num_threads(threads)
-        mine.append(runs["pyrt"][2]())
-    if not all(a.tobytes() == b.tobytes() for m in mine[1:] for a, b in zip(mine[0], m)):
-        notes.append(f"pyrt {name}: results differ across thread counts")
-    if torch is not None:
-        torch.set_num_threads(args.threads[0])
-        theirs = runs["torch"][2]()
-        for what, a, b in zip(("y", "dx", "dweight", "dbias"), mine[0], theirs):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-4 * (1 + np.abs(b).max())):
-                notes.append(f"pyrt {name}: {what} differs from torch")
-
-
-def markdown(report):
-    info, settings = report["machine"], report["settings"]
-    table = harness.forward_backward_table(report, [name for name, *_ in WORKLOADS])
-    method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
-              "Backward is the input, weight and bias gradients. `pyrt/torch` is pyrt's time "
-              "over torch's at the same thread count (below 1: pyrt is faster).")
-    return harness.markdown_report(
-        report, "layer_norm: pyrt.ops against PyTorch",
-        f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],
-        load_at_end=True)
-
-
 def main(argv=None):
-    args = harness.parse_options(argv, __doc__, repeat=15, sample_ms=20.0)
-    notes = []
-    torch = harness.optional_import("torch", notes, "torch skipped: PyTorch is not installed.")
-    info = harness.machine_info({"numpy": np.__version__, "torch": harness.version(torch)})
-    rng = np.random.default_rng(0)
-
-    results = {"summary": [], "samples": []}
-    for name, shape, normalized_shape in WORKLOADS:
-        runs = variants(rng, shape, normalized_shape, torch)
-        check(name, runs, args, torch, notes)
-        samples = harness.pyrt_torch_passes(runs, ("forward", "backward"), args, torch,
-                                            PAUSE_S, untimed=False)
-        key_names = ("variant", "pass", "threads")
-        results["summary"] += harness.median_rows(samples, key_names, workload=name)
-        results["samples"] += harness.sample_records(samples, key_names, workload=name)
-        print(f"done {name}", flush=True)
-
-    settings = harness.run_settings(__file__, argv, args)
-    harness.write_report(args.out, "kernels_layer_norm", info, settings, notes, results,
-                         markdown)
+    harness.forward_backward_main(
+        argv, __doc__, __file__, "kernels_layer_norm", "layer_norm: pyrt.ops against PyTorch",
+        "the input, weight and bias gradients", WORKLOADS,
+        lambda rng, workload, torch: variants(rng, *workload[1:], torch),
+        repeat=15, sample_ms=20.0, pause_s=PAUSE_S)
 
 
 if __name__ == "__main__":

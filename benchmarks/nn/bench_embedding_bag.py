@@ -91,54 +91,12 @@ def variants(rng, rows, dim, count, bags, mode, torch):
     return out
 
 
-def check(name, runs, args, torch, notes):
-    """pyrt against torch, and pyrt's own results across thread counts."""
-    mine = []
-    for threads in args.threads:
-        pyrt.set_num_threads(threads)
-        mine.append(runs["pyrt"][2]())
-    if not all(a.tobytes() == b.tobytes() for m in mine[1:] for a, b in zip(mine[0], m)):
-        notes.append(f"pyrt {name}: results differ across thread counts")
-    if torch is not None:
-        torch.set_num_threads(args.threads[0])
-        for what, a, b in zip(("output", "weight gradient"), mine[0], runs["torch"][2]()):
-            if not np.allclose(a, b, rtol=1e-4, atol=1e-4 * (1 + np.abs(b).max())):
-                notes.append(f"pyrt {name}: {what} differs from torch")
-
-
-def markdown(report):
-    info, settings = report["machine"], report["settings"]
-    table = harness.forward_backward_table(report, [name for name, *_ in WORKLOADS])
-    method = (f"Median time per call in microseconds, of {harness.timing_phrase(settings)}. "
-              "Backward is the weight's gradient. `pyrt/torch` is pyrt's time over torch's at "
-              "the same thread count (below 1: pyrt is faster).")
-    return harness.markdown_report(
-        report, "embedding_bag: pyrt against PyTorch",
-        f"NumPy {info['numpy']}; PyTorch {info['torch'] or 'not installed'}", method, [table],
-        load_at_end=True)
-
-
 def main(argv=None):
-    args = harness.parse_options(argv, __doc__, repeat=11, sample_ms=30.0)
-    notes = []
-    torch = harness.optional_import("torch", notes, "torch skipped: PyTorch is not installed.")
-    info = harness.machine_info({"numpy": np.__version__, "torch": harness.version(torch)})
-    rng = np.random.default_rng(0)
-
-    results = {"summary": [], "samples": []}
-    for name, rows, dim, count, bags, mode in WORKLOADS:
-        runs = variants(rng, rows, dim, count, bags, mode, torch)
-        check(name, runs, args, torch, notes)
-        samples = harness.pyrt_torch_passes(runs, ("forward", "backward"), args, torch,
-                                            PAUSE_S, untimed=False)
-        key_names = ("variant", "pass", "threads")
-        results["summary"] += harness.median_rows(samples, key_names, workload=name)
-        results["samples"] += harness.sample_records(samples, key_names, workload=name)
-        print(f"done {name}", flush=True)
-
-    settings = harness.run_settings(__file__, argv, args)
-    harness.write_report(args.out, "nn_embedding_bag", info, settings, notes, results,
-                         markdown)
+    harness.forward_backward_main(
+        argv, __doc__, __file__, "nn_embedding_bag", "embedding_bag: pyrt against PyTorch",
+        "the weight's gradient", WORKLOADS,
+        lambda rng, workload, torch: variants(rng, *workload[1:], torch),
+        repeat=11, sample_ms=30.0, pause_s=PAUSE_S)
 
 
 if __name__ == "__main__":
