@@ -213,6 +213,12 @@ int pyrt_addcmul(const float *c, const float *a, const float *b, float value, fl
  * contiguous copy of a transpose. out may not meet x (PYRT_EOVERLAP). */
 int pyrt_transpose(const float *x, float *out, int64_t batch, int64_t rows, int64_t cols);
 
+/* dst [count, len] = block by block, the len floats of src [src_len] from offset src_at[b],
+ * or zeros where src_at[b] is negative: a layout change that moves whole rows or planes, in
+ * parallel. A block past src's end is PYRT_EINVAL; dst may not meet src (PYRT_EOVERLAP). */
+int pyrt_copy_blocks(const float *src, int64_t src_len, const int64_t *src_at, int64_t count,
+                     int64_t len, float *dst);
+
 /* ---- bags of embeddings ---------------------------------------------------------------- */
 
 #define PYRT_BAG_SUM 0

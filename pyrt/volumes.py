@@ -31,6 +31,7 @@ import numpy as np
 from pyrt.adaptive_pool import adaptive_avg_pool2d, adaptive_max_pool2d
 from pyrt.conv_transpose import conv_transpose2d
 from pyrt.functional import _make, _tensor, _xp
+from pyrt.ops.layout import copy_blocks
 from pyrt.shapes import stack
 from pyrt.spatial import _check_tensors, avg_pool2d, conv2d, max_pool2d, pad
 
@@ -104,7 +105,17 @@ def _gather_taps(data, taps, out, groups):
     kd, stride = taps[0], taps[1]
     n, c, depth, h, w = data.shape
     cg = c // groups
-    cols = _xp(data).empty((n, out, groups, kd, cg, h, w), dtype=data.dtype)
+    shape = (n, out, groups, kd, cg, h, w)
+    if type(data) is np.ndarray and data.dtype == np.float32 and data.flags.c_contiguous:
+        # one parallel copy of h x w planes: plane (n, o, g, i, c) of cols is input slice
+        # o * stride + i * dilation - pad of channel g * cg + c, or zeros in the padding
+        _, _, pad, dilation = taps
+        ni, o, g, i, ci = np.ix_(*(np.arange(s, dtype=np.int64) for s in shape[:5]))
+        d = o * stride + i * dilation - pad
+        at = ((ni * c + g * cg + ci) * depth + d) * (h * w)
+        at = np.where((d >= 0) & (d < depth), at, -1)
+        return copy_blocks(data, at.reshape(-1), h * w, shape)
+    cols = _xp(data).empty(shape, dtype=data.dtype)
     for i in range(kd):
         o0, o1, first = _tap_range(i, taps, out, depth)
         cols[:, :o0, :, i] = 0

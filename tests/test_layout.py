@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pyrt._pyrt_cffi import ffi, lib
 
 import pyrt
-from pyrt.ops.layout import swap_last_axes
+from pyrt.ops.layout import copy_blocks, swap_last_axes
 
 THREADS = [1, 2, 3]
 # around the 8 x 8 register blocks and the 32 x 32 tiles, and several rows of tiles
@@ -88,3 +88,30 @@ def test_matrix_transposes_refuse_other_ranks(name, shape, message):
         batch = pyrt.arange(24.0).reshape(2, 3, 4)
         np.testing.assert_array_equal(getattr(batch, name).numpy(),
                                       np.swapaxes(batch.numpy(), -1, -2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4000), st.integers(0, 30), st.integers(1, 50), st.integers(0, 2**31 - 1),
+       st.sampled_from([1, 2, 3]))
+def test_copy_blocks(src_len, count, length, seed, threads):
+    """Each block from its offset, or zeros for a negative one, at any thread count."""
+    r = np.random.default_rng(seed)
+    length = min(length, src_len)
+    src = r.standard_normal(src_len).astype(np.float32)
+    at = r.integers(0, src_len - length + 1, count)
+    at[r.random(count) < 0.2] = -1
+    with pyrt.num_threads(threads):
+        out = copy_blocks(src, at, length, (count, length))
+    want = np.zeros((count, length), np.float32)
+    for b, a in enumerate(at):
+        if a >= 0:
+            want[b] = src[a:a + length]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_copy_blocks_errors():
+    src = np.zeros(10, np.float32)
+    with pytest.raises(ValueError, match="runs past src.s 10"):
+        copy_blocks(src, [8], 4, (1, 4))  # past the end: 8 + 4 > 10
+    with pytest.raises(ValueError, match="do not fill"):
+        copy_blocks(src, [0, 1], 4, (3, 4))

@@ -415,6 +415,52 @@ static void check_transpose(stress_rng *r, int64_t batch, int64_t rows, int64_t 
     free(x), free(j.out);
 }
 
+/* ---- block copies: every block from its offset, zeros for the negative ones ------------ */
+
+typedef struct {
+    const float *src;
+    const int64_t *at;
+    int64_t src_len, count, len;
+    float *dst;
+} blocks_job;
+
+static void blocks_run(void *ctx)
+{
+    blocks_job *j = ctx;
+    CHECK_RC(pyrt_copy_blocks(j->src, j->src_len, j->at, j->count, j->len, j->dst), PYRT_OK);
+}
+
+static void blocks_check(void *ctx)
+{
+    const blocks_job *j = ctx;
+    for (int64_t b = 0; b < j->count; b++)
+        for (int64_t k = 0; k < j->len; k++) {
+            const float want = j->at[b] < 0 ? 0.0f : j->src[j->at[b] + k];
+            CHECK(j->dst[b * j->len + k] == want, "copy_blocks: block %lld float %lld is %.9g, "
+                  "expected %.9g", (long long)b, (long long)k, (double)j->dst[b * j->len + k],
+                  (double)want);
+        }
+}
+
+static void check_copy_blocks(stress_rng *r, int64_t src_len, int64_t count, int64_t len)
+{
+    float *src = kc_floats(src_len + 1);
+    kc_fill(r, src, src_len + 1, -1.0f, 1.0f);
+    int64_t *at = malloc(sizeof(int64_t) * (size_t)(count + 1));
+    for (int64_t b = 0; b < count; b++) /* any offset a block fits at, or a zero block */
+        at[b] = stress_next(r) % 5 == 0 ? -1
+                                        : (int64_t)(stress_next(r) % (uint64_t)(src_len - len + 1));
+    blocks_job j = {src, at, src_len, count, len, kc_floats(count * len + 1)};
+    const kc_out outs[] = {{j.dst, sizeof(float) * (size_t)(count * len)}};
+    kc_across_threads("copy_blocks", blocks_run, blocks_check, &j, outs, 1);
+    const int64_t past = src_len - len + 1;
+    CHECK_RC(pyrt_copy_blocks(src, src_len, &past, 1, len, j.dst), PYRT_EINVAL);
+    CHECK_RC(pyrt_copy_blocks(src, src_len, at, count, -1, j.dst), PYRT_EINVAL);
+    CHECK_RC(pyrt_copy_blocks(src, src_len, at, 1, len, src + 1), PYRT_EOVERLAP);
+    CHECK_RC(pyrt_copy_blocks(NULL, 0, NULL, 0, len, NULL), PYRT_OK);
+    free(src), free(at), free(j.dst);
+}
+
 /* ---- bags of embeddings: sums, means, maxima and their gradients against loops --------- */
 
 typedef struct {
@@ -861,6 +907,8 @@ int main(void)
     check_transpose(&rng, 2, 37, 70);             /* 8 x 8 blocks, edges on both sides */
     check_transpose(&rng, 1, big, 203);           /* rows of tiles in parallel */
     check_transpose(&rng, 5, 64, 40);
+    check_copy_blocks(&rng, 1000, 37, 9);          /* a few blocks, zeros among them */
+    check_copy_blocks(&rng, 70000, 300, 1024);     /* planes in parallel */
     check_embedding_bag(&rng, 7, 3, 9, 3);         /* rows shared by many bags */
     check_embedding_bag(&rng, 300, 130, 200, 6);   /* blocks of columns, empty bags */
     check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
