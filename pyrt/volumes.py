@@ -133,6 +133,19 @@ def _scatter_taps(cols, taps, out, shape):
     up there; what the padding held is dropped). One strided addition per tap."""
     kd, stride = taps[0], taps[1]
     n, c, depth, h, w = shape
+    source = _single_sources(taps, out, depth)
+    if (source is not None and type(cols) is np.ndarray and cols.dtype == np.float32
+            and cols.flags.c_contiguous):
+        # each slice is reached by one tap of one column slice at most (a transposed
+        # convolution whose stride spans its taps): no sums, one parallel copy of planes,
+        # plane (n, c, d) of the result plane (n, o, g, i, c mod cg) of cols, or zeros
+        groups, cg = cols.shape[2], cols.shape[4]
+        o, i = source
+        ni, ci = np.ix_(np.arange(n, dtype=np.int64), np.arange(c, dtype=np.int64))
+        at = ((((ni[:, :, None] * out + o) * groups + ci[:, :, None] // cg) * kd + i) * cg
+              + ci[:, :, None] % cg) * (h * w)
+        at = np.where(o >= 0, at, -1)
+        return copy_blocks(cols, at.reshape(-1), h * w, shape)
     data = _xp(cols).zeros(shape, dtype=cols.dtype)
     for i in range(kd):
         o0, o1, first = _tap_range(i, taps, out, depth)
@@ -141,6 +154,23 @@ def _scatter_taps(cols, taps, out, shape):
             data[:, :, first:first + (o1 - o0 - 1) * stride + 1:stride] += part.reshape(
                 n, c, o1 - o0, h, w)
     return data
+
+
+def _single_sources(taps, out, depth):
+    """(o, i): for each slice d < depth, the column slice o and tap i that read it (o * stride
+    + i * dilation - pad = d), -1 for none, as arrays; or None if some slice is read by more
+    than one."""
+    kd, stride, pad, dilation = taps
+    o = np.full(depth, -1, np.int64)
+    i = np.full(depth, -1, np.int64)
+    for tap in range(kd):
+        for col in range(out):
+            d = col * stride + tap * dilation - pad
+            if 0 <= d < depth:
+                if o[d] >= 0:
+                    return None
+                o[d], i[d] = col, tap
+    return o, i
 
 
 def _depth_columns(x, taps, out, groups):

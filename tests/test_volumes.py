@@ -698,3 +698,24 @@ def test_lp_pool3d(p, kernel, stride, ceil_mode):
         (ref_t * torch.from_numpy(g)).sum().backward()
         close(y.detach().numpy(), ref_t.detach().numpy(), 1e-4, what="torch")
         close(xt.grad.numpy(), xr.grad.numpy(), 1e-4, what="torch gradient")
+
+
+@pytest.mark.parametrize("taps,out,depth", [((3, 1, 1, 1), 6, 6), ((2, 2, 0, 1), 4, 8),
+                                            ((3, 3, 2, 2), 3, 9), ((1, 2, 0, 1), 5, 9),
+                                            ((3, 2, 1, 2), 4, 7)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_depth_copies_match_their_strided_forms(taps, out, depth, threads):
+    """The parallel block copies of the depth gather and of its adjoint (where each slice has
+    one source) against the strided NumPy assignments they replace (taken for arrays that
+    are not C-contiguous)."""
+    from pyrt.volumes import _gather_taps, _scatter_taps
+
+    x = volume(40, (2, 4, depth, 3, 5))
+    with pyrt.num_threads(threads):
+        fast = _gather_taps(x, taps, out, 2)
+        slow = _gather_taps(np.asfortranarray(x), taps, out, 2)
+        np.testing.assert_array_equal(fast, slow)
+        cols = volume(41, fast.shape)
+        fast = _scatter_taps(cols, taps, out, x.shape)
+        slow = _scatter_taps(np.asfortranarray(cols), taps, out, x.shape)
+        np.testing.assert_allclose(fast, slow, rtol=1e-6, atol=1e-6)
