@@ -1,6 +1,6 @@
 """Convolution and pooling of volumes, x [n, c, d, h, w] (or [c, d, h, w]), with PyTorch's
-names, arguments and errors: conv3d, max_pool3d, avg_pool3d, adaptive_avg_pool3d and
-adaptive_max_pool3d.
+names, arguments and errors: conv3d, conv_transpose3d, max_pool3d, avg_pool3d,
+adaptive_avg_pool3d and adaptive_max_pool3d.
 
 Each runs the 2-d op (pyrt/spatial.py, on the parallel C kernels) once, on a batch of depth
 slices, so the work is the 2-d kernels' and the gradients are theirs through autograd:
@@ -10,6 +10,9 @@ slices, so the work is the 2-d kernels' and the gradients are theirs through aut
                 output slice are stacked along the channels, [n * od, kd * c, h, w] (within
                 each group of channels, so groups carry over), and the filters likewise
                 become [k, kd * c / groups, kh, kw]: one conv2d gives every output slice.
+    conv_transpose3d  The adjoint: one conv_transpose2d of every input slice with the kd
+                taps' filters side by side, each tap's result then added into the output
+                slice it reaches.
     max_pool3d  A window is the kd depth taps' (h, w) windows, so its maximum is the largest
                 of the kd 2-d maxima: one max_pool2d over the kd slices of every output slice,
                 then the maximum over the taps (the depth padding holds -inf).
@@ -20,8 +23,10 @@ slices, so the work is the 2-d kernels' and the gradients are theirs through aut
                 input slices is reduced over depth (mean or maximum), then pooled to the output
                 size in 2-d.
 
-The slices are strided views of the input, stacked into one array: a kd-fold copy of the
-input (less with a depth stride), the same as unfolding the depth axis.
+The convolutions' slices are gathered into place by one parallel copy of (h, w) planes
+(pyrt_copy_blocks), a kd-fold copy of the input (less with a depth stride), the same as
+unfolding the depth axis; its adjoint adds them back, also as one copy where every slice
+has one source.
 """
 
 import numbers
