@@ -398,20 +398,30 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """max(0, margin + d(a, p) - d(a, n)), d the p-norm distance (pairwise_distance, with its
     eps) over the last dim: the anchor should lie nearer the positive than the negative by
     the margin (> 0). swap: d(a, n) is replaced by d(p, n) where that is smaller."""
+    return triplet_loss("triplet_margin_loss", "triplet_margin_loss: margin", anchor, positive,
+                        negative, lambda a, b: pairwise_distance(a, b, p, eps), margin, swap,
+                        reduction)
+
+
+def triplet_loss(name, margin_name, anchor, positive, negative, distance, margin, swap,
+                 reduction):
+    """max(0, margin + distance(a, p) - distance(a, n)) of each triple, reduced: what
+    triplet_margin_loss and triplet_margin_with_distance_loss compute, with `name` and
+    `margin_name` in their errors."""
     _check_reduction(reduction)
-    m = _real_number(margin, "triplet_margin_loss: margin")
+    m = _real_number(margin, margin_name)
     if m <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    anchor, positive, negative = _tensors("triplet_margin_loss", anchor=anchor,
-                                          positive=positive, negative=negative)
+    anchor, positive, negative = _tensors(name, anchor=anchor, positive=positive,
+                                          negative=negative)
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
                            f"same number of dimensions, but got: anchor {anchor.ndim}D, "
                            f"positive {positive.ndim}D, and negative {negative.ndim}D inputs")
-    near = pairwise_distance(anchor, positive, p, eps)
-    far = pairwise_distance(anchor, negative, p, eps)
+    near = distance(anchor, positive)
+    far = distance(anchor, negative)
     if swap:
-        far = minimum(far, pairwise_distance(positive, negative, p, eps))
+        far = minimum(far, distance(positive, negative))
     return _reduce((near + m - far).clamp(min=0), reduction)
 
 
