@@ -180,10 +180,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
                            f"{input.ndim}D tensor of size {list(input.shape)}")
     _check_windows(input.shape[-2:-1] + (1,) + input.shape[-1:], (1, kernel), (1, step),
                    ceil_mode)
-    if math.isinf(p):
-        return _abs_extreme(max_pool1d, input, kernel, step, ceil_mode, p)
-    mean = avg_pool1d(pow(input, p), kernel, step, 0, ceil_mode)
-    return _root_of_sum(mean, kernel, p)
+    return _lp_norms(input, p, kernel, step, ceil_mode, avg_pool1d, max_pool1d, kernel)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -199,11 +196,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
                            f"size for input, but got:{list(input.shape)}")
     _check_windows(input.shape[-3:], kernel, step, ceil_mode)
     x = input if input.ndim == 4 else unsqueeze(input, 0)
-    if math.isinf(p):
-        y = _abs_extreme(max_pool2d, x, kernel, step, ceil_mode, p)
-    else:
-        y = _root_of_sum(avg_pool2d(pow(x, p), kernel, step, 0, ceil_mode), kernel[0] * kernel[1],
-                         p)
+    y = _lp_norms(x, p, kernel, step, ceil_mode, avg_pool2d, max_pool2d, math.prod(kernel))
     return y if input.ndim == 4 else squeeze(y, 0)
 
 
@@ -219,10 +212,16 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
         raise RuntimeError(f"non-empty 4D or 5D (batch mode) tensor expected for input, but "
                            f"got {list(input.shape)}")
     _check_windows(input.shape[-4:], kernel, step, ceil_mode)
+    return _lp_norms(input, p, kernel, step, ceil_mode, avg_pool3d, max_pool3d,
+                     math.prod(kernel))
+
+
+def _lp_norms(x, p, kernel, step, ceil_mode, avg_pool, max_pool, count):
+    """The p-norm of each window of `count` elements: the root of the window mean of x ** p
+    times count (avg_pool), or for p = +-inf the extreme |x| (max_pool)."""
     if math.isinf(p):
-        return _abs_extreme(max_pool3d, input, kernel, step, ceil_mode, p)
-    return _root_of_sum(avg_pool3d(pow(input, p), kernel, step, 0, ceil_mode),
-                        math.prod(kernel), p)
+        return _abs_extreme(max_pool, x, kernel, step, ceil_mode, p)
+    return _root_of_sum(avg_pool(pow(x, p), kernel, step, 0, ceil_mode), count, p)
 
 
 def _norm_type(norm_type, name):
