@@ -126,8 +126,15 @@ def test_conv2d_backward_matches_reference(case, threads, seed):
 # Shapes that reach every path: the small CNN's layers, stride-1 layers beyond the direct
 # kernels' tap limits (im2col + GEMM at stride 1: for the weight gradient past 576 taps, for
 # all three past 4608), few filters over many channels (GEMM for one direction only), images
-# cut into bands (a large single image), non-square everything.
+# cut into bands (a large single image), non-square everything. The GEMM path's weight
+# gradient multiplies segments of about 256 pixels: several small images gathered into one
+# (7 images of 100 pixels: blocks of 5, segments of 2, 2, 1 and 2), or an image of 400 pixels
+# cut in two, or fewer pixels where the taps are many (1152).
 PATH_CASES = [
+    ((7, 80, 10, 10), (16, 80, 3, 3), 1, 1),
+    ((2, 80, 20, 20), (8, 80, 3, 3), 1, 1),
+    ((3, 128, 5, 9), (20, 128, 3, 3), 1, 1),
+    ((3, 12, 21, 17), (10, 12, 3, 3), 2, 1),
     ((4, 1, 28, 28), (8, 1, 3, 3), 1, 1),
     ((3, 8, 14, 14), (16, 8, 3, 3), 1, 1),
     ((2, 70, 6, 7), (5, 70, 3, 3), 1, 1),
@@ -250,6 +257,7 @@ def test_gradients_match_finite_differences(xs, ws, stride, padding, dilation, g
     ((64, 8, 14, 14), (16, 8, 3, 3), 1, 1, 1, 1),
     ((9, 70, 6, 7), (5, 70, 3, 3), 1, 1, 1, 1),
     ((9, 80, 6, 7), (16, 80, 3, 3), 1, 1, 1, 1),
+    ((7, 80, 10, 10), (16, 80, 3, 3), 1, 1, 1, 1),
     ((7, 5, 13, 11), (7, 5, 4, 2), (2, 3), (1, 0), 1, 1),
     ((1, 16, 40, 200), (4, 16, 3, 3), 1, 1, 1, 1),
     ((33, 8, 14, 14), (16, 2, 3, 3), 1, 2, 2, 4),

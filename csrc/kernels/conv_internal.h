@@ -116,6 +116,12 @@ CONV_INLINE float vsum(const conv_vec *v)
  * the padding). Parallel over the rows of cols. */
 CONV_HIDDEN void conv_im2col(const pyrt_conv_shape *s, const float *x, float *cols);
 
+/* Rows [p0, p1) of the patch matrix of one image, given channels-last (hwc[h, w, c]), into
+ * patches[p1 - p0, kh*kw*c]: row p - p0 holds output pixel p's taps, tap (i, j) of channel ch
+ * at column (i*kw + j)*c + ch (zero in the padding). Parallel over the rows. */
+CONV_HIDDEN void conv_patches(const pyrt_conv_shape *s, const float *hwc, int64_t p0,
+                              int64_t p1, float *patches, int64_t ld);
+
 /* Fold cols[c*kh*kw, oh*ow] back into dx[c, h, w]: dx is overwritten with the sum of the
  * entries of cols that unfold from each pixel. Parallel over the channels of dx, each of
  * which only its own task writes. */

@@ -1,6 +1,6 @@
 /*
  * im2col.c - unfold an image into the matrix whose product with the filters is the
- * convolution, and fold such a matrix back (conv_internal.h).
+ * convolution, in either orientation, and fold such a matrix back (conv_internal.h).
  *
  * Row (c, i, j) of cols holds, for every output pixel (y, x), the input pixel the filter tap
  * (i, j) of channel c lies on: x[c, y*stride_h - pad_h + i*dilation_h, x*stride_w - pad_w +
@@ -9,9 +9,16 @@
  * another zero run; the bounds of the copy are computed once per stretch rather than tested
  * per pixel.
  *
- * Both directions are parallel loops: im2col over rows of cols (each written by one task),
- * col2im over input channels (each channel's taps are summed by the one task that owns that
- * channel of dx, so there are no races and the order of the sums is fixed).
+ * The patch matrix is the transpose, with its columns in another order: row p holds all
+ * the taps of output pixel p, channel fastest (column (i*kw + j)*c + ch). Read from the image
+ * in channels-last order, each tap of a pixel is a run of c contiguous floats, a copy of
+ * hundreds of bytes for a wide layer, where cols' stretches are rows of the output (8 to 32
+ * floats).
+ *
+ * All three are parallel loops: im2col over rows of cols, patches over its rows (each
+ * written by one task), col2im over input channels (each channel's taps are summed by the one
+ * task that owns that channel of dx, so there are no races and the order of the sums is
+ * fixed).
  */
 #include <string.h>
 
@@ -90,6 +97,70 @@ void conv_im2col(const pyrt_conv_shape *s, const float *x, float *cols)
     unfold_ctx u = {s, x, cols};
     int64_t grain = npix > 0 ? (CHUNK_ELEMS + npix - 1) / npix : nrows;
     pyrt_parallel_for(nrows, grain, im2col_rows, &u);
+}
+
+typedef struct patch_ctx {
+    const pyrt_conv_shape *s;
+    const float *hwc;
+    int64_t p0, ld;
+    float *patches;
+} patch_ctx;
+
+/* n floats from src to dst: runs of a few floats in line, longer ones by memcpy. */
+static inline void copy_run(float *restrict dst, const float *restrict src, int64_t n)
+{
+    if (n >= 32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    for (int64_t e = 0; e < n; e++)
+        dst[e] = src[e];
+}
+
+static inline void zero_run(float *restrict dst, int64_t n)
+{
+    for (int64_t e = 0; e < n; e++)
+        dst[e] = 0.0f;
+}
+
+static int patch_rows(void *arg, int64_t q0, int64_t q1)
+{
+    const patch_ctx *u = arg;
+    const pyrt_conv_shape *s = u->s;
+    const int64_t c = s->c;
+    for (int64_t q = q0; q < q1; q++) {
+        const int64_t p = u->p0 + q, y = p / s->ow, x = p % s->ow;
+        float *dst = u->patches + q * u->ld;
+        /* the taps j in [lo, hi) of a window row lie inside the image */
+        int64_t lo, hi;
+        valid_span(s->kw, s->w, s->dilation_w, s->pad_w - x * s->stride_w, 0, &lo, &hi);
+        const int64_t x0 = x * s->stride_w - s->pad_w;
+        for (int64_t i = 0; i < s->kh; i++, dst += s->kw * c) {
+            const int64_t iy = y * s->stride_h - s->pad_h + i * s->dilation_h;
+            if (iy < 0 || iy >= s->h) {
+                zero_run(dst, s->kw * c);
+                continue;
+            }
+            const float *row = u->hwc + iy * s->w * c;
+            zero_run(dst, lo * c);
+            if (s->dilation_w == 1) /* the taps' pixels are adjacent: one run */
+                copy_run(dst + lo * c, row + (x0 + lo) * c, (hi - lo) * c);
+            else
+                for (int64_t j = lo; j < hi; j++)
+                    copy_run(dst + j * c, row + (x0 + j * s->dilation_w) * c, c);
+            zero_run(dst + hi * c, (s->kw - hi) * c);
+        }
+    }
+    return 0;
+}
+
+void conv_patches(const pyrt_conv_shape *s, const float *hwc, int64_t p0, int64_t p1,
+                  float *patches, int64_t ld)
+{
+    const int64_t taps = s->c * s->kh * s->kw;
+    patch_ctx u = {s, hwc, p0, ld, patches};
+    int64_t grain = taps > 0 ? (CHUNK_ELEMS + taps - 1) / taps : p1 - p0;
+    pyrt_parallel_for(p1 - p0, grain, patch_rows, &u);
 }
 
 typedef struct fold_ctx {
