@@ -34,15 +34,18 @@ NumPy arrays only: the op runs on the CPU.
 import numpy as np
 
 from pyrt._pyrt_cffi import ffi, lib
+from pyrt.autograd import is_grad_enabled
 from pyrt.embedding import check_supported, padding_index
 from pyrt.functional import _make, _xp
 from pyrt.ops._checks import F32, as_f32, as_i64, check_rc, fptr, iptr
+from pyrt.ops._memory import empty
 from pyrt.spatial import _check_tensors
 
 __all__ = ["embedding_bag"]
 
 MODES = ("sum", "mean", "max")
 _NULL = ffi.NULL
+_I64 = np.dtype(np.int64)
 
 
 def check_mode(mode):
@@ -82,13 +85,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     rows, dim = table.shape
     padding_idx = padding_index(padding_idx, rows)
     index, bounds, num_bags = _bags(as_i64(input.data, "input"), offsets, include_last_offset)
-    if index.size and (index.min() < 0 or index.max() >= rows):
-        outside = (index < 0) | (index >= rows)
-        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
-                           f"({rows}) but found idx to be {int(index[outside][0])}")
 
-    # the entries that count, and the bags' bounds among them; a copy, so that a later write
-    # to the input cannot move the gradient
+    # the entries that count, and the bags' bounds among them; where a gradient is recorded,
+    # a copy, so that a later write to the input cannot move it (the kernel checks the
+    # indices: the error below names the first one outside the table)
+    records = is_grad_enabled() and (weight.requires_grad or (
+        per_sample_weights is not None and per_sample_weights.requires_grad))
     kept = None
     if padding_idx is not None:
         keep = index != padding_idx
@@ -96,24 +98,29 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         counted = np.zeros(index.size + 1, np.int64)
         np.cumsum(keep, out=counted[1:])
         index, bounds = index[kept], counted[bounds]
-    index, bounds = np.array(index, np.int64), np.ascontiguousarray(bounds, np.int64)
-    sizes = np.diff(bounds)
+    index = np.array(index, np.int64) if records else np.ascontiguousarray(index, np.int64)
+    bounds = np.ascontiguousarray(bounds, np.int64)
     table = np.ascontiguousarray(table)
     scale = None
     if per_sample_weights is not None:
         scale = as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)
         scale = np.ascontiguousarray(scale[:index.size] if kept is None else scale[kept])
     code = {"sum": lib.PYRT_BAG_SUM, "mean": lib.PYRT_BAG_MEAN, "max": lib.PYRT_BAG_MAX}[mode]
-    out = np.empty((num_bags, dim), F32)
-    top = np.empty((num_bags, dim), np.int64) if mode == "max" else None
-    check_rc(lib.pyrt_embedding_bag(fptr(table), rows, dim, iptr(index), iptr(bounds),
-                                    num_bags, _NULL if scale is None else fptr(scale), code,
-                                    fptr(out), _NULL if top is None else iptr(top)),
-             "embedding_bag")
+    out = empty((num_bags, dim), F32)
+    top = empty((num_bags, dim), _I64) if mode == "max" else None
+    rc = lib.pyrt_embedding_bag(fptr(table), rows, dim, iptr(index), iptr(bounds), num_bags,
+                                _NULL if scale is None else fptr(scale), code, fptr(out),
+                                _NULL if top is None else iptr(top))
+    if rc == lib.PYRT_EINVAL and index.size and (index.min() < 0 or index.max() >= rows):
+        outside = (index < 0) | (index >= rows)
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
+                           f"({rows}) but found idx to be {int(index[outside][0])}")
+    check_rc(rc, "embedding_bag")
 
     def backward(g):
         grad_weight = grad_scale = None
         g = np.ascontiguousarray(g, F32)
+        sizes = np.diff(bounds)
         bag = np.repeat(np.arange(num_bags), sizes)  # the bag of each entry
         if weight._requires_grad:
             share = scale

@@ -911,6 +911,7 @@ int main(void)
     check_copy_blocks(&rng, 70000, 300, 1024);     /* planes in parallel */
     check_embedding_bag(&rng, 7, 3, 9, 3);         /* rows shared by many bags */
     check_embedding_bag(&rng, 300, 130, 200, 6);   /* blocks of columns, empty bags */
+    check_embedding_bag(&rng, 50, 77, 40, 5);      /* columns by 64, by 8 and one by one */
     check_lstm_cell(&rng, 1, 3);                  /* the scalar tail only */
     check_lstm_cell(&rng, 16, 128);
     check_lstm_cell(&rng, big, 37);               /* rows in parallel, vectors and a tail */
