@@ -467,11 +467,16 @@ static int scale_range(void *ctx, int64_t start, int64_t stop)
  * packed (zero-padded). The choice depends on the arguments only, never on the thread count. */
 #define DIRECT_MAX_FLOATS (128 * 1024)
 #define DIRECT_FEW_TILES 4
+/* ... and for an A micro-panel, five: a convolution over 14x14 images multiplies its filters
+ * by im2col's 196 columns, one micro-tile more than four of the 8 x 48 kernel's, and packing
+ * A for it made 256 x 196 x 2304 1.06-1.08 times as long (208 and 224 columns 1.04-1.08), and
+ * the forward pass of 256 filters of 3x3 over [8, 256, 14, 14] 1.1 times. */
+#define DIRECT_FEW_TILES_A 5
 
 static void choose_direct(gemm *g)
 {
     const int mr = g->kr->mr, nr = g->kr->nr;
-    const int few_a_uses = g->n <= DIRECT_FEW_TILES * nr;
+    const int few_a_uses = g->n <= DIRECT_FEW_TILES_A * nr;
     const int few_b_uses = g->m <= DIRECT_FEW_TILES * mr;
     const double a_size = (double)g->m * (double)g->k, b_size = (double)g->k * (double)g->n;
     /* rows of A hold a micro-panel's values in 6 contiguous runs, whatever lda is */
