@@ -245,13 +245,63 @@ CONV_INLINE void SUFFIX(dweight_body)(
     }
 }
 
+/* One step of fold_body: vectors v[2k] and v[2k + 1] (k < pairs), each holding sums of
+ * LANES / (2 g) entries in groups of 2 g lanes, folded into v[k], the sums of those 2 n
+ * entries in groups of g lanes: the upper g lanes of each group added to its lower g (the
+ * lanes LO and HI pick), v[2k]'s entries first. */
+#define FOLD_STEP(pairs, LO, HI)                                                              \
+    for (int k = 0; k < (pairs); k++)                                                         \
+        v[k] = __builtin_shuffle(v[2 * k], v[2 * k + 1], LO)                                   \
+               + __builtin_shuffle(v[2 * k], v[2 * k + 1], HI)
+
+/* out[e] += the sum of the lanes of entry e, in vsum's tree. LANES entries at a time are
+ * folded together, each step halving the lanes per entry and pairing up the vectors (a
+ * transpose by halves), the same additions as vsum's, which runs on the rest: one vsum per
+ * entry took a seventh of the time of a small layer's filter gradient (16 -> 16 filters of
+ * 3x3 over 14x14 images: 2304 entries per block). */
 CONV_INLINE void SUFFIX(fold_body)(const float *lanes, int64_t count, float *out)
 {
-    for (int64_t e = 0; e < count; e++) {
+    typedef int32_t SUFFIX(fvec) __attribute__((vector_size(LANES * sizeof(int32_t))));
+    /* loG / hiG: the lower and upper g lanes of each group of 2 g in a pair of vectors */
+#if LANES == 16
+    const SUFFIX(fvec) lo8 = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
+    const SUFFIX(fvec) hi8 = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+    const SUFFIX(fvec) lo4 = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+    const SUFFIX(fvec) hi4 = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+    const SUFFIX(fvec) lo2 = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29};
+    const SUFFIX(fvec) hi2 = {2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
+    const SUFFIX(fvec) lo1 = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+    const SUFFIX(fvec) hi1 = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+#else
+    const SUFFIX(fvec) lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+    const SUFFIX(fvec) lo2 = {0, 1, 4, 5, 8, 9, 12, 13}, hi2 = {2, 3, 6, 7, 10, 11, 14, 15};
+    const SUFFIX(fvec) lo1 = {0, 2, 4, 6, 8, 10, 12, 14}, hi1 = {1, 3, 5, 7, 9, 11, 13, 15};
+#endif
+    int64_t e = 0;
+    for (; e + LANES <= count; e += LANES) {
+        VEC v[LANES];
+        for (int k = 0; k < LANES; k++)
+            v[k] = SUFFIX(vload)(lanes + (e + k) * LANES);
+#if LANES == 16
+        FOLD_STEP(8, lo8, hi8);
+        FOLD_STEP(4, lo4, hi4);
+        FOLD_STEP(2, lo2, hi2);
+        FOLD_STEP(1, lo1, hi1);
+#else
+        FOLD_STEP(4, lo4, hi4);
+        FOLD_STEP(2, lo2, hi2);
+        FOLD_STEP(1, lo1, hi1);
+#endif
+        const VEC sums = SUFFIX(vload)(out + e) + v[0];
+        SUFFIX(vstore)(out + e, &sums, LANES);
+    }
+    for (; e < count; e++) {
         VEC v = SUFFIX(vload)(lanes + e * LANES);
         out[e] += SUFFIX(vsum)(&v);
     }
 }
+
+#undef FOLD_STEP
 
 #undef VEC
 #undef DW_KB
