@@ -489,7 +489,7 @@ static int param_block_gemm(const conv_job *j, int64_t blk, float *part, float *
     const int64_t taps = s->c * s->kh * s->kw, npix = s->oh * s->ow;
     const int64_t u0 = blk * j->units_per_block;
     const int64_t u1 = j->units - u0 < j->units_per_block ? j->units : u0 + j->units_per_block;
-    const int64_t per_seg = j->seg_rows > npix ? j->seg_rows / npix : 1;
+    const int64_t per_seg = npix > 0 && j->seg_rows > npix ? j->seg_rows / npix : 1;
     const int64_t ld = patch_ld(taps);
     int rc = 0;
     for (int64_t n0 = u0; n0 < u1 && j->dweight && taps > 0 && !rc; n0 += per_seg) {
