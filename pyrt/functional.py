@@ -22,10 +22,7 @@ from pyrt.ops.layout import swap_last_axes
 from pyrt.ops.linalg import matmul_ptr, matmul_raw
 from pyrt.ops.softmax import (
     bce_with_logits_raw,
-    check_labels,
-    check_logits,
     check_targets,
-    cross_entropy_raw,
 )
 
 __all__ = [
@@ -946,121 +943,6 @@ def _summed(mean, inputs, n):
     return mul(mean, float(n))
 
 
-def cross_entropy(input, target, *, reduction="mean"):
-    """Cross-entropy of softmax(input), logits [N, C], against target, integer labels [N]: its
-    mean over the batch (reduction="mean", forward and gradient in one fused kernel pass), its
-    sum ("sum") or the loss of each row, shape [N] ("none")."""
-    logits, labels = input, target
-    if reduction != "mean":
-        _check_reduction(reduction)
-        if not isinstance(logits, _Tensor or _tensor()):
-            raise _not_a_tensor(logits)
-        if reduction == "sum":
-            return _summed(cross_entropy(logits, labels), (logits,), logits.data.shape[0])
-        return _cross_entropy_rows(logits, labels)
-    labels = labels.data if isinstance(labels, _Tensor or _tensor()) else np.asarray(labels)
-    z = logits.data
-    try:
-        need = logits._requires_grad and _grad_mode.enabled
-    except AttributeError:
-        raise _not_a_tensor(logits) from None
-    if (type(z) is _ndarray and z.dtype is F32 and z.ndim == 2 and z.flags.c_contiguous
-            and type(labels) is _ndarray and labels.dtype is I64
-            and labels.flags.c_contiguous and labels.shape == z.shape[:1]):
-        out = cross_entropy_raw(z, labels, need)
-    else:
-        out = ops.cross_entropy(z, labels, return_grad=need)
-    if need:
-        loss, grad = out
-        return _make(loss, (logits,), lambda g: (_scale(grad, g),))
-    return _make(out, (logits,), None)
-
-
-def _cross_entropy_rows(logits, labels):
-    """cross_entropy with reduction="none": -log_softmax(logits)[i, labels[i]] for each row i;
-    the gradient of row i is g[i] (softmax(logits[i]) - onehot(labels[i])). A label outside
-    [0, C) is a ValueError on the CPU and gives nan on the GPU, as the fused kernels do."""
-    as_f32, as_i64 = _backend_checks(logits.data)
-    z = as_f32(logits.data, "logits")
-    check_logits(z)
-    labels = labels.data if isinstance(labels, _Tensor or _tensor()) else labels
-    if isinstance(z, np.ndarray):
-        labels = as_i64(np.asarray(labels), "labels")
-    else:
-        labels = as_i64(labels, "labels")
-    check_labels(z, labels)
-    xp = _xp(z)
-    n, c = z.shape
-    log_p = ops.log_softmax(z, 1)
-    rows = xp.arange(n)
-    inside = (labels >= 0) & (labels < c)
-    if xp is np and n and not inside.all():
-        bad = labels[~inside]
-        raise ValueError(f"labels must be in [0, {c}), got {int(bad[0])}")
-    picked = xp.where(inside, labels, 0)
-    loss = xp.where(inside, -log_p[rows, picked], xp.float32(xp.nan)).astype(F32)
-
-    def backward(g):
-        grad = xp.exp(log_p)
-        grad[rows, picked] -= 1
-        grad *= g.reshape(n, 1)
-        if xp is not np:  # a row with a label out of range: nan, as the fused kernel gives
-            grad = xp.where(inside.reshape(n, 1), grad, xp.float32(xp.nan))
-        return (grad,)
-
-    return _make(loss, (logits,), backward)
-
-
-def nll_loss(input, target, *, reduction="mean"):
-    """The negative log-likelihood of target, integer labels [N], under input,
-    log-probabilities [N, C] (log_softmax's output): -input[i, target[i]] for each row i, its
-    mean over the batch (reduction="mean"), its sum ("sum") or each row's, shape [N]
-    ("none"). log_softmax then nll_loss is cross_entropy in two steps. The gradient is -g at
-    each row's label and 0 elsewhere. A label outside [0, C) is a ValueError on the CPU and
-    gives nan on the GPU, as cross_entropy does."""
-    _check_reduction(reduction)
-    Tensor = _Tensor or _tensor()
-    if not isinstance(input, Tensor):
-        raise _not_a_tensor(input)
-    as_f32, as_i64 = _backend_checks(input.data)
-    z = as_f32(input.data, "input")
-    if z.ndim != 2:
-        raise ValueError(f"nll_loss: input must be 2-D [N, C], got shape {z.shape}")
-    labels = target.data if isinstance(target, Tensor) else target
-    if labels is None or isinstance(labels, (str, bytes, dict)):
-        raise TypeError(f"nll_loss: target must be a tensor of class indices, got "
-                        f"{type(labels).__name__}")
-    labels = as_i64(np.asarray(labels) if isinstance(z, np.ndarray) else labels, "target")
-    n, c = z.shape
-    if labels.shape != (n,):
-        raise ValueError(f"nll_loss: target must have shape ({n},) to match input, got "
-                         f"{labels.shape}")
-    xp = _xp(z)
-    rows = xp.arange(n)
-    inside = (labels >= 0) & (labels < c)
-    if xp is np and n and not inside.all():
-        raise ValueError(f"nll_loss: target must hold class indices in [0, {c}), got "
-                         f"{int(labels[~inside][0])}")
-    picked = xp.where(inside, labels, 0)
-    losses = xp.where(inside, -z[rows, picked], xp.float32(xp.nan)).astype(F32)
-    if reduction == "none":
-        loss = losses
-    elif reduction == "sum":
-        loss = xp.asarray(losses.sum(dtype=F32))
-    else:  # the mean of no rows is nan, as in PyTorch
-        loss = xp.asarray(losses.sum(dtype=F32) / np.float32(n) if n else xp.float32(xp.nan))
-
-    def backward(g):
-        weights = -g if reduction != "mean" else -g / np.float32(builtins.max(n, 1))
-        grad = xp.zeros((n, c), F32)
-        grad[rows, picked] = xp.broadcast_to(weights, (n,))
-        if xp is not np:  # a row with a label out of range: nan, as cross_entropy gives
-            grad = xp.where(inside.reshape(n, 1), grad, xp.float32(xp.nan))
-        return (grad,)
-
-    return _make(loss, (input,), backward, reads=False)
-
-
 def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
     """Binary cross-entropy of sigmoid(input), logits, against target, of the same shape: its
     mean (reduction="mean"), its sum ("sum") or the loss of each element ("none"). For the
@@ -1206,6 +1088,7 @@ from pyrt.attention import (  # noqa: E402
 )
 from pyrt.bilinear import bilinear  # noqa: E402
 from pyrt.channel_ops import channel_shuffle, local_response_norm  # noqa: E402
+from pyrt.class_losses import cross_entropy, nll_loss  # noqa: E402
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
 from pyrt.distance_losses import triplet_margin_with_distance_loss  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402

@@ -161,6 +161,56 @@ def test_loss_reductions_match_cpu(name, reduction):
     close(grads[1], grads[0])
 
 
+@pytest.mark.parametrize("settings", [
+    dict(), dict(ignore_index=2), dict(label_smoothing=0.2), dict(weight=True),
+    dict(weight=True, ignore_index=-100, label_smoothing=0.1, reduction="sum"),
+    dict(reduction="none", ignore_index=0)])
+@pytest.mark.parametrize("shape", [(12, 5), (5,), (3, 5, 2, 2)])
+def test_class_losses_match_cpu(settings, shape):
+    """weight, ignore_index (also in the fused kernel: the -100 labels below), smoothing and
+    [C] / [N, C, d1, ...] inputs, as on the CPU."""
+    z = f32(*shape) * 4
+    positions = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    labels = rng(1).integers(0, 5, positions)
+    labels = np.where(rng(3).random(positions) < 0.3, settings.get("ignore_index", -100), labels)
+    results = []
+    for device in ("cpu", "cuda"):
+        kwargs = dict(settings)
+        if kwargs.pop("weight", False):
+            kwargs["weight"] = pyrt.tensor(rng(4).random(5).astype(np.float32) + 0.5,
+                                           device=device)
+        for op in ("cross_entropy", "nll_loss"):
+            if op == "nll_loss":
+                kwargs.pop("label_smoothing", None)
+            x = pyrt.tensor(z, requires_grad=True, device=device)
+            scores = x if op == "cross_entropy" else pyrt.nn.functional.log_softmax(
+                x, 0 if len(shape) == 1 else 1)
+            loss = getattr(pyrt.nn.functional, op)(scores, pyrt.tensor(labels, device=device),
+                                                   **kwargs)
+            loss.sum().backward()
+            results.append((loss.data, x.grad.data))
+    for (dev_loss, dev_grad), (loss, grad) in zip(results[2:], results[:2]):
+        close(dev_loss, loss)
+        close(dev_grad, grad)
+
+
+def test_fused_cross_entropy_skips_ignored_rows():
+    """The fused kernel's mean is over the rows not labelled ignore_index, whose gradient rows
+    are 0; with every row ignored the loss is nan and the gradient 0, as on the CPU."""
+    z = f32(64, 10)
+    labels = rng(1).integers(0, 10, 64)
+    labels[::3] = -100
+    for ignored in (labels, np.full(64, -100)):
+        x = pyrt.tensor(z, requires_grad=True, device="cuda")
+        loss = nn.CrossEntropyLoss()(x, pyrt.tensor(ignored, device="cuda"))
+        loss.backward()
+        ref = pyrt.tensor(z, requires_grad=True)
+        ref_loss = nn.CrossEntropyLoss()(ref, pyrt.tensor(ignored))
+        ref_loss.backward()
+        np.testing.assert_allclose(float(loss.data.get()), float(ref_loss.data), rtol=RTOL)
+        close(x.grad.data, ref.grad.data)
+
+
 def test_where_var_and_nll_rows_match_cpu():
     c, a, b = f32(4, 5) > 0, f32(4, 5, seed=1), f32(5, seed=2)
     results = []

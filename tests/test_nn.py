@@ -1151,27 +1151,34 @@ def test_loss_reductions_are_checked():
     with pytest.raises(ValueError, match="valid value for reduction"):
         F.mse_loss(z, pyrt.zeros(3, 4), reduction="elementwise_mean")
     # the checks of the mean apply to every reduction
-    for reduction in ("sum", "none"):
-        with pytest.raises(ValueError, match=r"labels must be in \[0, 4\), got 4"):
+    for reduction in ("mean", "sum", "none"):
+        with pytest.raises(ValueError, match=r"target must hold class indices in \[0, 4\) or "
+                                             r"ignore_index \(-100\), got 4"):
             F.cross_entropy(z, [0, 1, 4], reduction=reduction)
-        with pytest.raises(TypeError, match="labels"):
+        with pytest.raises(ValueError, match=r"got -1"):  # below 0, not ignore_index
+            F.cross_entropy(z, [0, -1, 2], reduction=reduction)
+        with pytest.raises(TypeError, match=r"target must hold class indices \(an integer "
+                                            r"dtype\) of shape \(3,\), or class probabilities"):
             F.cross_entropy(z, pyrt.tensor([0.0, 1.0, 2.0]), reduction=reduction)
-        with pytest.raises(ValueError, match="labels must have shape"):
+        with pytest.raises(ValueError, match=r"target must have shape \(3,\)"):
             F.cross_entropy(z, [0, 1], reduction=reduction)
         with pytest.raises(ValueError, match="targets must have the shape"):
             F.binary_cross_entropy_with_logits(z, pyrt.zeros(3, 5), reduction=reduction)
         with pytest.raises(TypeError, match="input must be a Tensor"):
             F.cross_entropy(np.zeros((3, 4), F32), [0, 1, 2], reduction=reduction)
     for reduction in ("mean", "sum", "none"):
-        with pytest.raises(ValueError, match=r"target must hold class indices in \[0, 4\), "
-                                             r"got -1"):
+        with pytest.raises(ValueError, match=r"target must hold class indices in \[0, 4\) "
+                                             r"or ignore_index \(-100\), got -1"):
             F.nll_loss(z, [0, -1, 2], reduction=reduction)
-        with pytest.raises(TypeError, match="target must have an integer dtype"):
+        with pytest.raises(TypeError, match=r"target must hold class indices \(an integer "
+                                            r"dtype\) of shape \(3,\); got float32"):
             F.nll_loss(z, pyrt.tensor([0.0, 1.0, 2.0]), reduction=reduction)
         with pytest.raises(ValueError, match=r"target must have shape \(3,\)"):
             F.nll_loss(z, [0, 1], reduction=reduction)
-        with pytest.raises(ValueError, match="input must be 2-D"):
+        with pytest.raises(ValueError, match=r"target must have shape \(\)"):  # one sample
             F.nll_loss(pyrt.zeros(4), [0, 1, 2, 3], reduction=reduction)
+        with pytest.raises(ValueError, match="input must be"):
+            F.nll_loss(pyrt.tensor(1.0), 0, reduction=reduction)
         with pytest.raises(TypeError, match="input must have dtype float32"):
             F.nll_loss(pyrt.tensor([[1, 2]]), [0], reduction=reduction)
         with pytest.raises(TypeError, match="input must be a Tensor"):

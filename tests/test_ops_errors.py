@@ -688,11 +688,13 @@ def test_conv2d_and_pooling_layers_with_bad_input():
 def test_cross_entropy_loss_with_bad_labels():
     loss = nn.CrossEntropyLoss()
     logits = pyrt.randn(4, 5, requires_grad=True)
-    raises(TypeError, "labels", loss, logits, pyrt.tensor([0.0, 1.0, 2.0, 3.0]))
-    raises(ValueError, "labels", loss, logits, pyrt.tensor([0, 1, 2, 5]))
-    raises(ValueError, "labels", loss, logits, pyrt.tensor([0, -1, 2, 3]))
-    raises(ValueError, "labels", loss, logits, pyrt.tensor([0, 1, 2]))
-    raises(ValueError, "logits", loss, pyrt.randn(5), pyrt.tensor([0]))
+    raises(TypeError, "target", loss, logits, pyrt.tensor([0.0, 1.0, 2.0, 3.0]))
+    raises(ValueError, "target", loss, logits, pyrt.tensor([0, 1, 2, 5]))
+    raises(ValueError, "target", loss, logits, pyrt.tensor([0, -1, 2, 3]))
+    raises(ValueError, "target", loss, logits, pyrt.tensor([0, 1, 2]))
+    # one sample, [C], takes one class index, a 0-d target
+    raises(ValueError, "target must have shape", loss, pyrt.randn(5), pyrt.tensor([0]))
+    raises(ValueError, "input must be", loss, pyrt.tensor(1.0), pyrt.tensor(0))
     raises(TypeError, "input", loss, np.ones((4, 5), np.float32), pyrt.tensor([0, 1, 2, 3]))
     raises(ValueError, "reduction", nn.CrossEntropyLoss, reduction="average")
     # labels as an array or a list: the same loss as a tensor of them

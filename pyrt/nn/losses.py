@@ -4,8 +4,11 @@ checked when they are made (beta, delta, margin, p: ValueError out of range). Py
 deprecated size_average and reduce arguments are left out: reduction is keyword-only where
 they would come before it."""
 
+import numbers
+
 from pyrt import functional as F
 from pyrt import loss_functions as LF
+from pyrt.class_losses import _check_smoothing
 from pyrt.functional import _check_reduction, _real_number
 from pyrt.nn.module import Module
 
@@ -28,21 +31,57 @@ class _Loss(Module):
         return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
 
 
-class CrossEntropyLoss(_Loss):
-    """Cross-entropy of softmax(input) against target: input holds logits [N, C], target the
-    class indices [N] (integers); the loss of each row, reduced over the batch."""
+class _ClassLoss(_Loss):
+    """A loss of class scores: `weight` (C floats, kept as a buffer as in PyTorch) weighs each
+    class, and the positions whose class is `ignore_index` do not count."""
+
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean"):
+        super().__init__(reduction=reduction)
+        if isinstance(ignore_index, bool) or not isinstance(ignore_index, numbers.Integral):
+            raise TypeError(f"ignore_index must be an integer, got {type(ignore_index).__name__}")
+        self.ignore_index = int(ignore_index)
+        self.register_buffer("weight", weight)
+
+    def extra_repr(self):
+        settings = [super().extra_repr()]
+        if self.ignore_index != -100:
+            settings.append(f"ignore_index={self.ignore_index}")
+        return ", ".join(s for s in settings if s)
+
+
+class CrossEntropyLoss(_ClassLoss):
+    """Cross-entropy of softmax(input) against target: input holds logits [N, C] ([C], or
+    [N, C, d1, ...]), target the class indices [N] ([], [N, d1, ...]) or class probabilities
+    of input's shape; `label_smoothing` in [0, 1] mixes the target with the uniform
+    distribution. The loss of each row, reduced over the batch (F.cross_entropy)."""
+
+    def __init__(self, weight=None, *, ignore_index=-100, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(weight, ignore_index=ignore_index, reduction=reduction)
+        self.label_smoothing = _check_smoothing(label_smoothing)
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, reduction=self.reduction)
+        # (the buffer read from its dict: self.weight would go through Module.__getattr__)
+        return F.cross_entropy(input, target, self._buffers["weight"],
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+    def extra_repr(self):
+        settings = [super().extra_repr()]
+        if self.label_smoothing:
+            settings.append(f"label_smoothing={self.label_smoothing}")
+        return ", ".join(s for s in settings if s)
 
 
-class NLLLoss(_Loss):
-    """Negative log-likelihood: input holds log-probabilities [N, C] (LogSoftmax's output),
-    target the class indices [N] (integers); -input[i, target[i]] for each row, reduced over
-    the batch. LogSoftmax then NLLLoss is CrossEntropyLoss."""
+class NLLLoss(_ClassLoss):
+    """Negative log-likelihood: input holds log-probabilities [N, C] (LogSoftmax's output;
+    [C], or [N, C, d1, ...]), target the class indices [N] ([], [N, d1, ...]);
+    -weight[y] input[n, y] for each row n of class y, reduced over the batch (F.nll_loss).
+    LogSoftmax then NLLLoss is CrossEntropyLoss."""
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, reduction=self.reduction)
+        return F.nll_loss(input, target, self._buffers["weight"], ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):

@@ -4,18 +4,39 @@
 #include "common.cuh"
 
 // Mean cross-entropy of softmax(z [n, c]) against labels [n] (int64), and, with want_grad,
-// grad = (softmax(z) - onehot(labels)) / n. Warp w takes rows w, w + PYRT_WARPS, ...; its
-// lanes stride over the row. A label outside [0, c) makes the loss nan (checking it on the
-// host would need a device-to-host copy).
+// grad = (softmax(z) - onehot(labels)) / kept. With use_ignore the rows labelled ignore_index
+// do not count: their loss and gradient are 0, and kept, the rows the mean is over, is the
+// number of the others (none: the loss is 0 / 0, nan, as PyTorch's; the gradient 0); without,
+// kept is n. Warp w takes rows w, w + PYRT_WARPS, ...; its lanes stride over the row. A label
+// outside [0, c) that is not ignored makes the loss nan (checking it on the host would need
+// a device-to-host copy).
 extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
                                               const long long *__restrict__ labels,
                                               float *__restrict__ loss,
                                               float *__restrict__ grad, long long n,
-                                              long long c, long long want_grad) {
+                                              long long c, long long want_grad,
+                                              long long use_ignore, long long ignore_index) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const float inv_n = 1.0f / (float)n;
+    __shared__ unsigned long long kept_rows;
+    if (use_ignore) {
+        // the rows that count, an integer sum (exact and in no particular order)
+        if (threadIdx.x == 0) kept_rows = 0;
+        __syncthreads();
+        unsigned long long mine = 0;
+        for (long long r = threadIdx.x; r < n; r += PYRT_BLOCK) mine += labels[r] != ignore_index;
+        for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
+        if (lane == 0) atomicAdd(&kept_rows, mine);
+        __syncthreads();
+    }
+    const float inv_n = 1.0f / (float)(use_ignore ? (long long)kept_rows : n);
     float warp_loss = 0.0f;  // kept by lane 0
     for (long long r = warp; r < n; r += PYRT_WARPS) {
+        const long long label = labels[r];
+        if (use_ignore && label == ignore_index) {  // the whole warp's row: no shuffle skipped
+            if (want_grad)
+                for (long long j = lane; j < c; j += 32) grad[r * c + j] = 0.0f;
+            continue;
+        }
         const float *row = z + r * c;
         float m = -PYRT_INF;
         for (long long j = lane; j < c; j += 32) m = fmaxf(m, row[j]);
@@ -23,7 +44,6 @@ extern "C" __global__ void pyrt_cross_entropy(const float *__restrict__ z,
         float s = 0.0f;
         for (long long j = lane; j < c; j += 32) s += expf(row[j] - m);
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        const long long label = labels[r];
         const bool valid = label >= 0 && label < c;
         if (lane == 0)
             warp_loss += valid ? m + logf(s) - row[label] : PYRT_NAN;

@@ -107,14 +107,18 @@ def log_softmax(x, axis=-1, *, out=None):
 
 # ---- fused losses ------------------------------------------------------------------------
 
-def cross_entropy_raw(logits, labels, return_grad):
+def cross_entropy_raw(logits, labels, return_grad, ignore_index=None):
     """Mean cross-entropy of C-contiguous float32 logits [n, c] against int64 labels [n]:
-    a 0-d device array (and the gradient), one kernel launch, unchecked."""
+    a 0-d device array (and the gradient), one kernel launch, unchecked. The rows labelled
+    ignore_index (an int; None: no label is ignored) do not count, in the mean or the
+    gradient, as in PyTorch."""
     n, c = logits.shape
     loss = cupy.empty((), F32)
     grad = cupy.empty((n, c), F32) if return_grad else logits
-    kernel("loss", "pyrt_cross_entropy")((1,), (BLOCK,),
-                                         (logits, labels, loss, grad, n, c, int(return_grad)))
+    use_ignore = ignore_index is not None
+    kernel("loss", "pyrt_cross_entropy")((1,), (BLOCK,), (
+        logits, labels, loss, grad, n, c, int(return_grad), int(use_ignore),
+        int(ignore_index) if use_ignore else 0))
     return (loss, grad) if return_grad else loss
 
 
