@@ -562,10 +562,13 @@ def abs(x):
 
 
 def clamp(x, min=None, max=None):
-    """x limited to [min, max] (either may be None); the gradient passes where
-    min <= x <= max."""
+    """x limited to [min, max] (either may be None, a number, or a tensor that broadcasts with
+    x); the gradient passes where min <= x <= max."""
     if min is None and max is None:
         raise ValueError("clamp: at least one of 'min' or 'max' must not be None")
+    if isinstance(min, (_Tensor or _tensor(), np.ndarray)) or isinstance(
+            max, (_Tensor or _tensor(), np.ndarray)):
+        return _clamp_by_tensors(x, min, max)
     lo = None if min is None else _real_number(min, "min")
     hi = None if max is None else _real_number(max, "max")
     xd = x.data
@@ -585,6 +588,55 @@ def clamp(x, min=None, max=None):
         return (g * inside,)
 
     return _make(y, (x,), backward)
+
+
+def _clamp_by_tensors(x, min, max):
+    """clamp with tensor bounds: min(max(x, min), max), so that max wins where min > max, as in
+    PyTorch; its gradients are PyTorch's too: x's where min <= x <= max, min's where x < min
+    (and min < max), max's where x > max (or max < min), each summed over what was broadcast."""
+    bounds = []
+    for b, name in ((min, "min"), (max, "max")):
+        if b is not None and not isinstance(b, _Tensor or _tensor()):
+            b = _as_tensor(b, keep_bool=False) if isinstance(b, np.ndarray) else _as_tensor(
+                _real_number(b, name))
+        if b is not None and b.data.dtype != np.float32:
+            b = _as_tensor(b.data.astype(np.float32))
+        bounds.append(b)
+    lo, hi = bounds
+    xd = as_f32(x.data, "input") if isinstance(x.data, np.ndarray) else x.data
+    xp = _xp(xd)
+    ld = None if lo is None else lo.data
+    hd = None if hi is None else hi.data
+    try:
+        y = xd if ld is None else xp.maximum(xd, ld)
+        y = y if hd is None else xp.minimum(y, hd)
+    except ValueError:
+        raise ValueError(f"clamp: the bounds' shapes {None if ld is None else ld.shape} and "
+                         f"{None if hd is None else hd.shape} do not broadcast with the input's "
+                         f"{xd.shape}") from None
+    y = xp.ascontiguousarray(y, dtype=np.float32)
+
+    def backward(g):
+        inside = xp.ones(y.shape, bool)
+        if ld is not None:
+            inside = inside & (xd >= ld)
+        if hd is not None:
+            inside = inside & (xd <= hd)
+        grads = [_unbroadcast(g * inside, xd.shape) if x._requires_grad else None]
+        if lo is not None:
+            below = xd < ld
+            if hd is not None:
+                below = below & (ld < hd)
+            grads.append(_unbroadcast(g * below, ld.shape) if lo._requires_grad else None)
+        if hi is not None:
+            above = xd > hd
+            if ld is not None:
+                above = above | (hd < ld)
+            grads.append(_unbroadcast(g * above, hd.shape) if hi._requires_grad else None)
+        return tuple(None if t is None else t.astype(np.float32, copy=False) for t in grads)
+
+    parents = (x,) + tuple(b for b in bounds if b is not None)
+    return _make(y, parents, backward)
 
 
 def pow(x, exponent):
@@ -633,11 +685,21 @@ _ACT_CODES = {None: lib.PYRT_IDENTITY, "relu": lib.PYRT_RELU, "sigmoid": lib.PYR
 
 
 def linear(x, weight, bias=None, act=None):
-    """``act(x @ weight.T + bias)`` with x [N, in], weight [out, in], bias [out]: one GEMM and
-    one fused pass for bias and activation. act is None, "relu", "sigmoid" or "tanh"."""
+    """``act(x @ weight.T + bias)`` with x [N, in] (or [*, in]: the leading dims are one batch
+    dim, as in PyTorch), weight [out, in], bias [out]: one GEMM and one fused pass for bias
+    and activation. act is None, "relu", "sigmoid" or "tanh"."""
     xd, wd = x.data, weight.data
     if xd.ndim != 2:
-        raise ValueError(f"linear expects a 2-D input [batch, features], got shape {x.shape}")
+        if not isinstance(x, _Tensor or _tensor()):
+            raise _not_a_tensor(x)
+        if xd.ndim == 0:
+            raise ValueError("linear: input must have at least 1 dimension [*, in_features], "
+                             "got a 0-d tensor")
+        if wd.ndim != 2 or xd.shape[-1] != wd.shape[-1]:
+            raise ValueError(f"linear: input of shape {x.shape} does not match weight of shape "
+                             f"{weight.shape} (expected [out, {x.shape[-1]}])")
+        y = linear(reshape(x, (-1, xd.shape[-1])), weight, bias, act)
+        return reshape(y, x.shape[:-1] + (wd.shape[0],))
     if wd.ndim != 2 or xd.shape[1] != wd.shape[1]:
         raise ValueError(f"linear: input of shape {x.shape} does not match weight of shape "
                          f"{weight.shape} (expected [out, {x.shape[1]}])")

@@ -780,6 +780,33 @@ def test_linear_against_torch(shape, fin, fout, bias):
                                torch.nn.Linear(fin, fout, bias=bias), x, 7)
 
 
+@settings(max_examples=20, deadline=None)
+@given(lead=st.lists(st.integers(0, 3), max_size=3), fin=st.integers(1, 9),
+       fout=st.integers(1, 9), bias=st.booleans(), act=st.sampled_from([None, "relu", "tanh"]),
+       seed=st.integers(0, 2**16))
+def test_functional_linear_of_any_leading_dims(lead, fin, fout, bias, act, seed):
+    """F.linear takes [*, in] as PyTorch does ([in] included), the leading dims one batch."""
+    r = rng(seed)
+    x = r.standard_normal((*lead, fin)).astype(F32)
+    w = r.standard_normal((fout, fin)).astype(F32)
+    b = r.standard_normal(fout).astype(F32) if bias else None
+    g = r.standard_normal((*lead, fout)).astype(F32)
+    xp, wp = pyrt.tensor(x, requires_grad=True), pyrt.tensor(w, requires_grad=True)
+    y = F.linear(xp, wp, None if b is None else pyrt.tensor(b), act)
+    pre = x.astype(np.float64) @ w.T.astype(np.float64) + (0.0 if b is None else b)
+    ref = {None: pre, "relu": np.maximum(pre, 0), "tanh": np.tanh(pre)}[act]
+    assert y.shape == ref.shape
+    assert_close(y.data, ref)
+    y.backward(g)
+    gp = g * {None: 1.0, "relu": pre > 0, "tanh": 1 - np.tanh(pre) ** 2}[act]
+    assert_close(xp.grad.data, gp @ w.astype(np.float64))
+    assert_close(wp.grad.data, gp.reshape(-1, fout).T @ x.reshape(-1, fin).astype(np.float64))
+    with pytest.raises(ValueError, match="at least 1 dimension"):
+        F.linear(pyrt.tensor(1.0), wp)
+    with pytest.raises(ValueError, match=r"does not match weight"):
+        F.linear(pyrt.zeros(2, 3, fin + 1), wp)
+
+
 def conv2d_reference(x, w, b, stride, padding):
     """Cross-correlation in float64 by sliding windows."""
     x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))

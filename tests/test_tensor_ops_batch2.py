@@ -137,6 +137,38 @@ def test_clamp_forms():
                   else torch.clip(t, max=0), x)
 
 
+@EXAMPLES
+@given(shape=SHAPES, seed=st.integers(0, 100), bounds=st.sampled_from(["both", "min", "max"]),
+       drop=st.integers(0, 3), ties=st.booleans())
+def test_clamp_by_tensors(shape, seed, bounds, drop, ties):
+    """Tensor bounds that broadcast to x (trailing dims kept, others 1 or dropped), min above
+    max in places (max wins) and bounds tied with x: values and all three gradients."""
+    r = np.random.default_rng(seed)
+    bound_shape = tuple(n if r.random() < 0.5 else 1 for n in shape)[drop:]
+    x = normal(shape, seed)
+    lo = (r.standard_normal(bound_shape) * 0.7 - 0.2).astype(np.float32)
+    hi = (r.standard_normal(bound_shape) * 0.7 + 0.2).astype(np.float32)
+    if ties:  # x on a bound: its gradient passes (min <= x <= max), the bound's does not
+        x.reshape(-1)[0] = (lo if bounds != "max" else hi).reshape(-1)[0]
+    if bounds == "both":
+        against_torch(lambda t, a, b: t.clamp(a, b), x, lo, hi)
+        against_torch(lambda t, a, b: t.clamp(min=a, max=b) if isinstance(t, pyrt.Tensor)
+                      else torch.clamp(t, min=a, max=b), x, lo, hi)
+    elif bounds == "min":
+        against_torch(lambda t, a: t.clamp(min=a), x, lo)
+    else:
+        against_torch(lambda t, b: t.clamp(max=b), x, hi)
+
+
+def test_clamp_by_tensors_errors_and_arrays():
+    x = pyrt.tensor([1.0, 2.0, 3.0])
+    assert pyrt.clamp(x, max=np.array([2.5, 1.0, 0.0], np.float32)).tolist() == [1.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match=r"do not broadcast with the input's \(3,\)"):
+        pyrt.clamp(x, min=pyrt.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match="max must be a real number"):
+        pyrt.clamp(x, pyrt.zeros(3), "1")
+
+
 # ---- logical ops and isclose -----------------------------------------------------------------
 
 

@@ -94,14 +94,11 @@ class Linear(Module):
     def forward(self, x, act=None):
         """`act` ("relu", "sigmoid" or "tanh") fuses an activation into the bias pass."""
         params = self._parameters  # read directly: attribute access through __getattr__ is slow
-        if x.ndim == 2:
-            return F.linear(x, params["weight"], params["bias"], act)
         if x.ndim == 0:
             raise ValueError(f"{type(self).__name__}: input must have at least 1 dimension "
                              f"[*, {self.in_features}], got a 0-d tensor")
-        lead = x.shape[:-1]  # flatten leading dimensions into one batch dimension
-        y = F.linear(F.reshape(x, (-1, x.shape[-1])), params["weight"], params["bias"], act)
-        return F.reshape(y, lead + (self.out_features,))
+        # (F.linear takes the leading dimensions as one batch dimension)
+        return F.linear(x, params["weight"], params["bias"], act)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
