@@ -21,12 +21,22 @@ resolution (tests/test_nn_more.py checks it). The same array ops run on CuPy arr
 """
 
 import math
+import numbers
 import warnings
 
 import numpy as np
 
 from pyrt import ops
-from pyrt.functional import _make, _real_number, _tensor, _xp, dim_index, neg, softmax
+from pyrt.functional import (
+    _inplace,
+    _make,
+    _real_number,
+    _tensor,
+    _xp,
+    dim_index,
+    neg,
+    softmax,
+)
 from pyrt.ops._checks import F32
 
 __all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
@@ -53,12 +63,11 @@ def _float_input(op, input):
     return _float32(x, xp), xp
 
 
-def refuse_inplace(op, inplace):
-    """pyrt's ops write their results to new tensors: inplace=True is refused, as dropout
-    refuses it."""
-    if inplace:
-        raise ValueError(f"{op}(inplace=True) is not supported: pyrt writes the result to a new "
-                         "tensor")
+def inplace_flag(inplace):
+    """A layer's inplace argument as a bool (a bool or 0/1, as PyTorch's layers take it)."""
+    if not isinstance(inplace, (bool, np.bool_, numbers.Integral)):
+        raise TypeError(f"inplace must be a bool, got {type(inplace).__name__}")
+    return bool(inplace)
 
 
 # inf * 0 and inf - inf at infinite inputs give nan, as in PyTorch, without NumPy's warnings
@@ -83,7 +92,8 @@ def _elementwise(y, input, slope):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x; the gradient at 0 is negative_slope."""
     slope = np.float32(_real_number(negative_slope, "leaky_relu: negative_slope"))
-    refuse_inplace("leaky_relu", inplace)
+    if inplace:
+        return _inplace(input, lambda: leaky_relu(input, negative_slope))
     x, xp = _float_input("leaky_relu", input)
     positive = x > 0
     return _elementwise(xp.where(positive, x, x * slope), input,
@@ -97,7 +107,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     hi = np.float32(_real_number(max_val, "hardtanh: max_val"))
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    refuse_inplace("hardtanh", inplace)
+    if inplace:
+        return _inplace(input, lambda: hardtanh(input, min_val, max_val))
     x, xp = _float_input("hardtanh", input)
     # (written as PyTorch's test, so that a NaN passes its gradient as there)
     return _elementwise(xp.clip(x, lo, hi), input, lambda: ~((x <= lo) | (x >= hi)))
@@ -110,7 +121,8 @@ def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (exp(x) - 1); the gradient is 1, else alpha exp(x) (alpha at
     0)."""
     a = np.float32(_real_number(alpha, "elu: alpha"))
-    refuse_inplace("elu", inplace)
+    if inplace:
+        return _inplace(input, lambda: elu(input, alpha))
     x, xp = _float_input("elu", input)
     positive = x > 0
     negative_part = xp.minimum(x, 0)  # exp of the positive elements would overflow, unused
@@ -120,7 +132,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 def silu(input, inplace=False):
     """x sigmoid(x) (also called swish); the gradient is s (1 + x (1 - s)), s = sigmoid(x)."""
-    refuse_inplace("silu", inplace)
+    if inplace:
+        return _inplace(input, lambda: silu(input))
     x, _ = _float_input("silu", input)
     s = ops.sigmoid(x)
     with np.errstate(**_IEEE):
@@ -215,14 +228,16 @@ def gelu(input, approximate="none"):
 
 def relu6(input, inplace=False):
     """min(max(x, 0), 6): hardtanh between 0 and 6, with its gradient (0 at both bounds)."""
-    refuse_inplace("relu6", inplace)
+    if inplace:
+        return _inplace(input, lambda: relu6(input))
     return hardtanh(input, 0.0, 6.0)
 
 
 def hardsigmoid(input, inplace=False):
     """min(max(x + 3, 0), 6) / 6, a piecewise linear sigmoid; the gradient is 1/6 strictly
     between -3 and 3 and 0 elsewhere (and at nan), as in PyTorch."""
-    refuse_inplace("hardsigmoid", inplace)
+    if inplace:
+        return _inplace(input, lambda: hardsigmoid(input))
     x, xp = _float_input("hardsigmoid", input)
     y = xp.minimum(xp.maximum(x + np.float32(3), np.float32(0)), np.float32(6)) / np.float32(6)
     return _elementwise(y, input, lambda: ((x > -3) & (x < 3)) * np.float32(1 / 6))
@@ -232,7 +247,8 @@ def hardswish(input, inplace=False):
     """x hardsigmoid(x): 0 below -3, x (x + 3) / 6 between -3 and 3, x above 3. The
     gradient is 0 up to -3, x / 3 + 1/2 strictly between -3 and 3 and 1 from 3 on (and at
     nan), PyTorch's branches."""
-    refuse_inplace("hardswish", inplace)
+    if inplace:
+        return _inplace(input, lambda: hardswish(input))
     x, xp = _float_input("hardswish", input)
     gate = xp.minimum(xp.maximum(x + np.float32(3), np.float32(0)), np.float32(6))
     with np.errstate(**_IEEE):
@@ -247,7 +263,12 @@ def threshold(input, threshold, value, inplace=False):
     x > threshold."""
     th = np.float32(_real_number(threshold, "threshold: threshold"))
     v = np.float32(_real_number(value, "threshold: value"))
-    refuse_inplace("threshold", inplace)
+    if inplace:
+        return _inplace(input, lambda: _threshold(input, th, v))
+    return _threshold(input, th, v)
+
+
+def _threshold(input, th, v):
     x, xp = _float_input("threshold", input)
     below = x <= th
     return _elementwise(xp.where(below, v, x), input, lambda: ~below)
@@ -302,7 +323,8 @@ def _elu_family(op, input, alpha, scale, input_scale):
 
 def selu(input, inplace=False):
     """scale (x where x > 0, else alpha (exp(x) - 1)), with SELU's fixed alpha and scale."""
-    refuse_inplace("selu", inplace)
+    if inplace:
+        return _inplace(input, lambda: selu(input))
     return _elu_family("selu", input, SELU_ALPHA, SELU_SCALE, 1.0)
 
 
@@ -312,7 +334,8 @@ def celu(input, alpha=1.0, inplace=False):
     a = _real_number(alpha, "celu: alpha")
     if a == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    refuse_inplace("celu", inplace)
+    if inplace:
+        return _inplace(input, lambda: celu(input, alpha))
     return _elu_family("celu", input, a, 1.0, 1 / a)
 
 
@@ -326,7 +349,8 @@ def mish(input, inplace=False):
     """x tanh(softplus(x)); the gradient is t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)).
     Computed in float64 and rounded, so that the negative tail, x exp(x) in effect, keeps its
     relative accuracy."""
-    refuse_inplace("mish", inplace)
+    if inplace:
+        return _inplace(input, lambda: mish(input))
     x32, xp = _float_input("mish", input)
     x = x32.astype(np.float64)
     with np.errstate(**_IEEE):
@@ -423,7 +447,8 @@ def rrelu(input, lower=RRELU_LOWER, upper=RRELU_UPPER, training=False, inplace=F
     hi = _real_number(upper, "rrelu: upper")
     if lo > hi:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
-    refuse_inplace("rrelu", inplace)
+    if inplace:
+        return _inplace(input, lambda: rrelu(input, lower, upper, training))
     if not training:
         return leaky_relu(input, (lo + hi) / 2)
     x, xp = _float_input("rrelu", input)

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from pyrt.functional import F32, _dropout_mask, _make, _not_a_tensor, _tensor, _xp
+from pyrt.functional import F32, _dropout_mask, _inplace, _make, _not_a_tensor, _tensor, _xp
 from pyrt.functional import dropout_probability as _dropout_probability
 
 __all__ = ["alpha_dropout", "feature_alpha_dropout"]
@@ -32,8 +32,7 @@ def _alpha_dropout(input, p, training, inplace, feature):
     name = "feature_alpha_dropout" if feature else "alpha_dropout"
     _dropout_probability(p)
     if inplace:
-        raise ValueError(f"{name}(inplace=True) is not supported: pyrt writes the result to a "
-                         "new tensor")
+        return _inplace(input, lambda: _alpha_dropout(input, p, training, False, feature))
     if not isinstance(input, _tensor()):
         raise _not_a_tensor(input)
     if not training or p == 0 or input.numel() == 0:

@@ -12,6 +12,7 @@ import numpy as np
 from pyrt.functional import (
     F32,
     _dropout_mask,
+    _inplace,
     _make,
     _not_a_tensor,
     _tensor,
@@ -28,8 +29,7 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
     run."""
     dropout_probability(p)
     if inplace:
-        raise ValueError("dropout(inplace=True) is not supported: pyrt writes the result to a "
-                         "new tensor")
+        return _inplace(input, lambda: feature_dropout(input, p, training))
     if not isinstance(input, _tensor()):
         raise _not_a_tensor(input)
     x = input.data
@@ -47,7 +47,9 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
 
 def _unbatched(fn, input, p, training, inplace):
     """fn on input with a batch dim of 1 put in front, and taken out again."""
-    return squeeze(fn(unsqueeze(input, 0), p, training, inplace), 0)
+    if inplace:
+        return _inplace(input, lambda: _unbatched(fn, input, p, training, False))
+    return squeeze(fn(unsqueeze(input, 0), p, training, False), 0)
 
 
 def _rank(input):

@@ -529,10 +529,29 @@ def sigmoid(x):
 
 
 def relu(x, inplace=False):
-    if inplace:  # (the message of activations.refuse_inplace, which imports this module)
-        raise ValueError("relu(inplace=True) is not supported: pyrt writes the result to a "
-                         "new tensor")
+    if inplace:
+        return _inplace(x, lambda: _unary(lib.PYRT_RELU, x))
     return _unary(lib.PYRT_RELU, x)
+
+
+def _inplace(input, compute):
+    """An op called with inplace=True. Where autograd records nothing of `input` (it requires
+    no grad, or grad mode is off), the result, compute(), is written into input's array and
+    input returned, as PyTorch does (a backward that reads input's old values then refuses to
+    run, as PyTorch's version counters make it). Where autograd records input's history, the
+    result is a new tensor and input keeps its values: pyrt's graph has no in-place history,
+    and the layers that follow read the returned tensor."""
+    if not isinstance(input, _Tensor or _tensor()):
+        raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
+    if _grad_mode.enabled and input._requires_grad:
+        if input._backward is None:  # PyTorch's refusal
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        return compute()
+    result = compute()
+    if result is input:  # nothing to write (dropout while evaluating)
+        return input
+    return input._write_result(lambda: result)
 
 
 # ---- elementwise functions without a kernel of their own (NumPy or CuPy) ---------------------
@@ -911,8 +930,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     same mask."""
     dropout_probability(p)
     if inplace:
-        raise ValueError("dropout(inplace=True) is not supported: pyrt writes the result to a "
-                         "new tensor")
+        return _inplace(input, lambda: dropout(input, p, training))
     Tensor = _Tensor or _tensor()
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input)

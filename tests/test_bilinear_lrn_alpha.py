@@ -496,8 +496,6 @@ def test_alpha_dropout_errors():
         for p in (-0.1, 1.5, True):
             with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
                 fn(x, p, True)
-        with pytest.raises(ValueError, match=r"inplace=True\) is not supported"):
-            fn(x, 0.5, True, inplace=True)
         with pytest.raises(TypeError, match="Tensor"):
             fn(np.ones(3, F32), 0.5, True)
         with pytest.raises(TypeError, match="float32"):
@@ -515,7 +513,7 @@ def test_alpha_dropout_errors():
                                        (FeatureAlphaDropout, feature_alpha_dropout)])
 def test_alpha_dropout_modules(module, fn):
     """Dropping in training mode as the function does (same seed), the identity in eval
-    mode; p checked, inplace refused, reprs as torch's."""
+    mode; p checked, reprs as torch's."""
     x = pyrt.tensor(normal(rng(9), (6, 4, 3)))
     m = module(0.25)
     pyrt.manual_seed(1)
@@ -526,9 +524,8 @@ def test_alpha_dropout_modules(module, fn):
     assert m.eval()(x) is x
     with pytest.raises(ValueError, match="dropout probability"):
         module(1.5)
-    with pytest.raises(ValueError, match="inplace=True"):
-        module(0.5, inplace=True)
     assert repr(module()) == f"{module.__name__}(p=0.5, inplace=False)"
+    assert repr(module(0.5, inplace=True)) == f"{module.__name__}(p=0.5, inplace=True)"
     if torch is not None:
         name = module.__name__
         assert repr(module(0.2)) == repr(getattr(torch.nn, name)(0.2))

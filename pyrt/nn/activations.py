@@ -5,8 +5,9 @@ Threshold, Softsign, Tanhshrink, Softshrink, Hardshrink, GLU, Softmin and Softma
 Sigmoid, Tanh, Softmax and LogSoftmax are in pyrt.nn.layers.)
 
 The arguments are checked when the layer is made: a value of the wrong type is a TypeError, a
-value out of range a ValueError. inplace=True is refused, as Dropout refuses it: pyrt's ops
-write their results to new tensors.
+value out of range a ValueError. With inplace=True a layer writes its result into its input
+where autograd records nothing of the input, as PyTorch does, and otherwise returns a new
+tensor (functional._inplace).
 """
 
 import numbers
@@ -48,7 +49,18 @@ __all__ = [
 
 class _Activation(Module):
     _tensor_input = True
-    inplace = False  # torch's attribute; inplace=True is refused
+    inplace = False  # torch's attribute: write the result into the input where allowed
+
+    def _settings(self):
+        """The layer's own settings, as extra_repr shows them before inplace."""
+        return ""
+
+    def extra_repr(self):
+        settings = self._settings()
+        if not self.inplace:
+            return settings
+        return f"{settings}, inplace=True" if settings else "inplace=True"
+
 
 
 class LeakyReLU(_Activation):
@@ -57,13 +69,13 @@ class LeakyReLU(_Activation):
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         _real_number(negative_slope, "negative_slope")
-        A.refuse_inplace("LeakyReLU", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.negative_slope = negative_slope
 
     def forward(self, input):
-        return A.leaky_relu(input, self.negative_slope)
+        return A.leaky_relu(input, self.negative_slope, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"negative_slope={self.negative_slope}"
 
 
@@ -73,13 +85,13 @@ class ELU(_Activation):
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         _real_number(alpha, "alpha")
-        A.refuse_inplace("ELU", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.alpha = alpha
 
     def forward(self, input):
-        return A.elu(input, self.alpha)
+        return A.elu(input, self.alpha, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"alpha={self.alpha}"
 
 
@@ -105,10 +117,10 @@ class SiLU(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("SiLU", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.silu(input)
+        return A.silu(input, inplace=self.inplace)
 
 
 class Softplus(_Activation):
@@ -138,14 +150,14 @@ class Hardtanh(_Activation):
         _real_number(max_val, "max_val")
         if not max_val > min_val:
             raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
-        A.refuse_inplace("Hardtanh", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.min_val = min_val
         self.max_val = max_val
 
     def forward(self, input):
-        return A.hardtanh(input, self.min_val, self.max_val)
+        return A.hardtanh(input, self.min_val, self.max_val, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"min_val={self.min_val}, max_val={self.max_val}"
 
 
@@ -154,10 +166,10 @@ class ReLU6(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("ReLU6", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.relu6(input)
+        return A.relu6(input, inplace=self.inplace)
 
 
 class Hardsigmoid(_Activation):
@@ -165,10 +177,13 @@ class Hardsigmoid(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("Hardsigmoid", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.hardsigmoid(input)
+        return A.hardsigmoid(input, inplace=self.inplace)
+
+    def extra_repr(self):  # PyTorch's shows no inplace for this one
+        return ""
 
 
 class Hardswish(_Activation):
@@ -176,10 +191,13 @@ class Hardswish(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("Hardswish", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.hardswish(input)
+        return A.hardswish(input, inplace=self.inplace)
+
+    def extra_repr(self):  # PyTorch's shows no inplace for this one
+        return ""
 
 
 class Mish(_Activation):
@@ -187,10 +205,10 @@ class Mish(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("Mish", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.mish(input)
+        return A.mish(input, inplace=self.inplace)
 
 
 class SELU(_Activation):
@@ -198,10 +216,10 @@ class SELU(_Activation):
 
     def __init__(self, inplace=False):
         super().__init__()
-        A.refuse_inplace("SELU", inplace)
+        self.inplace = A.inplace_flag(inplace)
 
     def forward(self, input):
-        return A.selu(input)
+        return A.selu(input, inplace=self.inplace)
 
 
 class CELU(_Activation):
@@ -211,13 +229,13 @@ class CELU(_Activation):
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         _real_number(alpha, "alpha")
-        A.refuse_inplace("CELU", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.alpha = alpha
 
     def forward(self, input):
-        return A.celu(input, self.alpha)
+        return A.celu(input, self.alpha, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"alpha={self.alpha}"
 
 
@@ -256,14 +274,14 @@ class RReLU(_Activation):
         super().__init__()
         _real_number(lower, "lower")
         _real_number(upper, "upper")
-        A.refuse_inplace("RReLU", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.lower = lower
         self.upper = upper
 
     def forward(self, input):
-        return A.rrelu(input, self.lower, self.upper, self.training)
+        return A.rrelu(input, self.lower, self.upper, self.training, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"lower={self.lower}, upper={self.upper}"
 
 
@@ -274,14 +292,14 @@ class Threshold(_Activation):
         super().__init__()
         _real_number(threshold, "threshold")
         _real_number(value, "value")
-        A.refuse_inplace("Threshold", inplace)
+        self.inplace = A.inplace_flag(inplace)
         self.threshold = threshold
         self.value = value
 
     def forward(self, input):
-        return A.threshold(input, self.threshold, self.value)
+        return A.threshold(input, self.threshold, self.value, inplace=self.inplace)
 
-    def extra_repr(self):
+    def _settings(self):
         return f"threshold={self.threshold}, value={self.value}"
 
 

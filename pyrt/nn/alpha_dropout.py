@@ -14,7 +14,7 @@ class AlphaDropout(Dropout):
     mapped by the affine a * x + b that keeps mean 0 and variance 1."""
 
     def forward(self, x):
-        return alpha_dropout(x, self.p, self.training)
+        return alpha_dropout(x, self.p, self.training, self.inplace)
 
 
 class FeatureAlphaDropout(Dropout):
@@ -22,4 +22,4 @@ class FeatureAlphaDropout(Dropout):
     elements."""
 
     def forward(self, x):
-        return feature_alpha_dropout(x, self.p, self.training)
+        return feature_alpha_dropout(x, self.p, self.training, self.inplace)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from pyrt import functional as F
-from pyrt.activations import refuse_inplace
+from pyrt.activations import inplace_flag
 from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d
 from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
@@ -345,11 +345,15 @@ class ReLU(Module):
 
     def __init__(self, inplace=False):
         super().__init__()
-        refuse_inplace("ReLU", inplace)  # as the other activations with torch's argument
-        self.inplace = False
+        # (with inplace=True the result goes into the input where that is allowed:
+        # functional._inplace)
+        self.inplace = inplace_flag(inplace)
 
     def forward(self, x):
-        return F.relu(x)
+        return F.relu(x, True) if self.inplace else F.relu(x)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):
@@ -406,14 +410,11 @@ class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         F.dropout_probability(p)
-        if inplace:
-            raise ValueError(f"{type(self).__name__}(inplace=True) is not supported: pyrt "
-                             "writes the result to a new tensor")
+        self.inplace = inplace_flag(inplace)
         self.p = p
-        self.inplace = False
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+        return F.dropout(x, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
@@ -424,21 +425,21 @@ class Dropout1d(Dropout):
     and scales the others by 1 / (1 - p) (F.dropout1d)."""
 
     def forward(self, x):
-        return dropout1d(x, self.p, self.training)
+        return dropout1d(x, self.p, self.training, self.inplace)
 
 
 class Dropout2d(Dropout):
     """Whole channels of [N, C, H, W] (F.dropout2d)."""
 
     def forward(self, x):
-        return dropout2d(x, self.p, self.training)
+        return dropout2d(x, self.p, self.training, self.inplace)
 
 
 class Dropout3d(Dropout):
     """Whole channels of [N, C, D, H, W] (or [C, D, H, W]) (F.dropout3d)."""
 
     def forward(self, x):
-        return dropout3d(x, self.p, self.training)
+        return dropout3d(x, self.p, self.training, self.inplace)
 
 
 class Identity(Module):
