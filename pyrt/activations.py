@@ -39,9 +39,10 @@ from pyrt.functional import (
 )
 from pyrt.ops._checks import F32
 
-__all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
-           "leaky_relu", "logsigmoid", "mish", "prelu", "relu6", "rrelu", "selu", "silu",
-           "softmin", "softplus", "softshrink", "softsign", "tanhshrink", "threshold"]
+__all__ = ["celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid",
+           "hardswish", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "logsigmoid",
+           "mish", "prelu", "relu6", "rrelu", "rrelu_", "selu", "selu_", "silu", "softmin",
+           "softplus", "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"]
 
 GELU_APPROXIMATIONS = ("none", "tanh")
 
@@ -509,3 +510,42 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = implicit_softmax_dim("softmin", input.ndim, _stacklevel)
     return softmax(neg(input), dim)
+
+
+# ---- the in-place forms, elu_ and the like: as Tensor.relu_, refused on a tensor in a graph ------
+
+
+def _write(input, compute):
+    if not isinstance(input, _tensor()):
+        raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
+    return input._write_result(compute)
+
+
+def elu_(input, alpha=1.0):
+    return _write(input, lambda: elu(input, alpha))
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _write(input, lambda: leaky_relu(input, negative_slope))
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _write(input, lambda: hardtanh(input, min_val, max_val))
+
+
+def selu_(input):
+    return _write(input, lambda: selu(input))
+
+
+def celu_(input, alpha=1.0):
+    return _write(input, lambda: celu(input, alpha))
+
+
+def rrelu_(input, lower=RRELU_LOWER, upper=RRELU_UPPER, training=False):
+    return _write(input, lambda: rrelu(input, lower, upper, training))
+
+
+def threshold_(input, threshold, value):
+    return _write(input, lambda: _threshold(
+        input, np.float32(_real_number(threshold, "threshold: threshold")),
+        np.float32(_real_number(value, "threshold: value"))))

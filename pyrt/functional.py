@@ -51,6 +51,7 @@ __all__ = [
     "bitwise_xor",
     "ceil",
     "celu",
+    "celu_",
     "channel_shuffle",
     "clamp",
     "conv1d",
@@ -70,6 +71,7 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "elu",
+    "elu_",
     "embedding",
     "embedding_bag",
     "exp",
@@ -87,6 +89,7 @@ __all__ = [
     "hardsigmoid",
     "hardswish",
     "hardtanh",
+    "hardtanh_",
     "hinge_embedding_loss",
     "huber_loss",
     "index_rows",
@@ -96,6 +99,7 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "leaky_relu",
+    "leaky_relu_",
     "linear",
     "local_response_norm",
     "log",
@@ -144,14 +148,17 @@ __all__ = [
     "prod",
     "relu",
     "relu6",
+    "relu_",
     "remainder",
     "reshape",
     "rms_norm",
     "round",
     "rpow",
     "rrelu",
+    "rrelu_",
     "scaled_dot_product_attention",
     "selu",
+    "selu_",
     "sgn",
     "sigmoid",
     "sign",
@@ -170,6 +177,7 @@ __all__ = [
     "tanh",
     "tanhshrink",
     "threshold",
+    "threshold_",
     "transpose",
     "triplet_margin_loss",
     "triplet_margin_with_distance_loss",
@@ -532,6 +540,13 @@ def relu(x, inplace=False):
     if inplace:
         return _inplace(x, lambda: _unary(lib.PYRT_RELU, x))
     return _unary(lib.PYRT_RELU, x)
+
+
+def relu_(input):
+    """relu in place (Tensor.relu_): refused on a tensor in an autograd graph."""
+    if not isinstance(input, _Tensor or _tensor()):
+        raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
+    return input.relu_()
 
 
 def _inplace(input, compute):
@@ -1133,20 +1148,26 @@ def mse_loss(input, target, *, reduction="mean"):
 
 from pyrt.activations import (  # noqa: E402
     celu,
+    celu_,
     elu,
+    elu_,
     gelu,
     glu,
     hardshrink,
     hardsigmoid,
     hardswish,
     hardtanh,
+    hardtanh_,
     leaky_relu,
+    leaky_relu_,
     logsigmoid,
     mish,
     prelu,
     relu6,
     rrelu,
+    rrelu_,
     selu,
+    selu_,
     silu,
     softmin,
     softplus,
@@ -1154,6 +1175,7 @@ from pyrt.activations import (  # noqa: E402
     softsign,
     tanhshrink,
     threshold,
+    threshold_,
 )
 from pyrt.adaptive_pool import (  # noqa: E402
     adaptive_avg_pool1d,

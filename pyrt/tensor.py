@@ -23,6 +23,7 @@ from pyrt import (
     products,
     rearrange,
     reductions,
+    sampling,
     scans,
     scatter,
     selection,
@@ -647,6 +648,18 @@ class Tensor:
                                f"from={from_} > to={to}")
         draw = _generator.random(self.shape, self._draw_dtype()) * (to - from_) + from_
         return self._fill_drawn(draw)
+
+    def bernoulli(self, p=None):
+        return sampling.bernoulli(self, p)
+
+    def bernoulli_(self, p=0.5):
+        return sampling.bernoulli_(self, p)
+
+    def exponential_(self, lambd=1.0):
+        return sampling.exponential_(self, lambd)
+
+    def multinomial(self, num_samples, replacement=False):
+        return sampling.multinomial(self, num_samples, replacement)
 
     def _check_random_fill(self, name, *numbers_):
         self._check_in_place()

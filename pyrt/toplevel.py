@@ -26,6 +26,7 @@ from pyrt.functional import (
 )
 from pyrt.rearrange import broadcast_tensors, meshgrid
 from pyrt.reductions import std_mean, var_mean
+from pyrt.sampling import bernoulli, multinomial, normal, poisson, randint_like
 from pyrt.tensor import Tensor, generator
 from pyrt.tensor import tensor as _tensor
 
@@ -340,13 +341,14 @@ def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
 __all__ += [
     "acos", "acosh", "addbmm", "addmm", "addmv", "aminmax", "arccos", "arccosh", "arcsin",
     "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh",
-    "baddbmm", "block_diag", "bucketize", "cartesian_prod", "cdist", "copysign", "cosh",
-    "count_nonzero", "cross", "cummax", "cummin", "deg2rad", "einsum", "heaviside", "histc",
-    "hypot", "index_add", "index_copy", "index_fill", "index_put", "kron", "kthvalue",
-    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "nan_to_num", "nanmean", "nanmedian",
-    "nanquantile", "quantile", "rad2deg", "rot90", "scatter", "scatter_add", "scatter_reduce",
-    "searchsorted", "signbit", "sinc", "sinh", "std_mean", "take", "take_along_dim",
-    "tensordot", "tile", "trace", "var_mean", "xlogy",
+    "baddbmm", "bernoulli", "block_diag", "bucketize", "cartesian_prod", "cdist", "copysign",
+    "cosh", "count_nonzero", "cross", "cummax", "cummin", "deg2rad", "einsum", "heaviside",
+    "histc", "hypot", "index_add", "index_copy", "index_fill", "index_put", "kron", "kthvalue",
+    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "multinomial", "nan_to_num", "nanmean",
+    "nanmedian", "nanquantile", "normal", "poisson", "quantile", "rad2deg", "randint_like",
+    "rot90", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "signbit", "sinc",
+    "sinh", "std_mean", "take", "take_along_dim", "tensordot", "tile", "trace", "var_mean",
+    "xlogy",
 ]
 
 acos = _method("acos")

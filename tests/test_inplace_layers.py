@@ -203,3 +203,28 @@ def test_modules_with_inplace_train_as_without_and_print_as_torch():
             assert repr(layer) == repr(theirs(*args, inplace=layer.inplace)), repr(layer)
     assert repr(nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
     assert repr(nn.LeakyReLU(0.1, inplace=True)) == "LeakyReLU(negative_slope=0.1, inplace=True)"
+
+
+UNDERSCORED = [("relu_", ()), ("elu_", (0.7,)), ("leaky_relu_", (0.2,)),
+               ("hardtanh_", (-0.5, 0.5)), ("selu_", ()), ("celu_", (0.5,)),
+               ("rrelu_", (0.1, 0.3, False)), ("threshold_", (0.1, -2.0))]
+
+
+@pytest.mark.parametrize("name,args", UNDERSCORED, ids=[n for n, _ in UNDERSCORED])
+def test_the_underscored_forms_write_in_place(name, args):
+    """F.relu_ and the like, as Tensor.relu_: written into the input (against the op's
+    out-of-place result, and torch's), refused on a tensor in a graph."""
+    x = data(10)
+    t = pyrt.tensor(x)
+    assert getattr(F, name)(t, *args) is t
+    np.testing.assert_array_equal(t.numpy(), getattr(F, name[:-1])(pyrt.tensor(x), *args).numpy())
+    if torch is not None:
+        tt = torch.tensor(x)
+        getattr(torch.nn.functional, name)(tt, *args)
+        np.testing.assert_allclose(t.numpy(), tt.numpy(), rtol=1e-6, atol=1e-6)
+    hidden = pyrt.tensor(x, requires_grad=True) * 1.0
+    with pytest.raises(RuntimeError, match="in-place operations on a tensor that is part of an "
+                                           "autograd graph are not supported"):
+        getattr(F, name)(hidden, *args)
+    with pytest.raises(TypeError, match="input must be a Tensor"):
+        getattr(F, name)(x, *args)
