@@ -94,7 +94,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x; the gradient at 0 is negative_slope."""
     slope = np.float32(_real_number(negative_slope, "leaky_relu: negative_slope"))
     if inplace:
-        return _inplace(input, lambda: leaky_relu(input, negative_slope))
+        return _inplace(input, lambda t: leaky_relu(t, negative_slope))
     x, xp = _float_input("leaky_relu", input)
     positive = x > 0
     return _elementwise(xp.where(positive, x, x * slope), input,
@@ -109,7 +109,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
-        return _inplace(input, lambda: hardtanh(input, min_val, max_val))
+        return _inplace(input, lambda t: hardtanh(t, min_val, max_val))
     x, xp = _float_input("hardtanh", input)
     # (written as PyTorch's test, so that a NaN passes its gradient as there)
     return _elementwise(xp.clip(x, lo, hi), input, lambda: ~((x <= lo) | (x >= hi)))
@@ -123,7 +123,7 @@ def elu(input, alpha=1.0, inplace=False):
     0)."""
     a = np.float32(_real_number(alpha, "elu: alpha"))
     if inplace:
-        return _inplace(input, lambda: elu(input, alpha))
+        return _inplace(input, lambda t: elu(t, alpha))
     x, xp = _float_input("elu", input)
     positive = x > 0
     negative_part = xp.minimum(x, 0)  # exp of the positive elements would overflow, unused
@@ -134,7 +134,7 @@ def elu(input, alpha=1.0, inplace=False):
 def silu(input, inplace=False):
     """x sigmoid(x) (also called swish); the gradient is s (1 + x (1 - s)), s = sigmoid(x)."""
     if inplace:
-        return _inplace(input, lambda: silu(input))
+        return _inplace(input, lambda t: silu(t))
     x, _ = _float_input("silu", input)
     s = ops.sigmoid(x)
     with np.errstate(**_IEEE):
@@ -230,7 +230,7 @@ def gelu(input, approximate="none"):
 def relu6(input, inplace=False):
     """min(max(x, 0), 6): hardtanh between 0 and 6, with its gradient (0 at both bounds)."""
     if inplace:
-        return _inplace(input, lambda: relu6(input))
+        return _inplace(input, lambda t: relu6(t))
     return hardtanh(input, 0.0, 6.0)
 
 
@@ -238,7 +238,7 @@ def hardsigmoid(input, inplace=False):
     """min(max(x + 3, 0), 6) / 6, a piecewise linear sigmoid; the gradient is 1/6 strictly
     between -3 and 3 and 0 elsewhere (and at nan), as in PyTorch."""
     if inplace:
-        return _inplace(input, lambda: hardsigmoid(input))
+        return _inplace(input, lambda t: hardsigmoid(t))
     x, xp = _float_input("hardsigmoid", input)
     y = xp.minimum(xp.maximum(x + np.float32(3), np.float32(0)), np.float32(6)) / np.float32(6)
     return _elementwise(y, input, lambda: ((x > -3) & (x < 3)) * np.float32(1 / 6))
@@ -249,7 +249,7 @@ def hardswish(input, inplace=False):
     gradient is 0 up to -3, x / 3 + 1/2 strictly between -3 and 3 and 1 from 3 on (and at
     nan), PyTorch's branches."""
     if inplace:
-        return _inplace(input, lambda: hardswish(input))
+        return _inplace(input, lambda t: hardswish(t))
     x, xp = _float_input("hardswish", input)
     gate = xp.minimum(xp.maximum(x + np.float32(3), np.float32(0)), np.float32(6))
     with np.errstate(**_IEEE):
@@ -265,7 +265,7 @@ def threshold(input, threshold, value, inplace=False):
     th = np.float32(_real_number(threshold, "threshold: threshold"))
     v = np.float32(_real_number(value, "threshold: value"))
     if inplace:
-        return _inplace(input, lambda: _threshold(input, th, v))
+        return _inplace(input, lambda t: _threshold(t, th, v))
     return _threshold(input, th, v)
 
 
@@ -325,7 +325,7 @@ def _elu_family(op, input, alpha, scale, input_scale):
 def selu(input, inplace=False):
     """scale (x where x > 0, else alpha (exp(x) - 1)), with SELU's fixed alpha and scale."""
     if inplace:
-        return _inplace(input, lambda: selu(input))
+        return _inplace(input, lambda t: selu(t))
     return _elu_family("selu", input, SELU_ALPHA, SELU_SCALE, 1.0)
 
 
@@ -336,7 +336,7 @@ def celu(input, alpha=1.0, inplace=False):
     if a == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     if inplace:
-        return _inplace(input, lambda: celu(input, alpha))
+        return _inplace(input, lambda t: celu(t, alpha))
     return _elu_family("celu", input, a, 1.0, 1 / a)
 
 
@@ -351,7 +351,7 @@ def mish(input, inplace=False):
     Computed in float64 and rounded, so that the negative tail, x exp(x) in effect, keeps its
     relative accuracy."""
     if inplace:
-        return _inplace(input, lambda: mish(input))
+        return _inplace(input, lambda t: mish(t))
     x32, xp = _float_input("mish", input)
     x = x32.astype(np.float64)
     with np.errstate(**_IEEE):
@@ -449,7 +449,7 @@ def rrelu(input, lower=RRELU_LOWER, upper=RRELU_UPPER, training=False, inplace=F
     if lo > hi:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if inplace:
-        return _inplace(input, lambda: rrelu(input, lower, upper, training))
+        return _inplace(input, lambda t: rrelu(t, lower, upper, training))
     if not training:
         return leaky_relu(input, (lo + hi) / 2)
     x, xp = _float_input("rrelu", input)
@@ -512,40 +512,41 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(neg(input), dim)
 
 
-# ---- the in-place forms, elu_ and the like: as Tensor.relu_, refused on a tensor in a graph ------
+# ---- the in-place forms, elu_ and the like: as Tensor.relu_ (recorded in a graph) ------------
 
 
 def _write(input, compute):
+    """compute(input) written into input (Tensor._write_result: recorded in a graph)."""
     if not isinstance(input, _tensor()):
         raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
     return input._write_result(compute)
 
 
 def elu_(input, alpha=1.0):
-    return _write(input, lambda: elu(input, alpha))
+    return _write(input, lambda t: elu(t, alpha))
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    return _write(input, lambda: leaky_relu(input, negative_slope))
+    return _write(input, lambda t: leaky_relu(t, negative_slope))
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return _write(input, lambda: hardtanh(input, min_val, max_val))
+    return _write(input, lambda t: hardtanh(t, min_val, max_val))
 
 
 def selu_(input):
-    return _write(input, lambda: selu(input))
+    return _write(input, lambda t: selu(t))
 
 
 def celu_(input, alpha=1.0):
-    return _write(input, lambda: celu(input, alpha))
+    return _write(input, lambda t: celu(t, alpha))
 
 
 def rrelu_(input, lower=RRELU_LOWER, upper=RRELU_UPPER, training=False):
-    return _write(input, lambda: rrelu(input, lower, upper, training))
+    return _write(input, lambda t: rrelu(t, lower, upper, training))
 
 
 def threshold_(input, threshold, value):
-    return _write(input, lambda: _threshold(
-        input, np.float32(_real_number(threshold, "threshold: threshold")),
-        np.float32(_real_number(value, "threshold: value"))))
+    th = np.float32(_real_number(threshold, "threshold: threshold"))
+    v = np.float32(_real_number(value, "threshold: value"))
+    return _write(input, lambda t: _threshold(t, th, v))

@@ -32,7 +32,7 @@ def _alpha_dropout(input, p, training, inplace, feature):
     name = "feature_alpha_dropout" if feature else "alpha_dropout"
     _dropout_probability(p)
     if inplace:
-        return _inplace(input, lambda: _alpha_dropout(input, p, training, False, feature))
+        return _inplace(input, lambda t: _alpha_dropout(t, p, training, False, feature))
     if not isinstance(input, _tensor()):
         raise _not_a_tensor(input)
     if not training or p == 0 or input.numel() == 0:

@@ -244,6 +244,9 @@ class _FunctionNode:
         self.positions = tuple(i for i, a in enumerate(args)
                                if isinstance(a, Tensor) and a._requires_grad)
         self._parents = tuple(args[i] for i in self.positions)
+        for a in args:  # read by a recorded op (functional._make)
+            if isinstance(a, Tensor):
+                a._used = True
         self._requires_grad = True
         self._epoch = _NEVER  # saved_tensors makes the in-place check itself
         self.zeros = [None] * n_outputs  # (shape, dtype, array module) of each tensor output
@@ -340,6 +343,8 @@ def multi_output_op(name, inputs, backward, results):
     None where none reached it) and returns one gradient per input, in order (None for an
     input that does not require grad). Returns the results."""
     node = _OpNode(name, tuple(inputs), backward, len(results))
+    for tensor in inputs:  # read by a recorded op (functional._make)
+        tensor._used = True
     for index, result in enumerate(results):
         result._requires_grad = True
         result._parents = (node,)

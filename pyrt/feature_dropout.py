@@ -29,7 +29,7 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
     run."""
     dropout_probability(p)
     if inplace:
-        return _inplace(input, lambda: feature_dropout(input, p, training))
+        return _inplace(input, lambda t: feature_dropout(t, p, training))
     if not isinstance(input, _tensor()):
         raise _not_a_tensor(input)
     x = input.data
@@ -48,7 +48,7 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
 def _unbatched(fn, input, p, training, inplace):
     """fn on input with a batch dim of 1 put in front, and taken out again."""
     if inplace:
-        return _inplace(input, lambda: _unbatched(fn, input, p, training, False))
+        return _inplace(input, lambda t: _unbatched(fn, t, p, training, False))
     return squeeze(fn(unsqueeze(input, 0), p, training, False), 0)
 
 

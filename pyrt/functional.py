@@ -220,6 +220,8 @@ def _make(data, parents, backward, reads=True):
                 out._parents = parents
                 out._backward = backward
                 out._epoch = _writes.count if reads else _NEVER
+                for q in parents:  # read by a recorded op: no in-place op may rebase them
+                    q._used = True
                 break
     return out
 
@@ -538,7 +540,7 @@ def sigmoid(x):
 
 def relu(x, inplace=False):
     if inplace:
-        return _inplace(x, lambda: _unary(lib.PYRT_RELU, x))
+        return _inplace(x, lambda t: _unary(lib.PYRT_RELU, t))
     return _unary(lib.PYRT_RELU, x)
 
 
@@ -550,23 +552,18 @@ def relu_(input):
 
 
 def _inplace(input, compute):
-    """An op called with inplace=True. Where autograd records nothing of `input` (it requires
-    no grad, or grad mode is off), the result, compute(), is written into input's array and
-    input returned, as PyTorch does (a backward that reads input's old values then refuses to
-    run, as PyTorch's version counters make it). Where autograd records input's history, the
-    result is a new tensor and input keeps its values: pyrt's graph has no in-place history,
-    and the layers that follow read the returned tensor."""
+    """An op called with inplace=True: compute(input), its out-of-place form, written into
+    input as PyTorch writes it: into input's array where autograd records nothing of input,
+    recorded as an in-place op where it does (Tensor._rebase; a leaf that requires grad is
+    refused, as in PyTorch). Where a recorded op has already read input, pyrt cannot rewrite
+    its history (Tensor._in_graph): the result is then a new tensor and input keeps its
+    values; the layers that follow read the returned tensor."""
     if not isinstance(input, _Tensor or _tensor()):
         raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
-    if _grad_mode.enabled and input._requires_grad:
-        if input._backward is None:  # PyTorch's refusal
-            raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
-        return compute()
-    result = compute()
-    if result is input:  # nothing to write (dropout while evaluating)
-        return input
-    return input._write_result(lambda: result)
+    if (_grad_mode.enabled and input._requires_grad and input._backward is not None
+            and getattr(input, "_used", False)):
+        return compute(input)
+    return input._write_result(compute)
 
 
 # ---- elementwise functions without a kernel of their own (NumPy or CuPy) ---------------------
@@ -945,7 +942,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     same mask."""
     dropout_probability(p)
     if inplace:
-        return _inplace(input, lambda: dropout(input, p, training))
+        return _inplace(input, lambda t: dropout(t, p, training))
     Tensor = _Tensor or _tensor()
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input)

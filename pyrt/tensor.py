@@ -111,6 +111,30 @@ def _move(array, device):
     return cuda.to_host(array) if device == "cpu" else cuda.to_device(array)
 
 
+def _assigned(old, index, value):
+    """`old` with old[index] = value (a number, an array or a tensor), out of place, for the
+    in-place writes recorded in a graph: the gradient of old is the incoming one with the
+    written positions zeroed, value's the incoming one at those positions, summed over what
+    value was broadcast across."""
+    out = old.data.copy()
+    tensor_value = value if isinstance(value, Tensor) else None
+    out[index] = value.data if tensor_value is not None else value
+
+    def backward(g):
+        d_old = d_value = None
+        if old._requires_grad:
+            d_old = g.copy()
+            d_old[index] = 0
+        if tensor_value is not None and tensor_value._requires_grad:
+            picked = F._xp(g).ascontiguousarray(g[index])
+            d_value = F._unbroadcast(picked, tensor_value.shape).astype(
+                tensor_value.data.dtype, copy=False)
+        return (d_old,) if tensor_value is None else (d_old, d_value)
+
+    parents = (old,) if tensor_value is None else (old, tensor_value)
+    return F._make(out, parents, backward, reads=False)
+
+
 def _array_index(index):
     """An index of tensors' values: each Tensor in it (a mask, integer positions) replaced by
     its array."""
@@ -138,6 +162,9 @@ class Tensor:
     # _epoch, set by the op that made a tensor (functional._make), for graph nodes only: the
     # count of in-place writes then if its backward reads its inputs, else infinite
     # (pyrt.autograd: mark_modified)
+    # _used, set by every op recorded for backward on each of its inputs (functional._make):
+    # an in-place op may take over the history of a tensor no recorded op has used yet
+    # (_rebase); unset until then
     __slots__ = (
         "__weakref__",
         "_backward",
@@ -145,6 +172,7 @@ class Tensor:
         "_grad",
         "_parents",
         "_requires_grad",
+        "_used",
         "data",
     )
 
@@ -405,14 +433,71 @@ class Tensor:
         return self
 
     # ---- in-place ops --------------------------------------------------------------------------
-    # They write into the tensor's own array and record nothing for autograd. As in PyTorch,
-    # a leaf that requires grad may be written only under no_grad (an optimizer's update).
-    # While grad mode is on, in-place ops are refused on any tensor that is part of a graph,
-    # or that would join one through `other` (stricter than PyTorch, which allows them where
-    # no backward needs the old values). Every in-place write is also recorded
-    # (autograd.mark_modified): a backward that would read an input overwritten since its
-    # forward (a constant input, a detached alias, a parameter stepped under no_grad) raises
-    # PyTorch's RuntimeError instead of computing a wrong gradient.
+    # Outside a graph they write into the tensor's own array and record nothing for autograd.
+    # As in PyTorch, a leaf that requires grad may be written only under no_grad (an
+    # optimizer's update). Every such write is recorded (autograd.mark_modified): a backward
+    # that would read an input overwritten since its forward (a constant input, a detached
+    # alias, a parameter stepped under no_grad) raises PyTorch's RuntimeError instead of
+    # computing a wrong gradient.
+    # While grad mode is on, an in-place op on a tensor with history, or with an operand that
+    # requires grad, is recorded as PyTorch records it (_rebase): the tensor's history so far
+    # moves to a new node, the op's out-of-place result is computed from that node, and the
+    # tensor takes the result's values and history (out = bn(conv(x)); out += identity, as
+    # ResNet's blocks write it). pyrt's graph links each op to the tensors it read, so this is
+    # done only for a tensor that no recorded op has read yet (_used); otherwise that op would
+    # see the new history, and the write is refused. The values go to a new array: an alias
+    # made earlier with detach() keeps the old ones.
+
+    def _in_graph(self, *operands):
+        """Whether an in-place op on self must be recorded (_rebase); PyTorch's error for a
+        leaf that requires grad, and pyrt's for a tensor a recorded op has read."""
+        if not _grad_mode.enabled:
+            return False
+        if not (self._requires_grad
+                or any(isinstance(o, Tensor) and o._requires_grad for o in operands)):
+            return False
+        if self._requires_grad and self._backward is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if getattr(self, "_used", False):
+            raise RuntimeError("an in-place operation on a tensor that an operation recorded "
+                               "for backward has already read is not supported (its gradient "
+                               "would follow the new value): use the out-of-place op "
+                               "(y = y + x rather than y += x)")
+        return True
+
+    def _rebase(self, compute):
+        """The in-place op as PyTorch records it: self's history moves to a new tensor, the
+        op's out-of-place result compute(that tensor) is computed, and self takes the result's
+        values and history. The result must keep self's shape and cast to its dtype."""
+        old = Tensor.__new__(Tensor)
+        old.data = self.data
+        old._grad = None
+        old._requires_grad = self._requires_grad
+        old._parents = self._parents
+        old._backward = self._backward
+        if self._backward is not None:
+            old._epoch = self._epoch
+        result = compute(old)
+        if result is old:  # nothing was computed (dropout while evaluating): self as it was
+            return self
+        if result.shape != self.shape:
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(result.shape)}")
+        if not np.can_cast(result.data.dtype, self.data.dtype, "same_kind"):
+            raise RuntimeError(f"result type {_GRAD_DTYPES.get(result.dtype, result.dtype)} "
+                               f"can't be cast to the desired output type "
+                               f"{_GRAD_DTYPES.get(self.dtype, self.dtype)}")
+        data = result.data
+        if data is old.data or data.dtype != self.data.dtype:
+            data = data.astype(self.data.dtype)  # a copy: self's old array stays old's
+        self.data = data
+        self._requires_grad = result._requires_grad
+        self._parents = result._parents
+        self._backward = result._backward
+        if result._backward is not None:
+            self._epoch = result._epoch
+        return self
 
     def _check_in_place(self, other=None):
         if not _grad_mode.enabled:
@@ -433,7 +518,7 @@ class Tensor:
         """self = self op (other * alpha), op "add", "sub", "mul" or "div", written into
         self's array: `other` broadcasts to self's shape, and the result must keep self's
         dtype."""
-        self._check_in_place(other)
+        graph = self._in_graph(other)
         src = other.data if isinstance(other, Tensor) else other
         name = op + "_"
         result = F.result_dtype(op, self, other)
@@ -458,6 +543,10 @@ class Tensor:
         if broadcast != self.shape:
             raise RuntimeError(f"{name}: other of shape {list(other_shape)} does not "
                                f"broadcast to self's shape {list(self.shape)}")
+        if graph:
+            if alpha is not None and alpha != 1:
+                other = F.mul(other, alpha) if isinstance(other, Tensor) else src
+            return self._rebase(lambda old: getattr(F, op)(old, other))
         getattr(xp, F._UFUNCS[op])(self.data, src, out=self.data, casting="same_kind")
         mark_modified(self.data)
         return self
@@ -492,43 +581,50 @@ class Tensor:
     def fill_(self, value):
         """Every element set to `value`, a real number or a 0-d tensor (PyTorch's rule: NumPy
         would broadcast an array, and write None as NaN)."""
-        self._check_in_place(value)
+        graph = self._in_graph(value)
         if isinstance(value, Tensor):
             if value.data.ndim:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got "
                                    f"tensor with {value.data.ndim} dimensions.")
-            value = value.data
         elif not isinstance(value, numbers.Real):
             raise TypeError(f"fill_(): value must be a real number or a 0-d tensor, got "
                             f"{type(value).__name__}")
-        self.data[...] = value
+        if graph:
+            return self._rebase(lambda old: _assigned(old, Ellipsis, value))
+        self.data[...] = value.data if isinstance(value, Tensor) else value
         mark_modified(self.data)
         return self
 
     def copy_(self, other):
-        self._check_in_place(other)
+        graph = self._in_graph(other)
         src = other.data if isinstance(other, Tensor) else np.asarray(other)
         if isinstance(src, np.ndarray) is not isinstance(self.data, np.ndarray):
             src = _move(src, self.device)
         if src.shape != self.shape:
             raise ValueError(f"copy_: shape {src.shape} does not match {self.shape}")
+        if graph:
+            if not isinstance(other, Tensor) or other.device != self.device:
+                other = Tensor(src)
+            return self._rebase(lambda old: _assigned(old, Ellipsis, other))
         self.data[...] = src
         mark_modified(self.data)
         return self
 
     def _write_result(self, compute, *operands, floating=False):
-        """The in-place form of an op: its out-of-place result, compute(), written into
-        self's array. Refused where add_ is refused; the result must keep self's shape and
-        cast to self's dtype (same kind: `floating` ops cannot write into integers), as in
-        PyTorch."""
-        self._check_in_place()
-        for other in operands:
-            self._check_in_place(other)
+        """The in-place form of an op: its out-of-place result, compute(self), written into
+        self's array, or in a graph recorded (_rebase; refused where _in_graph refuses). The
+        result must keep self's shape and cast to self's dtype (same kind: `floating` ops
+        cannot write into integers), as in PyTorch."""
+        graph = self._in_graph(*operands)
         name = _GRAD_DTYPES.get(self.data.dtype, self.data.dtype)
         if floating and self.data.dtype.kind != "f":
             raise RuntimeError(f"result type Float can't be cast to the desired output type "
                                f"{name}")
-        result = compute()
+        if graph:
+            return self._rebase(compute)
+        result = compute(self)
+        if result is self:  # nothing was computed (dropout while evaluating)
+            return self
         if result.shape != self.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
@@ -540,94 +636,94 @@ class Tensor:
         return self
 
     def exp_(self):
-        return self._write_result(lambda: F.exp(self), floating=True)
+        return self._write_result(lambda old: F.exp(old), floating=True)
 
     def log_(self):
-        return self._write_result(lambda: F.log(self), floating=True)
+        return self._write_result(lambda old: F.log(old), floating=True)
 
     def sqrt_(self):
-        return self._write_result(lambda: F.sqrt(self), floating=True)
+        return self._write_result(lambda old: F.sqrt(old), floating=True)
 
     def sigmoid_(self):
-        return self._write_result(lambda: F.sigmoid(self), floating=True)
+        return self._write_result(lambda old: F.sigmoid(old), floating=True)
 
     def tanh_(self):
-        return self._write_result(lambda: F.tanh(self), floating=True)
+        return self._write_result(lambda old: F.tanh(old), floating=True)
 
     def reciprocal_(self):
-        return self._write_result(lambda: pointwise.reciprocal(self), floating=True)
+        return self._write_result(lambda old: pointwise.reciprocal(old), floating=True)
 
     def relu_(self):
         """max(x, 0) in place (integers stay integers, as in PyTorch)."""
-        return self._write_result(lambda: F.clamp(self, min=0) if self._exact() else
-                                  F.relu(self))
+        return self._write_result(lambda old: F.clamp(old, min=0) if old._exact() else
+                                  F.relu(old))
 
     def abs_(self):
-        return self._write_result(lambda: F.abs(self))
+        return self._write_result(lambda old: F.abs(old))
 
     def neg_(self):
-        return self._write_result(lambda: F.neg(self))
+        return self._write_result(lambda old: F.neg(old))
 
     def sign_(self):
-        return self._write_result(lambda: F.sign(self))
+        return self._write_result(lambda old: F.sign(old))
 
     def floor_(self):
-        return self._write_result(lambda: F.floor(self))
+        return self._write_result(lambda old: F.floor(old))
 
     def ceil_(self):
-        return self._write_result(lambda: F.ceil(self))
+        return self._write_result(lambda old: F.ceil(old))
 
     def round_(self, decimals=0):
-        return self._write_result(lambda: F.round(self, decimals))
+        return self._write_result(lambda old: F.round(old, decimals))
 
     def trunc_(self):
-        return self._write_result(lambda: pointwise.trunc(self))
+        return self._write_result(lambda old: pointwise.trunc(old))
 
     def clamp_(self, min=None, max=None):
-        return self._write_result(lambda: F.clamp(self, min, max))
+        return self._write_result(lambda old: F.clamp(old, min, max))
 
     clip_ = clamp_
 
     def clamp_min_(self, min):
-        return self._write_result(lambda: F.clamp(self, min=min))
+        return self._write_result(lambda old: F.clamp(old, min=min))
 
     def clamp_max_(self, max):
-        return self._write_result(lambda: F.clamp(self, max=max))
+        return self._write_result(lambda old: F.clamp(old, max=max))
 
     def pow_(self, exponent):
-        return self._write_result(lambda: F.pow(self, exponent), exponent,
+        return self._write_result(lambda old: F.pow(old, exponent), exponent,
                                   floating=F._kind(exponent) == "f")
 
     def masked_fill_(self, mask, value):
-        return self._write_result(lambda: F.masked_fill(self, mask, value), value)
+        return self._write_result(lambda old: F.masked_fill(old, mask, value), value)
 
     def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
-        return self._write_result(lambda: binary_pointwise.nan_to_num(self, nan, posinf,
+        return self._write_result(lambda old: binary_pointwise.nan_to_num(old, nan, posinf,
                                                                       neginf))
 
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-        return self._write_result(lambda: scatter.scatter(self, dim, index, src, value=value,
+        return self._write_result(lambda old: scatter.scatter(old, dim, index, src, value=value,
                                                           reduce=reduce), src)
 
     def scatter_add_(self, dim, index, src):
-        return self._write_result(lambda: scatter.scatter_add(self, dim, index, src), src)
+        return self._write_result(lambda old: scatter.scatter_add(old, dim, index, src), src)
 
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-        return self._write_result(lambda: scatter.scatter_reduce(
-            self, dim, index, src, reduce, include_self=include_self), src)
+        return self._write_result(lambda old: scatter.scatter_reduce(
+            old, dim, index, src, reduce, include_self=include_self), src)
 
     def index_add_(self, dim, index, source, *, alpha=1):
-        return self._write_result(lambda: scatter.index_add(self, dim, index, source,
+        return self._write_result(lambda old: scatter.index_add(old, dim, index, source,
                                                             alpha=alpha), source)
 
     def index_copy_(self, dim, index, source):
-        return self._write_result(lambda: scatter.index_copy(self, dim, index, source), source)
+        return self._write_result(lambda old: scatter.index_copy(old, dim, index, source), source)
 
     def index_fill_(self, dim, index, value):
-        return self._write_result(lambda: scatter.index_fill(self, dim, index, value), value)
+        return self._write_result(lambda old: scatter.index_fill(old, dim, index, value), value)
 
     def index_put_(self, indices, values, accumulate=False):
-        return self._write_result(lambda: scatter.index_put(self, indices, values, accumulate),
+        return self._write_result(lambda old: scatter.index_put(old, indices, values, accumulate),
                                   values)
 
     def normal_(self, mean=0.0, std=1.0):
@@ -864,9 +960,9 @@ class Tensor:
     def __setitem__(self, index, value):
         """``self[index] = value``, written in place with NumPy's indexing and casting rules
         (value a number, an array or a tensor on self's device that broadcasts to the indexed
-        shape): refused on tensors in a graph while grad mode is on, as the other in-place
-        ops are."""
-        self._check_in_place(value)
+        shape): recorded in a graph as the other in-place ops are (_rebase), its gradient
+        zero at the positions written and the value's that of those positions."""
+        graph = self._in_graph(value)
         if value is None or isinstance(value, (str, bytes)):
             raise TypeError(f"can't assign a {type(value).__name__} to a tensor: the value "
                             "must be a number, an array or a tensor")
@@ -874,8 +970,10 @@ class Tensor:
             if F._xp(value.data) is not F._xp(self.data):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found "
                                    f"at least two devices, {self.device} and {value.device}!")
-            value = value.data
-        self.data[_array_index(index)] = value
+        if graph:
+            self._rebase(lambda old: _assigned(old, _array_index(index), value))
+            return
+        self.data[_array_index(index)] = value.data if isinstance(value, Tensor) else value
         mark_modified(self.data)
 
     def matmul(self, other):

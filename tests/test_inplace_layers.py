@@ -1,8 +1,8 @@
-"""inplace=True of the activations and dropouts, functional and modules. Where autograd records
-nothing of the input, the result is written into it and the input returned, as PyTorch does;
-where it records the input's history, the result is a new tensor with the same values and
-gradients as the out-of-place op (checked against PyTorch's in-place ops where installed),
-and the input keeps its values."""
+"""inplace=True of the activations and dropouts, functional and modules, and the in-place
+forms F.relu_ and the like. Where autograd records nothing of the input, the result is written
+into it and the input returned, as PyTorch does; where it records the input's history, the op
+is recorded in place, with the out-of-place op's values and gradients (checked against
+PyTorch's in-place ops where installed)."""
 
 import numpy as np
 import pytest
@@ -76,7 +76,11 @@ def test_written_into_an_input_without_history(name, op):
 
 
 @pytest.mark.parametrize("name,op", OPS, ids=[n for n, _ in OPS])
-def test_with_history_a_new_tensor_of_the_same_values_and_gradients(name, op):
+def test_with_history_recorded_as_an_in_place_op(name, op):
+    """On a tensor with history the op is recorded in place, as PyTorch records it: the
+    tensor itself holds the result, and gradients are the out-of-place op's. On one that a
+    recorded op has already read, the result is a new tensor and the input keeps its
+    values, so that the earlier op's gradient stays right."""
     x = input_for(name, 1)
     g = input_for(name, 2)
     grads, values = [], []
@@ -85,19 +89,28 @@ def test_with_history_a_new_tensor_of_the_same_values_and_gradients(name, op):
         hidden = leaf * 1.5  # a tensor with history
         pyrt.manual_seed(3)
         y = op(hidden, inplace)
-        assert y is not hidden
-        np.testing.assert_array_equal(hidden.detach().numpy(), x * F32(1.5))  # unchanged
+        assert (y is hidden) == inplace
         y.backward(pyrt.tensor(g))
         values.append(y.detach().numpy())
         grads.append(leaf.grad.numpy())
     np.testing.assert_array_equal(values[1], values[0])
     np.testing.assert_array_equal(grads[1], grads[0])
+    leaf = pyrt.tensor(x, requires_grad=True)
+    hidden = leaf * 1.5
+    earlier = hidden * 2.0  # reads hidden
+    pyrt.manual_seed(3)
+    y = op(hidden, True)
+    assert y is not hidden
+    np.testing.assert_array_equal(hidden.detach().numpy(), x * F32(1.5))
+    np.testing.assert_array_equal(y.detach().numpy(), values[0])
+    (earlier.sum() + (y * pyrt.tensor(g)).sum()).backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), grads[0] + 3.0, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("name,op", OPS[:13], ids=[n for n, _ in OPS[:13]])
 def test_against_torch_in_place_ops_in_a_graph(name, op):
-    """The deterministic activations: pyrt's result and gradient equal torch's in-place op's
-    (torch rebases the history; pyrt returns the new tensor)."""
+    """The deterministic activations: pyrt's result and gradient equal torch's in-place
+    op's."""
     if torch is None:
         pytest.skip("torch is not installed")
     if name == "rrelu":
@@ -213,7 +226,8 @@ UNDERSCORED = [("relu_", ()), ("elu_", (0.7,)), ("leaky_relu_", (0.2,)),
 @pytest.mark.parametrize("name,args", UNDERSCORED, ids=[n for n, _ in UNDERSCORED])
 def test_the_underscored_forms_write_in_place(name, args):
     """F.relu_ and the like, as Tensor.relu_: written into the input (against the op's
-    out-of-place result, and torch's), refused on a tensor in a graph."""
+    out-of-place result, and torch's); recorded in a graph, refused on a tensor a recorded op
+    has read."""
     x = data(10)
     t = pyrt.tensor(x)
     assert getattr(F, name)(t, *args) is t
@@ -222,9 +236,15 @@ def test_the_underscored_forms_write_in_place(name, args):
         tt = torch.tensor(x)
         getattr(torch.nn.functional, name)(tt, *args)
         np.testing.assert_allclose(t.numpy(), tt.numpy(), rtol=1e-6, atol=1e-6)
+    leaf = pyrt.tensor(x, requires_grad=True)
+    hidden = leaf * 1.0
+    assert getattr(F, name)(hidden, *args) is hidden
+    np.testing.assert_array_equal(hidden.detach().numpy(), t.numpy())
+    hidden.sum().backward()
+    assert leaf.grad is not None
     hidden = pyrt.tensor(x, requires_grad=True) * 1.0
-    with pytest.raises(RuntimeError, match="in-place operations on a tensor that is part of an "
-                                           "autograd graph are not supported"):
+    hidden.exp()
+    with pytest.raises(RuntimeError, match="already read is not supported"):
         getattr(F, name)(hidden, *args)
     with pytest.raises(TypeError, match="input must be a Tensor"):
         getattr(F, name)(x, *args)

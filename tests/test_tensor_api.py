@@ -362,22 +362,40 @@ def test_in_place_errors_match_torch():
         np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])  # nothing written
 
 
-def test_in_place_ops_refuse_what_would_lose_gradients():
-    # pyrt has no version counter: where torch would record the op or catch a stale saved
-    # value later, pyrt refuses while grad mode is on
+def test_in_place_ops_in_a_graph_are_recorded_or_refused():
+    """As PyTorch records them: on a tensor with history, or with an operand that requires
+    grad, the op joins the graph; on a tensor a recorded op has already read, pyrt refuses
+    (that op's gradient would follow the new value)."""
     w = pyrt.tensor([2.0, 4.0], requires_grad=True)
     y = w * 2.0
-    with pytest.raises(RuntimeError, match="part of an autograd graph"):
-        y.add_(1.0)
+    assert y.add_(1.0) is y and y.tolist() == [5.0, 9.0]
+    y.mul_(w)  # d/dw (2w + 1) w = 4w + 1
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [9.0, 17.0])
+    w.grad = None
     buffer = pyrt.zeros(2)
-    with pytest.raises(RuntimeError, match="operand that requires grad"):
-        buffer += w
-    with pytest.raises(RuntimeError, match="operand that requires grad"):
-        buffer.copy_(w)
+    buffer += w
+    assert buffer.requires_grad
+    (buffer * 3.0).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [3.0, 3.0])
+    w.grad = None
+    copied = pyrt.zeros(2)
+    copied.copy_(w * w)
+    copied.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [4.0, 8.0])
+    read = w * 2.0
+    product = read * read
+    with pytest.raises(RuntimeError, match="already read is not supported"):
+        read.add_(1.0)
+    constant = pyrt.ones(2)
+    scaled = w * constant  # reads the constant for w's gradient
+    with pytest.raises(RuntimeError, match="already read is not supported"):
+        constant += w
     with pyrt.no_grad():  # the user's word that no gradient is wanted
         buffer += w
-        buffer.copy_(y)
-    np.testing.assert_array_equal(buffer.data, [4.0, 8.0])
+        buffer.copy_(product)
+    np.testing.assert_array_equal(buffer.data, [16.0, 64.0])
+    scaled.sum().backward()
 
 
 INDEXED_WRITES = [
@@ -417,11 +435,20 @@ def test_item_assignment_is_checked_as_in_place_ops():
     w = pyrt.tensor([2.0, 4.0], requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         w[0] = 1.0
-    with pytest.raises(RuntimeError, match="part of an autograd graph"):
-        (w * 2.0)[1] = 0.0
-    buffer = pyrt.zeros(2)
-    with pytest.raises(RuntimeError, match="operand that requires grad"):
-        buffer[:] = w
+    hidden = w * 2.0
+    hidden[1] = 0.0  # recorded: the written position passes no gradient
+    hidden.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 0.0])
+    w.grad = None
+    buffer = pyrt.zeros(3)
+    buffer[1:] = w  # recorded: w's gradient is that of the positions it was written to
+    (buffer * pyrt.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 3.0])
+    w.grad = None
+    read = w * 1.0
+    read.exp()
+    with pytest.raises(RuntimeError, match="already read"):
+        read[0] = 1.0
     with pyrt.no_grad():
         w[0] = 1.0
     np.testing.assert_array_equal(w.data, [1.0, 4.0])

@@ -956,8 +956,29 @@ def test_in_place_forms_write_the_out_of_place_result(name, args):
     leaf_tensor = pyrt.tensor(x, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         getattr(leaf_tensor, name)(*args)
-    with pytest.raises(RuntimeError, match="in-place"):
-        getattr(leaf_tensor * 2, name)(*args)
+    # on a tensor with history: recorded, with the out-of-place op's values and gradient
+    hidden, reference = leaf_tensor * 2, getattr(leaf_tensor * 2, name[:-1])(*args)
+    assert getattr(hidden, name)(*args) is hidden
+    np.testing.assert_array_equal(hidden.detach().numpy(), reference.detach().numpy())
+    assert hidden.requires_grad == reference.requires_grad
+    if reference.requires_grad:
+        weights = pyrt.tensor(normal((3, 4), 12))
+        (reference * weights).sum().backward()
+        want, leaf_tensor.grad = leaf_tensor.grad.numpy(), None
+        (hidden * weights).sum().backward()
+        np.testing.assert_array_equal(leaf_tensor.grad.numpy(), want)
+        if torch is not None:  # PyTorch's own in-place op
+            q = torch.tensor(x, requires_grad=True)
+            r = q * 2
+            getattr(r, name)(*args)
+            (r * torch.tensor(weights.numpy())).sum().backward()
+            np.testing.assert_allclose(want, q.grad.numpy(), rtol=1e-5, atol=1e-6)
+        leaf_tensor.grad = None
+    # on one a recorded op has read: refused
+    read = leaf_tensor * 2
+    read.sum()
+    with pytest.raises(RuntimeError, match="already read"):
+        getattr(read, name)(*args)
     with pyrt.no_grad():
         getattr(leaf_tensor, name)(*args)
     np.testing.assert_allclose(leaf_tensor.detach().numpy(), expected.numpy(), rtol=1e-6)
@@ -980,9 +1001,13 @@ def test_in_place_indexing_forms():
         expected = getattr(pyrt.tensor(x), name[:-1])(*args)
         assert getattr(t, name)(*args) is t
         np.testing.assert_allclose(t.numpy(), expected.numpy(), rtol=1e-6)
-    # an operand that requires grad is refused (its gradient would be lost), as in add_
-    with pytest.raises(RuntimeError, match="requires grad"):
-        pyrt.tensor(x).scatter_add_(0, pyrt.tensor(index), pyrt.tensor(src, requires_grad=True))
+    # an operand that requires grad: recorded, the tensor joining the graph, as in PyTorch
+    source = pyrt.tensor(src, requires_grad=True)
+    t = pyrt.tensor(x).scatter_add_(0, pyrt.tensor(index), source)
+    assert t.requires_grad
+    (t * pyrt.tensor(x)).sum().backward()
+    np.testing.assert_array_equal(source.grad.numpy(),
+                                  np.take_along_axis(x, index, 0))
     with pytest.raises(RuntimeError):  # a mask that broadcasts self to a larger shape
         pyrt.tensor(x[0]).masked_fill_(pyrt.tensor(np.ones((2, 4), bool)), 1.0)
 
