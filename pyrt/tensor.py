@@ -473,11 +473,7 @@ class Tensor:
         old = Tensor.__new__(Tensor)
         old.data = self.data
         old._grad = None
-        old._requires_grad = self._requires_grad
-        old._parents = self._parents
-        old._backward = self._backward
-        if self._backward is not None:
-            old._epoch = self._epoch
+        old._take_history(self)
         result = compute(old)
         if result is old:  # nothing was computed (dropout while evaluating): self as it was
             return self
@@ -492,12 +488,16 @@ class Tensor:
         if data is old.data or data.dtype != self.data.dtype:
             data = data.astype(self.data.dtype)  # a copy: self's old array stays old's
         self.data = data
-        self._requires_grad = result._requires_grad
-        self._parents = result._parents
-        self._backward = result._backward
-        if result._backward is not None:
-            self._epoch = result._epoch
+        self._take_history(result)
         return self
+
+    def _take_history(self, other):
+        """other's place in the graph (whether it requires grad, its inputs and closure)."""
+        self._requires_grad = other._requires_grad
+        self._parents = other._parents
+        self._backward = other._backward
+        if other._backward is not None:
+            self._epoch = other._epoch
 
     def _check_in_place(self, other=None):
         if not _grad_mode.enabled:
