@@ -17,6 +17,7 @@ from pyrt import (
     binary_pointwise,
     binning,
     contractions,
+    joining,
     logical,
     order_statistics,
     pointwise,
@@ -1182,6 +1183,53 @@ class Tensor:
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         return pointwise.addcmul(self, tensor1, tensor2, value=value)
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 / tensor2, broadcast together."""
+        for t, name in ((tensor1, "tensor1"), (tensor2, "tensor2")):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"addcdiv(): argument '{name}' must be a Tensor, got "
+                                f"{type(t).__name__}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"addcdiv(): argument 'value' must be a number, got "
+                            f"{type(value).__name__}")
+        quotient = F.div(tensor1, tensor2)
+        return F.add(self, quotient if value == 1 else F.mul(quotient, value))
+
+    def maximum(self, other):
+        return F.maximum(self, other)
+
+    def minimum(self, other):
+        return F.minimum(self, other)
+
+    def mv(self, vec):
+        """The matrix self [n, m] times the vector vec [m]."""
+        if self.ndim != 2 or not isinstance(vec, Tensor) or vec.ndim != 1:
+            raise RuntimeError(f"mv(): expected a 2-D matrix and a 1-D vector, got "
+                               f"{list(self.shape)} and "
+                               f"{list(vec.shape) if isinstance(vec, Tensor) else vec!r}")
+        return _matmul(self, vec)
+
+    def select(self, dim, index):
+        return joining.select(self, dim, index)
+
+    def broadcast_to(self, size):
+        return joining.broadcast_to(self, size)
+
+    def argwhere(self):
+        return joining.argwhere(self)
+
+    def fliplr(self):
+        """The columns (dim 1) in reverse order."""
+        if self.ndim < 2:
+            raise RuntimeError("Input must be >= 2-d.")
+        return shapes.flip(self, (1,))
+
+    def flipud(self):
+        """The rows (dim 0) in reverse order."""
+        if self.ndim < 1:
+            raise RuntimeError("Input must be >= 1-d.")
+        return shapes.flip(self, (0,))
 
     def logical_and(self, other):
         return logical.logical_and(self, other)

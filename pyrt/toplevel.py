@@ -24,6 +24,23 @@ from pyrt.functional import (
     minimum,
     remainder,
 )
+from pyrt.joining import (
+    argwhere,
+    as_tensor,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_to,
+    column_stack,
+    concat,
+    concatenate,
+    dstack,
+    hstack,
+    isin,
+    row_stack,
+    select,
+    vstack,
+)
 from pyrt.rearrange import broadcast_tensors, meshgrid
 from pyrt.reductions import std_mean, var_mean
 from pyrt.sampling import bernoulli, multinomial, normal, poisson, randint_like
@@ -183,6 +200,9 @@ clamp_max = _method("clamp_max")
 clamp_min = _method("clamp_min")
 clip = _method("clip")
 cumprod = _method("cumprod")
+fliplr = _method("fliplr")
+flipud = _method("flipud")
+mv = _method("mv")
 diag = _method("diag")
 diff = _method("diff")
 div = _method("div")
@@ -340,15 +360,17 @@ def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
 
 __all__ += [
     "acos", "acosh", "addbmm", "addmm", "addmv", "aminmax", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh",
-    "baddbmm", "bernoulli", "block_diag", "bucketize", "cartesian_prod", "cdist", "copysign",
-    "cosh", "count_nonzero", "cross", "cummax", "cummin", "deg2rad", "einsum", "heaviside",
-    "histc", "hypot", "index_add", "index_copy", "index_fill", "index_put", "kron", "kthvalue",
-    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "multinomial", "nan_to_num", "nanmean",
-    "nanmedian", "nanquantile", "normal", "poisson", "quantile", "rad2deg", "randint_like",
-    "rot90", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "signbit", "sinc",
-    "sinh", "std_mean", "take", "take_along_dim", "tensordot", "tile", "trace", "var_mean",
-    "xlogy",
+    "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "as_tensor", "asin", "asinh", "atan",
+    "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm", "bernoulli",
+    "block_diag", "broadcast_to", "bucketize", "cartesian_prod", "cdist", "column_stack",
+    "concat", "concatenate", "copysign", "cosh", "count_nonzero", "cross", "cummax", "cummin",
+    "deg2rad", "dstack", "einsum", "fliplr", "flipud", "heaviside", "histc", "hstack", "hypot",
+    "index_add", "index_copy", "index_fill", "index_put", "isin", "kron", "kthvalue",
+    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "multinomial", "mv", "nan_to_num",
+    "nanmean", "nanmedian", "nanquantile", "normal", "poisson", "quantile", "rad2deg",
+    "randint_like", "rot90", "row_stack", "scatter", "scatter_add", "scatter_reduce",
+    "searchsorted", "select", "signbit", "sinc", "sinh", "std_mean", "take", "take_along_dim",
+    "tensordot", "tile", "trace", "var_mean", "vstack", "xlogy",
 ]
 
 acos = _method("acos")
