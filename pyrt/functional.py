@@ -37,6 +37,7 @@ __all__ = [
     "adaptive_max_pool3d",
     "adaptive_max_pool3d_with_indices",
     "add",
+    "affine_grid",
     "alpha_dropout",
     "avg_pool1d",
     "avg_pool2d",
@@ -83,6 +84,7 @@ __all__ = [
     "gaussian_nll_loss",
     "gelu",
     "glu",
+    "grid_sample",
     "group_norm",
     "gumbel_softmax",
     "hardshrink",
@@ -1193,6 +1195,7 @@ from pyrt.distance_losses import triplet_margin_with_distance_loss  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
 from pyrt.embedding_bag import embedding_bag  # noqa: E402
 from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d  # noqa: E402
+from pyrt.grid_sample import affine_grid, grid_sample  # noqa: E402
 from pyrt.group_norm import group_norm, instance_norm  # noqa: E402
 from pyrt.gumbel import gumbel_softmax  # noqa: E402
 from pyrt.interpolate import interpolate  # noqa: E402
