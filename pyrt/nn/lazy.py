@@ -120,37 +120,26 @@ class _LazyConv(_LazyModule):
         return kwargs.get("groups", 1)
 
 
-def _lazy(name, base, real, spatial, doc):
+def _lazy(name, base, real, spatial):
+    size = "in_features" if real is Linear else ("num_features" if "Norm" in real.__name__
+                                                 else "in_channels")
+    doc = (f"{real.__name__} with {size} taken from the first input: {name}(the other "
+           f"arguments of {real.__name__}).")
     return type(name, (base,), {"cls_to_become": real, "_spatial": spatial, "__doc__": doc,
                                 "__module__": __name__,
                                 "_batched": real.__name__.startswith("BatchNorm")})
 
 
-LazyLinear = _lazy("LazyLinear", _LazyModule, Linear, 0,
-                   "Linear(in_features, out_features, bias) with in_features from the first "
-                   "input's last dim: LazyLinear(out_features, bias=True).")
-LazyConv1d = _lazy("LazyConv1d", _LazyConv, Conv1d, 1,
-                   "Conv1d with in_channels from the first input: LazyConv1d(out_channels, ...).")
-LazyConv2d = _lazy("LazyConv2d", _LazyConv, Conv2d, 2,
-                   "Conv2d with in_channels from the first input: LazyConv2d(out_channels, ...).")
-LazyConv3d = _lazy("LazyConv3d", _LazyConv, Conv3d, 3,
-                   "Conv3d with in_channels from the first input: LazyConv3d(out_channels, ...).")
-LazyConvTranspose1d = _lazy("LazyConvTranspose1d", _LazyConv, ConvTranspose1d, 1,
-                            "ConvTranspose1d with in_channels from the first input.")
-LazyConvTranspose2d = _lazy("LazyConvTranspose2d", _LazyConv, ConvTranspose2d, 2,
-                            "ConvTranspose2d with in_channels from the first input.")
-LazyConvTranspose3d = _lazy("LazyConvTranspose3d", _LazyConv, ConvTranspose3d, 3,
-                            "ConvTranspose3d with in_channels from the first input.")
-LazyBatchNorm1d = _lazy("LazyBatchNorm1d", _LazyModule, BatchNorm1d, 1,
-                        "BatchNorm1d with num_features from the first input ([N, C] or "
-                        "[N, C, L]).")
-LazyBatchNorm2d = _lazy("LazyBatchNorm2d", _LazyModule, BatchNorm2d, 2,
-                        "BatchNorm2d with num_features from the first input.")
-LazyBatchNorm3d = _lazy("LazyBatchNorm3d", _LazyModule, BatchNorm3d, 3,
-                        "BatchNorm3d with num_features from the first input.")
-LazyInstanceNorm1d = _lazy("LazyInstanceNorm1d", _LazyModule, InstanceNorm1d, 1,
-                           "InstanceNorm1d with num_features from the first input.")
-LazyInstanceNorm2d = _lazy("LazyInstanceNorm2d", _LazyModule, InstanceNorm2d, 2,
-                           "InstanceNorm2d with num_features from the first input.")
-LazyInstanceNorm3d = _lazy("LazyInstanceNorm3d", _LazyModule, InstanceNorm3d, 3,
-                           "InstanceNorm3d with num_features from the first input.")
+LazyLinear = _lazy("LazyLinear", _LazyModule, Linear, 0)
+LazyConv1d = _lazy("LazyConv1d", _LazyConv, Conv1d, 1)
+LazyConv2d = _lazy("LazyConv2d", _LazyConv, Conv2d, 2)
+LazyConv3d = _lazy("LazyConv3d", _LazyConv, Conv3d, 3)
+LazyConvTranspose1d = _lazy("LazyConvTranspose1d", _LazyConv, ConvTranspose1d, 1)
+LazyConvTranspose2d = _lazy("LazyConvTranspose2d", _LazyConv, ConvTranspose2d, 2)
+LazyConvTranspose3d = _lazy("LazyConvTranspose3d", _LazyConv, ConvTranspose3d, 3)
+LazyBatchNorm1d = _lazy("LazyBatchNorm1d", _LazyModule, BatchNorm1d, 1)
+LazyBatchNorm2d = _lazy("LazyBatchNorm2d", _LazyModule, BatchNorm2d, 2)
+LazyBatchNorm3d = _lazy("LazyBatchNorm3d", _LazyModule, BatchNorm3d, 3)
+LazyInstanceNorm1d = _lazy("LazyInstanceNorm1d", _LazyModule, InstanceNorm1d, 1)
+LazyInstanceNorm2d = _lazy("LazyInstanceNorm2d", _LazyModule, InstanceNorm2d, 2)
+LazyInstanceNorm3d = _lazy("LazyInstanceNorm3d", _LazyModule, InstanceNorm3d, 3)
