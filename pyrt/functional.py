@@ -65,6 +65,7 @@ __all__ = [
     "cosine_embedding_loss",
     "cosine_similarity",
     "cross_entropy",
+    "ctc_loss",
     "cumsum",
     "div",
     "dropout",
@@ -1191,6 +1192,7 @@ from pyrt.bilinear import bilinear  # noqa: E402
 from pyrt.channel_ops import channel_shuffle, local_response_norm  # noqa: E402
 from pyrt.class_losses import cross_entropy, nll_loss  # noqa: E402
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from pyrt.ctc import ctc_loss  # noqa: E402
 from pyrt.distance_losses import triplet_margin_with_distance_loss  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
 from pyrt.embedding_bag import embedding_bag  # noqa: E402

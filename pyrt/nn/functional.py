@@ -38,6 +38,7 @@ from pyrt.attention import multi_head_attention_forward, scaled_dot_product_atte
 from pyrt.bilinear import bilinear
 from pyrt.channel_ops import channel_shuffle, local_response_norm
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
+from pyrt.ctc import ctc_loss
 from pyrt.distance_losses import triplet_margin_with_distance_loss
 from pyrt.embedding import embedding
 from pyrt.embedding_bag import embedding_bag
@@ -133,8 +134,8 @@ __all__ = [
     "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "celu", "celu_", "channel_shuffle", "conv1d", "conv2d",
     "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout", "dropout1d",
-    "dropout2d", "dropout3d", "elu", "elu_", "embedding", "embedding_bag",
+    "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "ctc_loss", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "elu_", "embedding", "embedding_bag",
     "feature_alpha_dropout", "fold", "gaussian_nll_loss", "gelu", "glu", "grid_sample",
     "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
     "hardtanh_", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",

@@ -9,10 +9,11 @@ import numbers
 from pyrt import functional as F
 from pyrt import loss_functions as LF
 from pyrt.class_losses import _check_smoothing
+from pyrt.ctc import ctc_loss
 from pyrt.functional import _check_reduction, _real_number
 from pyrt.nn.module import Module
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
            "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
            "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
            "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
@@ -294,3 +295,19 @@ class MultiLabelMarginLoss(_Loss):
 
     def forward(self, input, target):
         return LF.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (F.ctc_loss): log_probs [T, N, C]
+    (log_softmax over the classes) against label sequences, with `blank` the blank class;
+    zero_infinity turns the infinite loss of an impossible alignment, and its gradient, into
+    0."""
+
+    def __init__(self, blank=0, *, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)
