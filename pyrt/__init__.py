@@ -113,11 +113,11 @@ __all__ = [
 # the functions torch keeps at its top level (pyrt.exp(x), pyrt.sum(x, 1), ...), and the data
 # sets and loader; last but for the dtype names below, as some take builtins' names (abs,
 # max, min, pow, sum)
-from pyrt import data
+from pyrt import data, utils
 from pyrt.toplevel import *  # noqa: F403
 from pyrt.toplevel import __all__ as _toplevel_all
 
-__all__ += ["data", *_toplevel_all]
+__all__ += ["data", "utils", *_toplevel_all]
 
 # PyTorch's other names of the dtypes (torch.float, torch.long, torch.bool): last, and not in
 # __all__, as they shadow builtins

@@ -23,9 +23,11 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.data.dataset import Dataset, Subset, TensorDataset, as_batchable, batch_dtype
-from pyrt.tensor import Tensor, checked_seed, generator
+from pyrt.data.sampler import BatchSampler
+from pyrt.tensor import Tensor, checked_seed
+from pyrt.tensor import generator as generator_of_pyrt
 
-__all__ = ["DataLoader"]
+__all__ = ["DataLoader", "default_collate"]
 
 _EXPECTED = ("dataset must be a map-style data set (a Dataset such as TensorDataset(x, y), or "
              "any object with __len__ and __getitem__) or a non-empty tuple of arrays, such as "
@@ -190,6 +192,15 @@ def _collate(samples, rows, where=""):
     return tuple(parts) if isinstance(first, tuple) else parts
 
 
+def default_collate(batch):
+    """A list of samples collated into one batch, as DataLoader does without a collate_fn
+    (and as torch's default_collate, but for tuples, which stay tuples)."""
+    if not isinstance(batch, (list, tuple)) or not batch:
+        raise TypeError(f"default_collate: batch must be a non-empty list of samples, got "
+                        f"{type(batch).__name__}")
+    return _collate(list(batch), list(range(len(batch))))
+
+
 # ---- the loader ------------------------------------------------------------------------------
 
 class DataLoader:
@@ -212,17 +223,55 @@ class DataLoader:
     or of a TensorDataset is a view of the data's rows, as slicing a Tensor is (no copy per
     step): copy it before writing into it. A TensorDataset's tensors and a Subset's indices
     are read once, when the loader is built.
+
+    torch's other arguments: ``sampler`` (the indices' order: a Sampler, or any iterable of
+    indices with a length; not with shuffle), ``batch_sampler`` (lists of indices, each a
+    batch; alone), ``batch_size=None`` (samples one by one, unbatched), and ``collate_fn``
+    (called on each batch's list of samples, as dataset[i] gives them). ``num_workers``,
+    ``pin_memory``, ``timeout``, ``worker_init_fn``, ``prefetch_factor`` and the like are
+    taken and change nothing: samples are read in the calling process, whose kernels already
+    use every core. The shuffle is seeded with ``seed`` (or from pyrt.manual_seed), not with a
+    ``generator``.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=None):
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True, seed=None):
         self.dataset = dataset
         self._columns, self._rows = _columns_of(dataset)
-        self.batch_size = _positive_int(batch_size, "batch_size")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None:
+            if drop_last:
+                raise ValueError("batch_size=None option disables auto-batching and is "
+                                 "mutually exclusive with drop_last")
+        else:
+            batch_size = _positive_int(batch_size, "batch_size")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        for value, name in ((num_workers, "num_workers"), (timeout, "timeout")):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+                raise ValueError(f"{name} option should be non-negative, got {value!r}")
+        if collate_fn is not None and not callable(collate_fn):
+            raise TypeError(f"collate_fn must be callable, got {type(collate_fn).__name__}")
+        if generator is not None:
+            raise TypeError("DataLoader(generator=...): pyrt's loaders are seeded with seed=, "
+                            "or from pyrt.manual_seed")
+        self.batch_size = batch_size
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
+        self.sampler, self.batch_sampler, self.collate_fn = sampler, batch_sampler, collate_fn
+        # samples are read in the calling process: pyrt's kernels already use every core, and
+        # the worker and memory-pinning options of torch's loader change nothing here
+        self.num_workers = int(num_workers)
         seed = checked_seed(seed, none_allowed=True)
         if seed is None:
-            seed = int(generator().integers(0, 2**63 - 1))
+            seed = int(generator_of_pyrt().integers(0, 2**63 - 1))
         self.seed = seed
         self.epoch = 0
 
@@ -234,9 +283,14 @@ class DataLoader:
 
     def __len__(self):
         """The number of batches in an epoch."""
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = self.num_samples if self.sampler is None else len(self.sampler)
+        if self.batch_size is None:
+            return n
         if self.drop_last:
-            return self.num_samples // self.batch_size
-        return (self.num_samples + self.batch_size - 1) // self.batch_size
+            return n // self.batch_size
+        return (n + self.batch_size - 1) // self.batch_size
 
     def set_epoch(self, epoch):
         """Make the next iteration run epoch `epoch` (its shuffle order included)."""
@@ -255,24 +309,47 @@ class DataLoader:
         # the epoch is taken here, at iter(), not at the first batch
         order = self.order(self.epoch)
         self.epoch += 1
+        batches = self._index_batches(order)
+        if self.batch_size is None and self.batch_sampler is None:
+            return (self._sample(i) for i in batches)
+        if self.collate_fn is not None:
+            return (self.collate_fn([self._sample(i) for i in _listed(rows)])
+                    for rows in batches)
         if self._columns is None:
-            return self._sample_batches(order)
-        return self._column_batches(order)
+            return self._sample_batches(batches)
+        return self._column_batches(batches)
 
-    def _spans(self):
-        """The [lo, hi) positions in the epoch's order of each batch."""
+    def _index_batches(self, order):
+        """The positions of each batch: [lo, hi) slices of the epoch's order (lists of
+        indices with a sampler or batch sampler; single indices with batch_size=None)."""
+        if self.batch_sampler is not None:
+            return (list(b) for b in self.batch_sampler)
+        if self.sampler is not None:
+            if self.batch_size is None:
+                return iter(self.sampler)
+            return (list(b) for b in BatchSampler(self.sampler, self.batch_size,
+                                                  self.drop_last))
         bs, n = self.batch_size, self.num_samples
-        return ((b * bs, min((b + 1) * bs, n)) for b in range(len(self)))
+        if bs is None:
+            return iter(range(n) if order is None else order.tolist())
+        spans = ((b * bs, min((b + 1) * bs, n)) for b in range(len(self)))
+        return (slice(lo, hi) if order is None else order[lo:hi].tolist() for lo, hi in spans)
 
-    def _column_batches(self, order):
-        for lo, hi in self._spans():
-            positions = slice(lo, hi) if order is None else order[lo:hi]
+    def _sample(self, i):
+        """Sample i of the data set, as dataset[i] gives it (a tuple of Tensors for columns)."""
+        if self._columns is None:
+            return self.dataset[i]
+        row = i if self._rows is None else self._rows[i]
+        return tuple(Tensor(F._xp(c).asarray(c[row])) for c in self._columns)
+
+    def _column_batches(self, batches):
+        for positions in batches:
             rows = positions if self._rows is None else self._rows[positions]
             yield tuple(Tensor(_take(c, rows)) for c in self._columns)
 
-    def _sample_batches(self, order):
-        for lo, hi in self._spans():
-            rows = range(lo, hi) if order is None else order[lo:hi].tolist()
+    def _sample_batches(self, batches):
+        for positions in batches:
+            rows = _listed(positions)
             samples = [self.dataset[i] for i in rows]
             try:
                 batch = _collate(samples, rows)
@@ -281,3 +358,10 @@ class DataLoader:
                     raise
                 raise ValueError(f"{exc}{_LIST_HINT}") from None
             yield batch
+
+
+def _listed(positions):
+    """A batch's positions as a list (a slice spelled out)."""
+    if isinstance(positions, slice):
+        return list(range(positions.start, positions.stop))
+    return list(positions)

@@ -1,0 +1,7 @@
+"""torch.utils's place for pyrt's data sets and loaders: ``pyrt.utils.data`` is
+``pyrt.data``, so that ``from torch.utils.data import DataLoader`` ports as
+``from pyrt.utils.data import DataLoader``."""
+
+from pyrt.utils import data
+
+__all__ = ["data"]
