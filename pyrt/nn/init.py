@@ -6,15 +6,22 @@ afterwards the same. They are drawn in float64 and rounded to float32.
 
 import math
 
+import numpy as np
+
 from pyrt.tensor import generator
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
+    "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
+    "orthogonal_",
+    "sparse_",
+    "trunc_normal_",
     "uniform_",
     "xavier_normal_",
     "xavier_uniform_",
@@ -124,3 +131,90 @@ def xavier_normal_(tensor, gain=1.0):
     """Glorot initialisation: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Fill `tensor` with values drawn from N(mean, std^2) truncated to [a, b]: draws outside
+    are drawn again (exactly the truncated distribution; the interval must hold a fair share
+    of the normal's mass, as it does for the usual a = -2 std, b = 2 std)."""
+    if std < 0:
+        raise ValueError(f"trunc_normal_ expects std >= 0, got std={std}")
+    if not a < b:
+        raise ValueError(f"trunc_normal_ expects a < b, got a={a}, b={b}")
+    if std == 0:
+        return _fill(tensor, min(max(mean, a), b))
+    mass = (math.erf((b - mean) / (std * math.sqrt(2.0)))
+            - math.erf((a - mean) / (std * math.sqrt(2.0)))) / 2
+    if mass < 1e-4:
+        raise ValueError(f"trunc_normal_: [{a}, {b}] holds too little of N({mean}, {std}^2) "
+                         f"(probability {mass:.2g}) to draw from")
+    shape = tuple(tensor.shape)
+    values = np.empty(int(np.prod(shape)))
+    todo = np.arange(values.size)
+    while todo.size:
+        draws = generator().normal(mean, std, todo.size)
+        inside = (draws >= a) & (draws <= b)
+        values[todo[inside]] = draws[inside]
+        todo = todo[~inside]
+    return _fill(tensor, values.reshape(shape))
+
+
+def orthogonal_(tensor, gain=1.0):
+    """Fill `tensor` (at least 2-D: its first dim against the rest flattened) with a (semi-)
+    orthogonal matrix times gain: the Q of a normal matrix's QR factorisation, its columns'
+    signs fixed by R's diagonal so that it is uniformly distributed (Saxe et al., 2013)."""
+    if len(tensor.shape) < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if 0 in tensor.shape:
+        return tensor
+    rows = tensor.shape[0]
+    cols = int(np.prod(tensor.shape[1:]))
+    flat = generator().normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tensor.shape))
+
+
+def eye_(tensor):
+    """Fill the 2-D `tensor` with the identity matrix (ones on the diagonal)."""
+    if len(tensor.shape) != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups=1):
+    """Fill the 3-, 4- or 5-D `tensor` (a convolution's weight) with the Dirac delta: each of
+    the first min(out, in) filters of every group passes its input channel through (a one at
+    the kernel's centre), so that the convolution keeps as many of its input channels."""
+    dims = len(tensor.shape)
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1 or (
+            tensor.shape[0] % groups):
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = tensor.shape[0] // groups
+    values = np.zeros(tensor.shape)
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, tensor.shape[1])):
+            values[(g * out_per_group + d, d) + centre] = 1.0
+    return _fill(tensor, values)
+
+
+def sparse_(tensor, sparsity, std=0.01):
+    """Fill the 2-D `tensor` with N(0, std^2) values, then zero ceil(sparsity * rows) of each
+    column's entries, chosen at random (Martens, 2010)."""
+    if len(tensor.shape) != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if not 0 <= sparsity <= 1:
+        raise ValueError(f"sparsity must be in [0, 1], got {sparsity}")
+    rows, cols = tensor.shape
+    values = generator().normal(0.0, std, (rows, cols))
+    zeros = math.ceil(sparsity * rows)
+    for c in range(cols):
+        values[generator().permutation(rows)[:zeros], c] = 0.0
+    return _fill(tensor, values)

@@ -19,9 +19,10 @@ from collections import Counter
 
 from pyrt.optim.optimizer import Optimizer
 
-__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "ExponentialLR", "LRScheduler",
-           "LambdaLR", "LinearLR", "MultiStepLR", "MultiplicativeLR", "OneCycleLR", "PolynomialLR",
-           "ReduceLROnPlateau", "SequentialLR", "StepLR"]
+__all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
+           "CyclicLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
+           "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
+           "StepLR"]
 
 
 def _whole(value, name, minimum):
@@ -681,3 +682,169 @@ class ReduceLROnPlateau(LRScheduler):
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov and Hutter, 2017): lr falls from initial_lr to eta_min along half a
+    cosine over T_i steps, then restarts, the period growing by T_mult each time (T_0 first):
+    eta_min + (initial_lr - eta_min) (1 + cos(pi T_cur / T_i)) / 2, T_cur the steps since the
+    last restart. step(epoch) may jump to any (fractional) epoch, as PyTorch's."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        self.T_0 = _whole(T_0, "T_0", 1)
+        self.T_i = self.T_0
+        self.T_mult = _whole(T_mult, "T_mult", 1)
+        self.eta_min = _real(eta_min, "eta_min")
+        self.T_cur = _whole(last_epoch, "last_epoch", -1)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (base - self.eta_min)
+                * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2 for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """The next step, or with `epoch` the schedule's point at that epoch."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            epoch = _real(epoch, "epoch") if not isinstance(epoch, numbers.Integral) else epoch
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult**n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.base_lrs):
+            raise ValueError(f"the optimizer has {len(groups)} parameter groups, but the "
+                             f"schedule was built for {len(self.base_lrs)}")
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = self._current()
+        self._step_count += 1
+
+
+def _triangular(x):
+    return 1.0
+
+
+def _triangular2(x):
+    return 1 / (2.0 ** (x - 1))
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate (Smith, 2017), stepped once per batch: lr goes from base_lr
+    up to max_lr over step_size_up steps and back down over step_size_down (the same by
+    default), the height of each cycle scaled by mode: "triangular" (1), "triangular2"
+    (halved each cycle) or "exp_range" (gamma ** step), or by scale_fn of the cycle or of the
+    step (scale_mode). With cycle_momentum the momentum (Adam's beta1) moves the other way,
+    between max_momentum and base_momentum."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        base_lrs = _per_group(base_lr, "base_lr", optimizer)
+        self.max_lrs = _per_group(max_lr, "max_lr", optimizer)
+        up = _real(step_size_up, "step_size_up")
+        down = _real(step_size_down, "step_size_down") if step_size_down is not None else up
+        if not (up > 0 and down >= 0):
+            raise ValueError(f"step_size_up must be > 0 and step_size_down >= 0, got {up} and "
+                             f"{down}")
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        if scale_fn is not None and not callable(scale_fn):
+            raise TypeError(f"scale_fn must be callable, got {type(scale_fn).__name__}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        self.mode = mode
+        self.gamma = _real(gamma, "gamma")
+        self.scale_fn = scale_fn
+        self.scale_mode = scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        last_epoch = _whole(last_epoch, "last_epoch", -1)
+        self.cycle_momentum = bool(cycle_momentum)
+        if self.cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group(base_momentum, "base_momentum", optimizer)
+            self.max_momentums = _per_group(max_momentum, "max_momentum", optimizer)
+        if last_epoch == -1:
+            for group, lr in zip(optimizer.param_groups, base_lrs):
+                group["lr"] = lr
+            if self.cycle_momentum:
+                for group, top, low in zip(optimizer.param_groups, self.max_momentums,
+                                           self.base_momentums):
+                    if self.use_beta1:
+                        group["betas"] = (top, *group["betas"][1:])
+                    else:
+                        group["momentum"] = top
+                    group["max_momentum"] = top
+                    group["base_momentum"] = low
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _scale(self, cycle):
+        x = cycle if self.scale_mode == "cycle" else self.last_epoch
+        if self.scale_fn is not None:
+            return self.scale_fn(x)
+        if self.mode == "triangular":
+            return _triangular(x)
+        if self.mode == "triangular2":
+            return _triangular2(x)
+        return self.gamma**x
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self._scale(cycle)
+        lrs = [low + (top - low) * scale_factor * scale
+               for low, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, top in zip(self.optimizer.param_groups, self.base_momentums,
+                                       self.max_momentums):
+                momentum = top - (top - low) * scale_factor * scale
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self):
+        """As the base's; a scale_fn is saved as PyTorch saves it: a function not at all, a
+        callable object as its attributes."""
+        state = super().state_dict()
+        fn = state.get("scale_fn")
+        state["scale_fn"] = (None if fn is None or isinstance(fn, types.FunctionType)
+                             else dict(fn.__dict__))
+        return state
+
+    def load_state_dict(self, state_dict):
+        fn = self.scale_fn
+        super().load_state_dict(state_dict)
+        self.scale_fn = fn
+        if isinstance(state_dict.get("scale_fn"), dict) and fn is not None:
+            fn.__dict__.update(state_dict["scale_fn"])
