@@ -428,6 +428,21 @@ class LinearLR(LRScheduler):
                 for base in self.base_lrs]
 
 
+def _momentum_bounds(schedule, optimizer, cycle_momentum, max_momentum, base_momentum):
+    """A cycling schedule's momentum settings: sets schedule.cycle_momentum (and use_beta1:
+    Adam's beta1 cycles where there is no momentum); returns the per-group (max, base)
+    momenta, or (None, None) without cycling."""
+    schedule.cycle_momentum = bool(cycle_momentum)
+    if not schedule.cycle_momentum:
+        return None, None
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                         "option enabled")
+    schedule.use_beta1 = "betas" in optimizer.defaults
+    return (_per_group(max_momentum, "max_momentum", optimizer),
+            _per_group(base_momentum, "base_momentum", optimizer))
+
+
 def _per_group(value, name, optimizer):
     """`value` for each parameter group: one real number for all, or a list of one each."""
     groups = len(optimizer.param_groups)
@@ -503,14 +518,8 @@ class OneCycleLR(LRScheduler):
         # optimizer as it was (a later schedule would take its initial_lr)
         max_lrs = _per_group(max_lr, "max_lr", optimizer)
         last_epoch = _whole(last_epoch, "last_epoch", -1)
-        self.cycle_momentum = bool(cycle_momentum)
-        if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            tops = _per_group(max_momentum, "max_momentum", optimizer)
-            bases = _per_group(base_momentum, "base_momentum", optimizer)
+        tops, bases = _momentum_bounds(self, optimizer, cycle_momentum, max_momentum,
+                                       base_momentum)
         if last_epoch == -1:
             for group, top in zip(optimizer.param_groups, max_lrs):
                 group["initial_lr"] = top / div_factor
@@ -780,24 +789,15 @@ class CyclicLR(LRScheduler):
         if scale_fn is None:
             self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
         last_epoch = _whole(last_epoch, "last_epoch", -1)
-        self.cycle_momentum = bool(cycle_momentum)
-        if self.cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _per_group(base_momentum, "base_momentum", optimizer)
-            self.max_momentums = _per_group(max_momentum, "max_momentum", optimizer)
+        self.max_momentums, self.base_momentums = _momentum_bounds(
+            self, optimizer, cycle_momentum, max_momentum, base_momentum)
         if last_epoch == -1:
             for group, lr in zip(optimizer.param_groups, base_lrs):
                 group["lr"] = lr
             if self.cycle_momentum:
                 for group, top, low in zip(optimizer.param_groups, self.max_momentums,
                                            self.base_momentums):
-                    if self.use_beta1:
-                        group["betas"] = (top, *group["betas"][1:])
-                    else:
-                        group["momentum"] = top
+                    OneCycleLR._set_momentum(self, group, top)
                     group["max_momentum"] = top
                     group["base_momentum"] = low
         super().__init__(optimizer, last_epoch)
@@ -826,11 +826,7 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             for group, low, top in zip(self.optimizer.param_groups, self.base_momentums,
                                        self.max_momentums):
-                momentum = top - (top - low) * scale_factor * scale
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                OneCycleLR._set_momentum(self, group, top - (top - low) * scale_factor * scale)
         return lrs
 
     def state_dict(self):
