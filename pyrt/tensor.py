@@ -30,6 +30,7 @@ from pyrt import (
     selection,
     shapes,
     trigonometric,
+    windows,
 )
 from pyrt import functional as F
 from pyrt.autograd import _Hooked, _HookHandle, mark_modified, register_leaf_hook, run_backward
@@ -1198,6 +1199,129 @@ class Tensor:
 
     def maximum(self, other):
         return F.maximum(self, other)
+
+    # ---- PyTorch's other names, and ops written with others -------------------------------
+
+    def absolute(self):
+        return self.abs()
+
+    def negative(self):
+        return F.neg(self)
+
+    def positive(self):
+        return self
+
+    def multiply(self, other):
+        return self * other
+
+    def divide(self, other, *, rounding_mode=None):
+        return self.div(other, rounding_mode=rounding_mode) if rounding_mode else self / other
+
+    def subtract(self, other, *, alpha=1):
+        return self.sub(other, alpha=alpha)
+
+    def greater(self, other):
+        return self > other
+
+    def greater_equal(self, other):
+        return self >= other
+
+    def less(self, other):
+        return self < other
+
+    def less_equal(self, other):
+        return self <= other
+
+    def not_equal(self, other):
+        return self != other
+
+    def fix(self):
+        return pointwise.trunc(self)
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    def reshape_as(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"reshape_as(): argument 'other' must be a Tensor, got "
+                            f"{type(other).__name__}")
+        return self.reshape(other.shape)
+
+    def msort(self):
+        """The elements sorted along dim 0 (the values of sort(0))."""
+        return self.sort(0)[0]
+
+    def inner(self, other):
+        """The sum over the last dims of self and other of their products (a dot product of
+        vectors): self [..., n] and other [..., n] give [self's leading dims, other's]."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"inner(): argument 'other' must be a Tensor, got "
+                            f"{type(other).__name__}")
+        if self.ndim == 0 or other.ndim == 0:
+            return self * other
+        if self.shape[-1] != other.shape[-1]:
+            raise RuntimeError(f"inner() the last dimension must match on both input tensors "
+                               f"but got shapes {list(self.shape)} and {list(other.shape)}")
+        a = self.reshape(-1, self.shape[-1])
+        b = other.reshape(-1, other.shape[-1])
+        return _matmul(a, b.transpose(0, 1)).reshape(self.shape[:-1] + other.shape[:-1])
+
+    def ger(self, vec2):
+        return self.outer(vec2)
+
+    def logit(self, eps=None):
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
+        p = self if eps is None else F.clamp(self, eps, 1.0 - eps)
+        return F.log(p) - F.log(1.0 - p)
+
+    def erfc(self):
+        return 1.0 - self.erf()
+
+    def fmax(self, other):
+        """The larger of the two, elementwise, a NaN losing to a number (F.maximum's NaN
+        propagates)."""
+        return selection.where(self != self, other, selection.where(
+            other != other, self, F.maximum(self, other)))
+
+    def fmin(self, other):
+        """The smaller of the two, elementwise, a NaN losing to a number."""
+        return selection.where(self != self, other, selection.where(
+            other != other, self, F.minimum(self, other)))
+
+    def isposinf(self):
+        return self == float("inf")
+
+    def isneginf(self):
+        return self == float("-inf")
+
+    @property
+    def retains_grad(self):
+        """Whether retain_grad() was called on this non-leaf tensor."""
+        return isinstance(self._backward, _Hooked) and bool(self._backward.retain)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        return windows.diagonal(self, offset, dim1, dim2)
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        return windows.diag_embed(self, offset, dim1, dim2)
+
+    def unfold(self, dimension, size, step):
+        return windows.unfold(self, dimension, size, step)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        return windows.tensor_split(self, indices_or_sections, dim)
+
+    def hsplit(self, indices_or_sections):
+        return windows.hsplit(self, indices_or_sections)
+
+    def vsplit(self, indices_or_sections):
+        return windows.vsplit(self, indices_or_sections)
+
+    def dsplit(self, indices_or_sections):
+        return windows.dsplit(self, indices_or_sections)
+
+    def split_with_sizes(self, split_sizes, dim=0):
+        return windows.split_with_sizes(self, split_sizes, dim)
 
     def minimum(self, other):
         return F.minimum(self, other)

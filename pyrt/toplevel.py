@@ -46,6 +46,7 @@ from pyrt.reductions import std_mean, var_mean
 from pyrt.sampling import bernoulli, multinomial, normal, poisson, randint_like
 from pyrt.tensor import Tensor, generator
 from pyrt.tensor import tensor as _tensor
+from pyrt.windows import diag_embed, dsplit, hsplit, split_with_sizes, tensor_split, vsplit
 
 __all__ = [
     "abs",
@@ -200,7 +201,29 @@ clamp_max = _method("clamp_max")
 clamp_min = _method("clamp_min")
 clip = _method("clip")
 cumprod = _method("cumprod")
+absolute = _method("absolute")
+diagonal = _method("diagonal")
+divide = _method("divide")
+fix = _method("fix")
 fliplr = _method("fliplr")
+fmax = _method("fmax")
+fmin = _method("fmin")
+ger = _method("ger")
+greater = _method("greater")
+greater_equal = _method("greater_equal")
+inner = _method("inner")
+isneginf = _method("isneginf")
+isposinf = _method("isposinf")
+less = _method("less")
+less_equal = _method("less_equal")
+logit = _method("logit")
+msort = _method("msort")
+multiply = _method("multiply")
+negative = _method("negative")
+not_equal = _method("not_equal")
+positive = _method("positive")
+ravel = _method("ravel")
+subtract = _method("subtract")
 flipud = _method("flipud")
 mv = _method("mv")
 diag = _method("diag")
@@ -359,18 +382,22 @@ def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
 # its top level only (xlogy takes a number first) from their modules
 
 __all__ += [
-    "acos", "acosh", "addbmm", "addmm", "addmv", "aminmax", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "as_tensor", "asin", "asinh", "atan",
-    "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm", "bernoulli",
-    "block_diag", "broadcast_to", "bucketize", "cartesian_prod", "cdist", "column_stack",
-    "concat", "concatenate", "copysign", "cosh", "count_nonzero", "cross", "cummax", "cummin",
-    "deg2rad", "dstack", "einsum", "fliplr", "flipud", "heaviside", "histc", "hstack", "hypot",
-    "index_add", "index_copy", "index_fill", "index_put", "isin", "kron", "kthvalue",
-    "logaddexp", "logaddexp2", "logcumsumexp", "mode", "multinomial", "mv", "nan_to_num",
-    "nanmean", "nanmedian", "nanquantile", "normal", "poisson", "quantile", "rad2deg",
-    "randint_like", "rot90", "row_stack", "scatter", "scatter_add", "scatter_reduce",
-    "searchsorted", "select", "signbit", "sinc", "sinh", "std_mean", "take", "take_along_dim",
-    "tensordot", "tile", "trace", "var_mean", "vstack", "xlogy",
+    "absolute", "acos", "acosh", "addbmm", "addmm", "addmv", "aminmax", "arccos", "arccosh",
+    "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "argwhere", "as_tensor", "asin",
+    "asinh", "atan", "atan2", "atanh", "atleast_1d", "atleast_2d", "atleast_3d", "baddbmm",
+    "bernoulli", "block_diag", "broadcast_to", "bucketize", "cartesian_prod", "cdist",
+    "column_stack", "concat", "concatenate", "copysign", "cosh", "count_nonzero", "cross",
+    "cummax", "cummin", "deg2rad", "diag_embed", "diagonal", "divide", "dsplit", "dstack",
+    "einsum", "fix", "fliplr", "flipud", "fmax", "fmin", "ger", "greater", "greater_equal",
+    "heaviside", "histc", "hsplit", "hstack", "hypot", "index_add", "index_copy", "index_fill",
+    "index_put", "inner", "isin", "isneginf", "isposinf", "kron", "kthvalue", "less",
+    "less_equal", "logaddexp", "logaddexp2", "logcumsumexp", "logit", "mode", "msort",
+    "multinomial", "multiply", "mv", "nan_to_num", "nanmean", "nanmedian", "nanquantile",
+    "negative", "normal", "not_equal", "poisson", "positive", "quantile", "rad2deg",
+    "randint_like", "ravel", "rot90", "row_stack", "scatter", "scatter_add", "scatter_reduce",
+    "searchsorted", "select", "signbit", "sinc", "sinh", "split_with_sizes", "std_mean",
+    "subtract", "take", "take_along_dim", "tensor_split", "tensordot", "tile", "trace",
+    "var_mean", "vsplit", "vstack", "xlogy",
 ]
 
 acos = _method("acos")
