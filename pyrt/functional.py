@@ -548,7 +548,8 @@ def relu(x, inplace=False):
 
 
 def relu_(input):
-    """relu in place (Tensor.relu_): refused on a tensor in an autograd graph."""
+    """relu in place (Tensor.relu_): recorded in a graph as PyTorch records it, refused on a
+    tensor that a recorded op has already read."""
     if not isinstance(input, _Tensor or _tensor()):
         raise TypeError(f"input must be a Tensor, got {type(input).__name__}")
     return input.relu_()
