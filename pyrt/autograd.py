@@ -27,6 +27,7 @@ __all__ = ["Function", "backward", "enable_grad", "grad", "inference_mode", "is_
            "no_grad", "set_grad_enabled"]
 
 _NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
+_ndarray = np.ndarray
 _MARKS_MAX = 4096
 
 
@@ -284,6 +285,8 @@ def run_backward(root, grad, retain_graph=False, inputs=None):
     writes = _writes.count  # closures write no tensor in place: it stays put meanwhile
     while ready:
         node, g, owned = pop()
+        if g.__class__ is not _ndarray and isinstance(g, np.generic):
+            g = np.asarray(g)  # (NumPy's arithmetic on 0-d arrays gives scalars)
         parents = node._parents
         if node._epoch < writes:  # something was written in place since its forward
             _check_inputs_unchanged(node)
@@ -391,6 +394,8 @@ def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
         _arrive(root, g, pending, partial, ready)
     while ready:
         node, g = ready.pop()
+        if g.__class__ is not _ndarray and isinstance(g, np.generic):
+            g = np.asarray(g)  # (NumPy's arithmetic on 0-d arrays gives scalars)
         backward = node._backward
         if backward is None:  # a leaf
             if g is not None and (targets is None or id(node) in targets):
