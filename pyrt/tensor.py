@@ -1280,13 +1280,16 @@ class Tensor:
     def fmax(self, other):
         """The larger of the two, elementwise, a NaN losing to a number (F.maximum's NaN
         propagates)."""
-        return selection.where(self != self, other, selection.where(
-            other != other, self, F.maximum(self, other)))
+        return self._nan_losing(other, F.maximum)
 
     def fmin(self, other):
         """The smaller of the two, elementwise, a NaN losing to a number."""
-        return selection.where(self != self, other, selection.where(
-            other != other, self, F.minimum(self, other)))
+        return self._nan_losing(other, F.minimum)
+
+    def _nan_losing(self, other, pick):
+        """pick(self, other) where both are numbers, the number where one is NaN."""
+        return selection.where(self != self, other,
+                               selection.where(other != other, self, pick(self, other)))
 
     def isposinf(self):
         return self == float("inf")
