@@ -174,3 +174,78 @@ def exponential_(self, lambd=1.0):
     return self._fill_drawn(generator().exponential(1.0 / lambd, self.shape)
                             .astype(self._draw_dtype()))
 
+
+
+# ---- random_, cauchy_, log_normal_, geometric_ -----------------------------------------------
+
+def _integer_bound(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"random_(): argument '{name}' must be int, not "
+                        f"{type(value).__name__}")
+    return int(value)
+
+
+def random_(self, *bounds, **named):
+    """Every element drawn uniformly from the integers of [from, to), in place:
+    ``random_()`` over [0, 2^24] for float32 (every integer float32 holds exactly), [0, 2^63 -
+    1] for int64, {0, 1} for bool; ``random_(to)`` over [0, to); ``random_(from, to)`` over
+    [from, to), to=None meaning up to those largest values ("from" is passed by keyword as
+    ``**{"from": 0}``, as with torch)."""
+    if set(named) - {"from", "to"} or len(bounds) + len(named) > 2:
+        raise TypeError("random_() takes random_(), random_(to) or random_(from, to)")
+    if len(bounds) == 1 and not named:
+        low, high = 0, bounds[0]
+    else:
+        low = named.get("from", bounds[0] if bounds else 0)
+        high = named.get("to", bounds[1] if len(bounds) > 1 else None)
+    dtype = self.data.dtype
+    if dtype.kind == "b":
+        top = 1
+    elif dtype.kind == "f":
+        top = 2 ** (np.finfo(dtype).nmant + 1)  # 2^24 for float32: its integers are exact
+    else:
+        top = int(np.iinfo(dtype).max)
+    low = _integer_bound(low, "from")
+    last = top if high is None else _integer_bound(high, "to") - 1
+    if low > last:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={last + 1}")
+    if dtype.kind == "b" and (low < 0 or last > 1):
+        raise RuntimeError(f"{'from' if low < 0 else 'to - 1'} is out of bounds for bool")
+    self._check_in_place()
+    drawn = generator().integers(low, last, size=self.shape, dtype=np.int64, endpoint=True)
+    return self._fill_drawn(drawn)
+
+
+def cauchy_(self, median=0.0, sigma=1.0):
+    """Every element drawn from the Cauchy distribution of `median` and scale `sigma`,
+    median + sigma * tan(pi * (u - 1/2)) for u uniform in [0, 1), in place."""
+    if self.data.dtype.kind != "f":
+        raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {self.dtype}")
+    self._check_random_fill("cauchy_", median, sigma)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    u = generator().random(self.shape)
+    return self._fill_drawn(median + sigma * np.tan(np.pi * (u - 0.5)))
+
+
+def log_normal_(self, mean=1.0, std=2.0):
+    """Every element drawn as exp(v), v from N(mean, std^2), in place."""
+    self._check_random_fill("log_normal_", mean, std)
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return self._fill_drawn(np.exp(generator().standard_normal(self.shape) * std + mean))
+
+
+def geometric_(self, p):
+    """Every element drawn as the number of Bernoulli(p) trials up to and including the first
+    success (1, 2, ...), in place; self may be floating point or int64."""
+    if self.data.dtype.kind == "b":
+        raise NotImplementedError("geometric_(): not implemented for a bool tensor")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real):
+        raise TypeError(f"geometric_(): argument 'p' must be a float, got {type(p).__name__}")
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    self._check_in_place()
+    return self._fill_drawn(generator().geometric(p, self.shape))

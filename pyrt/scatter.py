@@ -447,6 +447,18 @@ def index_put(input, indices, values, accumulate=False):
 # ---- take and take_along_dim -----------------------------------------------------------------
 
 
+def _flat_places(idx, n):
+    """Positions `idx` (int64, negative ones counting from the end) in a flattened tensor of n
+    elements, made non-negative, in idx's shape; an IndexError names the first out of
+    range."""
+    if idx.size:
+        low, high = int(idx.min()), int(idx.max())
+        if low < -n or high >= n:
+            raise IndexError(f"out of range: tried to access index {low if low < -n else high} "
+                             f"on a tensor of {n} elements.")
+    return (idx % n if n else idx).astype(I64)
+
+
 def take(input, index):
     """The elements of input, flattened, at `index` (an int64 tensor, negative positions
     counting from the end), in index's shape; the gradient adds back at those places."""
@@ -456,15 +468,9 @@ def take(input, index):
     if index.data.dtype != I64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{_name(index.data.dtype)}")
-    idx = index.data
     n = xd.size
-    if idx.size:
-        low, high = int(idx.min()), int(idx.max())
-        if low < -n or high >= n:
-            raise IndexError(f"out of range: tried to access index {low if low < -n else high} "
-                             f"on a tensor of {n} elements.")
+    places = _flat_places(index.data, n)
     xp = _xp(xd)
-    places = (idx % n if n else idx).astype(I64)
     out = _contiguous(xd.reshape(-1)[places])
 
     def backward(g):

@@ -1931,6 +1931,306 @@ class Tensor:
             return F.reshape(self, self.shape)
         return self
 
+    # ---- in-place forms ------------------------------------------------------------------------
+    # Each writes its out-of-place op's result into self through _write_result (recorded in
+    # a graph as PyTorch records it); `floating` ones refuse integer and bool tensors as
+    # PyTorch does, since their results are floating point.
+
+    def sin_(self):
+        return self._write_result(lambda old: old.sin(), floating=True)
+
+    def cos_(self):
+        return self._write_result(lambda old: old.cos(), floating=True)
+
+    def tan_(self):
+        return self._write_result(lambda old: old.tan(), floating=True)
+
+    def asin_(self):
+        return self._write_result(lambda old: old.asin(), floating=True)
+
+    def acos_(self):
+        return self._write_result(lambda old: old.acos(), floating=True)
+
+    def atan_(self):
+        return self._write_result(lambda old: old.atan(), floating=True)
+
+    def sinh_(self):
+        return self._write_result(lambda old: old.sinh(), floating=True)
+
+    def cosh_(self):
+        return self._write_result(lambda old: old.cosh(), floating=True)
+
+    def asinh_(self):
+        return self._write_result(lambda old: old.asinh(), floating=True)
+
+    def acosh_(self):
+        return self._write_result(lambda old: old.acosh(), floating=True)
+
+    def atanh_(self):
+        return self._write_result(lambda old: old.atanh(), floating=True)
+
+    arcsin_, arccos_, arctan_ = asin_, acos_, atan_
+    arcsinh_, arccosh_, arctanh_ = asinh_, acosh_, atanh_
+
+    def sinc_(self):
+        return self._write_result(lambda old: old.sinc(), floating=True)
+
+    def deg2rad_(self):
+        return self._write_result(lambda old: old.deg2rad(), floating=True)
+
+    def rad2deg_(self):
+        return self._write_result(lambda old: old.rad2deg(), floating=True)
+
+    def erf_(self):
+        return self._write_result(lambda old: old.erf(), floating=True)
+
+    def erfc_(self):
+        return self._write_result(lambda old: old.erfc(), floating=True)
+
+    def exp2_(self):
+        return self._write_result(lambda old: old.exp2(), floating=True)
+
+    def expm1_(self):
+        return self._write_result(lambda old: old.expm1(), floating=True)
+
+    def log10_(self):
+        return self._write_result(lambda old: old.log10(), floating=True)
+
+    def log1p_(self):
+        return self._write_result(lambda old: old.log1p(), floating=True)
+
+    def log2_(self):
+        return self._write_result(lambda old: old.log2(), floating=True)
+
+    def rsqrt_(self):
+        return self._write_result(lambda old: old.rsqrt(), floating=True)
+
+    def logit_(self, eps=None):
+        return self._write_result(lambda old: old.logit(eps), floating=True)
+
+    def square_(self):
+        return self._write_result(lambda old: old.square())
+
+    def frac_(self):
+        return self._write_result(lambda old: old.frac())
+
+    def fix_(self):
+        return self._write_result(lambda old: old.fix())
+
+    def sgn_(self):
+        return self._write_result(lambda old: old.sgn())
+
+    def negative_(self):
+        return self._write_result(lambda old: old.negative())
+
+    def absolute_(self):
+        return self._write_result(lambda old: old.absolute())
+
+    def atan2_(self, other):
+        return self._write_result(lambda old: old.atan2(other), other)
+
+    arctan2_ = atan2_
+
+    def hypot_(self, other):
+        return self._write_result(lambda old: old.hypot(other), other)
+
+    def copysign_(self, other):
+        return self._write_result(lambda old: old.copysign(other), other)
+
+    def fmod_(self, other):
+        return self._write_result(lambda old: old.fmod(other), other)
+
+    def remainder_(self, other):
+        return self._write_result(lambda old: old.remainder(other), other)
+
+    def floor_divide_(self, other):
+        return self._write_result(lambda old: old.floor_divide(other), other)
+
+    def divide_(self, other, *, rounding_mode=None):
+        return self._write_result(lambda old: old.divide(other, rounding_mode=rounding_mode),
+                                  other)
+
+    def true_divide_(self, other):
+        return self._write_result(lambda old: old.true_divide(other), other)
+
+    def multiply_(self, other):
+        return self.mul_(other)
+
+    def subtract_(self, other, *, alpha=1):
+        return self.sub_(other, alpha=alpha)
+
+    def xlogy_(self, other):
+        return self._write_result(lambda old: old.xlogy(other), other)
+
+    def heaviside_(self, values):
+        return self._write_result(lambda old: old.heaviside(values), values)
+
+    def bitwise_and_(self, other):
+        return self._write_result(lambda old: old.bitwise_and(other), other)
+
+    def bitwise_or_(self, other):
+        return self._write_result(lambda old: old.bitwise_or(other), other)
+
+    def bitwise_xor_(self, other):
+        return self._write_result(lambda old: old.bitwise_xor(other), other)
+
+    def bitwise_not_(self):
+        return self._write_result(lambda old: old.bitwise_not())
+
+    def _as_number_in_place(self, name, *args):
+        from pyrt.inplace_forms import as_number_in_place
+
+        return as_number_in_place(self, name, *args)
+
+    def logical_and_(self, other):
+        return self._as_number_in_place("logical_and", other)
+
+    def logical_or_(self, other):
+        return self._as_number_in_place("logical_or", other)
+
+    def logical_xor_(self, other):
+        return self._as_number_in_place("logical_xor", other)
+
+    def logical_not_(self):
+        return self._as_number_in_place("logical_not")
+
+    def eq_(self, other):
+        return self._as_number_in_place("eq", other)
+
+    def ne_(self, other):
+        return self._as_number_in_place("ne", other)
+
+    def gt_(self, other):
+        return self._as_number_in_place("gt", other)
+
+    def ge_(self, other):
+        return self._as_number_in_place("ge", other)
+
+    def lt_(self, other):
+        return self._as_number_in_place("lt", other)
+
+    def le_(self, other):
+        return self._as_number_in_place("le", other)
+
+    not_equal_, greater_, greater_equal_, less_, less_equal_ = ne_, gt_, ge_, lt_, le_
+
+    def lerp_(self, end, weight):
+        return self._write_result(lambda old: old.lerp(end, weight), end, weight)
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        return self._write_result(lambda old: old.addcmul(tensor1, tensor2, value=value),
+                                  tensor1, tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        return self._write_result(lambda old: old.addcdiv(tensor1, tensor2, value=value),
+                                  tensor1, tensor2)
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        return self._write_result(lambda old: old.addmm(mat1, mat2, beta=beta, alpha=alpha),
+                                  mat1, mat2)
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._write_result(
+            lambda old: old.addbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return self._write_result(
+            lambda old: old.baddbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return self._write_result(lambda old: old.addmv(mat, vec, beta=beta, alpha=alpha),
+                                  mat, vec)
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self._write_result(lambda old: old.cumsum(dim, dtype=dtype))
+
+    def cumprod_(self, dim):
+        return self._write_result(lambda old: old.cumprod(dim))
+
+    def tril_(self, diagonal=0):
+        return self._write_result(lambda old: old.tril(diagonal))
+
+    def triu_(self, diagonal=0):
+        return self._write_result(lambda old: old.triu(diagonal))
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        from pyrt.inplace_forms import fill_diagonal
+
+        return self._write_result(lambda old: fill_diagonal(old, fill_value, wrap))
+
+    def masked_scatter(self, mask, source):
+        from pyrt.index_writes import masked_scatter
+
+        return masked_scatter(self, mask, source)
+
+    def masked_scatter_(self, mask, source):
+        return self._write_result(lambda old: old.masked_scatter(mask, source), source)
+
+    def put(self, index, source, accumulate=False):
+        from pyrt.index_writes import put
+
+        return put(self, index, source, accumulate)
+
+    def put_(self, index, source, accumulate=False):
+        return self._write_result(lambda old: old.put(index, source, accumulate), source)
+
+    def index_reduce(self, dim, index, source, reduce, *, include_self=True):
+        from pyrt.index_writes import index_reduce
+
+        return index_reduce(self, dim, index, source, reduce, include_self=include_self)
+
+    def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+        return self._write_result(lambda old: old.index_reduce(
+            dim, index, source, reduce, include_self=include_self), source)
+
+    # the shape changes in place: self takes the new shape, its array a view of the old one
+
+    def t_(self):
+        from pyrt.inplace_forms import reshaped_in_place
+
+        return reshaped_in_place(self, Tensor.t, lambda a: a.T)
+
+    def transpose_(self, dim0, dim1):
+        from pyrt.inplace_forms import reshaped_in_place
+
+        return reshaped_in_place(self, lambda old: old.transpose(dim0, dim1),
+                                 lambda a: a.swapaxes(dim0, dim1) if a.ndim else a)
+
+    def swapaxes_(self, axis0, axis1):
+        return self.transpose_(axis0, axis1)
+
+    def swapdims_(self, dim0, dim1):
+        return self.transpose_(dim0, dim1)
+
+    def squeeze_(self, dim=None):
+        from pyrt.inplace_forms import reshaped_in_place
+
+        return reshaped_in_place(self, lambda old: old.squeeze(dim))
+
+    def unsqueeze_(self, dim):
+        from pyrt.inplace_forms import reshaped_in_place
+
+        return reshaped_in_place(self, lambda old: old.unsqueeze(dim))
+
+    def detach_(self):
+        """self taken out of its graph, in place: a leaf that does not require grad."""
+        self._parents = ()
+        self._backward = None
+        self._requires_grad = False
+        return self
+
+    def random_(self, *bounds, **named):
+        return sampling.random_(self, *bounds, **named)
+
+    def cauchy_(self, median=0.0, sigma=1.0):
+        return sampling.cauchy_(self, median, sigma)
+
+    def log_normal_(self, mean=1.0, std=2.0):
+        return sampling.log_normal_(self, mean, std)
+
+    def geometric_(self, p):
+        return sampling.geometric_(self, p)
+
 
 # ---- creation --------------------------------------------------------------------------------
 

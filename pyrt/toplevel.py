@@ -456,3 +456,95 @@ take = _method("take")
 take_along_dim = _method("take_along_dim")
 tile = _method("tile")
 trace = _method("trace")
+
+
+# ---- in-place forms ---------------------------------------------------------------------------
+# torch.sin_(x) and the others: x.sin_(); the activations and dropouts in place, as torch's
+# top-level ones, are nn.functional's with inplace=True.
+
+_IN_PLACE_METHODS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_",
+    "arcsinh_", "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_",
+    "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_",
+    "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "index_put_",
+    "log10_", "log1p_", "log2_", "log_", "logit_", "nan_to_num_", "neg_", "negative_",
+    "rad2deg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_",
+    "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "xlogy_", "zero_",
+)
+globals().update({name: _method(name) for name in _IN_PLACE_METHODS})
+masked_scatter = _method("masked_scatter")
+put = _method("put")
+index_reduce = _method("index_reduce")
+
+
+def _functional_in_place(name, function, *args, **kwargs):
+    """nn.functional's `function`(input, *args, inplace=True), for torch.`name`."""
+    input = args[0] if args else None
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    return function(*args, **kwargs, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """celu(input, alpha) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("celu_", functional.celu, input, alpha)
+
+
+def selu_(input):
+    """selu(input) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("selu_", functional.selu, input)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """rrelu(input, lower, upper, training) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("rrelu_", functional.rrelu, input, lower, upper, training)
+
+
+def threshold_(input, threshold, value):
+    """threshold(input, threshold, value) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("threshold_", functional.threshold, input, threshold, value)
+
+
+def dropout_(input, p, train):
+    """dropout(input, p, train) written into input."""
+    from pyrt import functional
+
+    return _functional_in_place("dropout_", functional.dropout, input, p, train)
+
+
+def alpha_dropout_(input, p, train):
+    """alpha_dropout(input, p, train) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("alpha_dropout_", functional.alpha_dropout, input, p, train)
+
+
+def feature_alpha_dropout_(input, p, train):
+    """feature_alpha_dropout(input, p, train) written into input."""
+    from pyrt.nn import functional
+
+    return _functional_in_place("feature_alpha_dropout_", functional.feature_alpha_dropout,
+                                input, p, train)
+
+
+def feature_dropout_(input, p, train):
+    """Whole channels of input [N, C, *] dropped (feature_dropout) in input."""
+    from pyrt.feature_dropout import feature_dropout
+
+    return _functional_in_place("feature_dropout_", feature_dropout, input, p, train)
+
+
+__all__ += [
+    *_IN_PLACE_METHODS, "alpha_dropout_", "celu_", "dropout_", "feature_alpha_dropout_",
+    "feature_dropout_", "index_reduce", "masked_scatter", "put", "rrelu_", "selu_",
+    "threshold_",
+]
