@@ -24,7 +24,7 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import functional, linalg, nn, optim
+from pyrt import functional, linalg, nn, optim, special
 from pyrt.autograd import (
     enable_grad,
     inference_mode,
@@ -103,6 +103,7 @@ __all__ = [
     "save",
     "set_grad_enabled",
     "set_num_threads",
+    "special",
     "stack",
     "tensor",
     "where",

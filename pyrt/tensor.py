@@ -2231,6 +2231,111 @@ class Tensor:
     def geometric_(self, p):
         return sampling.geometric_(self, p)
 
+    # ---- special functions ----------------------------------------------------------------------
+    # (pyrt.special_functions and pyrt.number_functions; torch.special's other names are in
+    # pyrt.special)
+
+    def lgamma(self):
+        from pyrt import special_functions
+        return special_functions.lgamma(self)
+
+    def digamma(self):
+        from pyrt import special_functions
+        return special_functions.digamma(self)
+
+    def polygamma(self, n):
+        """The n-th derivative of digamma at self: torch's Tensor.polygamma(n)."""
+        from pyrt import special_functions
+        return special_functions.polygamma(n, self)
+
+    def mvlgamma(self, p):
+        from pyrt import special_functions
+        return special_functions.mvlgamma(self, p)
+
+    def erfinv(self):
+        from pyrt import special_functions
+        return special_functions.erfinv(self)
+
+    def i0(self):
+        from pyrt import special_functions
+        return special_functions.i0(self)
+
+    def igamma(self, other):
+        from pyrt import special_functions
+        return special_functions.igamma(self, other)
+
+    def igammac(self, other):
+        from pyrt import special_functions
+        return special_functions.igammac(self, other)
+
+    def float_power(self, exponent):
+        """self ** exponent computed in float64 and rounded to float32 (PyTorch returns
+        float64, which pyrt does not have)."""
+        from pyrt import number_functions
+        return number_functions.float_power(self, exponent)
+
+    def gcd(self, other):
+        from pyrt import number_functions
+        return number_functions.gcd(self, other)
+
+    def lcm(self, other):
+        from pyrt import number_functions
+        return number_functions.lcm(self, other)
+
+    def ldexp(self, other):
+        from pyrt import number_functions
+        return number_functions.ldexp(self, other)
+
+    def frexp(self):
+        """(mantissa, exponent), the exponent int64 (PyTorch's is int32)."""
+        from pyrt import number_functions
+        return number_functions.frexp(self)
+
+    def nextafter(self, other):
+        from pyrt import number_functions
+        return number_functions.nextafter(self, other)
+
+    def lgamma_(self):
+        return self._write_result(lambda old: old.lgamma(), floating=True)
+
+    def digamma_(self):
+        return self._write_result(lambda old: old.digamma(), floating=True)
+
+    def polygamma_(self, n):
+        return self._write_result(lambda old: old.polygamma(n), floating=True)
+
+    def mvlgamma_(self, p):
+        return self._write_result(lambda old: old.mvlgamma(p), floating=True)
+
+    def erfinv_(self):
+        return self._write_result(lambda old: old.erfinv(), floating=True)
+
+    def i0_(self):
+        return self._write_result(lambda old: old.i0(), floating=True)
+
+    def igamma_(self, other):
+        return self._write_result(lambda old: old.igamma(other), other, floating=True)
+
+    def igammac_(self, other):
+        return self._write_result(lambda old: old.igammac(other), other, floating=True)
+
+    def float_power_(self, exponent):
+        """float_power in place, into a float32 tensor (PyTorch requires float64 there)."""
+        return self._write_result(lambda old: old.float_power(exponent), exponent,
+                                  floating=True)
+
+    def gcd_(self, other):
+        return self._write_result(lambda old: old.gcd(other), other)
+
+    def lcm_(self, other):
+        return self._write_result(lambda old: old.lcm(other), other)
+
+    def ldexp_(self, other):
+        return self._write_result(lambda old: old.ldexp(other), other, floating=True)
+
+    def nextafter_(self, other):
+        return self._write_result(lambda old: old.nextafter(other), other, floating=True)
+
 
 # ---- creation --------------------------------------------------------------------------------
 

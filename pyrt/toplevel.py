@@ -548,3 +548,25 @@ __all__ += [
     "feature_dropout_", "index_reduce", "masked_scatter", "put", "rrelu_", "selu_",
     "threshold_",
 ]
+
+# ---- special functions -------------------------------------------------------------------------
+# (torch.polygamma takes n first; torch.float_power takes a number as input too)
+
+from pyrt.number_functions import float_power  # noqa: E402
+from pyrt.special_functions import polygamma  # noqa: E402
+
+__all__ += ["digamma", "erfinv", "float_power", "frexp", "gcd", "i0", "igamma", "igammac",
+            "lcm", "ldexp", "lgamma", "mvlgamma", "nextafter", "polygamma"]
+
+digamma = _method("digamma")
+erfinv = _method("erfinv")
+frexp = _method("frexp")
+gcd = _method("gcd")
+i0 = _method("i0")
+igamma = _method("igamma")
+igammac = _method("igammac")
+lcm = _method("lcm")
+ldexp = _method("ldexp")
+lgamma = _method("lgamma")
+mvlgamma = _method("mvlgamma")
+nextafter = _method("nextafter")
