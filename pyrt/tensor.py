@@ -2336,6 +2336,63 @@ class Tensor:
     def nextafter_(self, other):
         return self._write_result(lambda old: old.nextafter(other), other, floating=True)
 
+    # ---- linear algebra (torch's older names) -------------------------------------------------
+
+    @staticmethod
+    def _linalg_legacy():
+        """pyrt.linalg.legacy, imported at the first call (it imports this module)."""
+        from pyrt.linalg import legacy
+
+        return legacy
+
+    def det(self):
+        return self._linalg_legacy().det(self)
+
+    def inverse(self):
+        return self._linalg_legacy().inverse(self)
+
+    def slogdet(self):
+        return self._linalg_legacy().slogdet(self)
+
+    def logdet(self):
+        return self._linalg_legacy().logdet(self)
+
+    def pinverse(self, rcond=1e-15):
+        return self._linalg_legacy().pinverse(self, rcond)
+
+    def matrix_power(self, n):
+        return self._linalg_legacy().matrix_power(self, n)
+
+    def matrix_exp(self):
+        return self._linalg_legacy().matrix_exp(self)
+
+    def cholesky(self, upper=False):
+        return self._linalg_legacy().cholesky(self, upper)
+
+    def cholesky_solve(self, input2, upper=False):
+        return self._linalg_legacy().cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper=False):
+        return self._linalg_legacy().cholesky_inverse(self, upper)
+
+    def qr(self, some=True):
+        return self._linalg_legacy().qr(self, some)
+
+    def svd(self, some=True, compute_uv=True):
+        return self._linalg_legacy().svd(self, some, compute_uv)
+
+    def lu(self, pivot=True, get_infos=False):
+        return self._linalg_legacy().lu(self, pivot, get_infos)
+
+    def lu_solve(self, LU_data, LU_pivots):
+        return self._linalg_legacy().lu_solve(self, LU_data, LU_pivots)
+
+    def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+        return self._linalg_legacy().triangular_solve(self, A, upper, transpose, unitriangular)
+
+    def orgqr(self, input2):
+        return self._linalg_legacy().orgqr(self, input2)
+
 
 # ---- creation --------------------------------------------------------------------------------
 

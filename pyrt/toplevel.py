@@ -570,3 +570,37 @@ ldexp = _method("ldexp")
 lgamma = _method("lgamma")
 mvlgamma = _method("mvlgamma")
 nextafter = _method("nextafter")
+
+# ---- linear algebra, torch's older names ---------------------------------------------------------
+# (the Tensor methods of pyrt.linalg.legacy, and lu_unpack, which torch has at its top level
+# only)
+
+__all__ += [
+    "cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu",
+    "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "orgqr", "pinverse", "qr",
+    "slogdet", "svd", "triangular_solve",
+]
+
+cholesky = _method("cholesky")
+cholesky_inverse = _method("cholesky_inverse")
+cholesky_solve = _method("cholesky_solve")
+det = _method("det")
+inverse = _method("inverse")
+logdet = _method("logdet")
+lu = _method("lu")
+lu_solve = _method("lu_solve")
+matrix_exp = _method("matrix_exp")
+matrix_power = _method("matrix_power")
+orgqr = _method("orgqr")
+pinverse = _method("pinverse")
+qr = _method("qr")
+slogdet = _method("slogdet")
+svd = _method("svd")
+triangular_solve = _method("triangular_solve")
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) with A = P L U from lu_factor's packed factors: see pyrt.linalg.legacy."""
+    from pyrt.linalg.legacy import lu_unpack as unpack
+
+    return unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)

@@ -139,3 +139,46 @@ def finite(out):
     indefinite matrix; CuPy returns NaNs and infinities instead, caught here."""
     xp = _xp(out)
     return xp is np or bool(xp.isfinite(out).all())
+
+
+def lapack(name, a):
+    """SciPy's LAPACK routine `name` (getrf, potrf, sytrf, ...) for float64 arrays; SciPy is
+    imported here, at the first call, so that importing pyrt does not import it."""
+    from scipy.linalg import get_lapack_funcs
+
+    return get_lapack_funcs((name,), (a,))[0]
+
+
+def device_of(like, array):
+    """`array` (a NumPy array computed on the host) on the device of array `like`."""
+    return array if isinstance(like, np.ndarray) else _xp(like).asarray(array)
+
+
+def triangular_solve(t, b, lower, unit=False):
+    """X with T X = B for the triangular float64 matrices T (only the triangle `lower` or
+    upper is read; its diagonal taken as ones if `unit`), batch dims broadcast. A zero on
+    T's diagonal gives infinities and NaNs, as LAPACK's trtrs without its check: SciPy
+    refuses such a T, so substitution row by row solves it then."""
+    from scipy.linalg import solve_triangular
+
+    xp = _xp(t)
+    t, b = host(t), host(b)
+    batch = np.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t = np.broadcast_to(t, batch + t.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    try:
+        if t.size == 0 or b.size == 0:
+            x = np.zeros(b.shape)
+        else:
+            x = solve_triangular(t, b, lower=lower, unit_diagonal=unit, check_finite=False)
+    except np.linalg.LinAlgError:
+        n = t.shape[-1]
+        x = np.zeros(b.shape)
+        order = range(n) if lower else range(n - 1, -1, -1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i in order:
+                rest = slice(0, i) if lower else slice(i + 1, n)
+                row = b[..., i, :] - np.einsum("...j,...jk->...k", t[..., i, rest],
+                                               x[..., rest, :])
+                x[..., i, :] = row if unit else row / t[..., i, i, None]
+    return x if xp is np else xp.asarray(x)

@@ -22,7 +22,7 @@ from pyrt.linalg._common import (
     wide,
 )
 
-__all__ = ["cholesky", "eigh", "eigvalsh", "qr", "svd", "svdvals"]
+__all__ = ["cholesky", "eig", "eigh", "eigvals", "eigvalsh", "qr", "svd", "svdvals"]
 
 # what the factorizations return, as torch.return_types
 eigh_result = namedtuple("eigh", ("eigenvalues", "eigenvectors"))
@@ -276,3 +276,24 @@ def svdvals(A, *, driver=None):
         return (narrow((u * wide(g)[..., None, :]) @ vh, a.dtype),)
 
     return _make(narrow(xp.linalg.svd(a64, compute_uv=False), a.dtype), (A,), backward)
+
+
+# ---- general eigendecomposition --------------------------------------------------------------
+
+
+def _complex_refused(A, name):
+    matrices(A, name, square=True)
+    raise TypeError(f"{name}: the eigenvalues and eigenvectors of a real non-symmetric matrix "
+                    f"are complex in general, and pyrt has no complex dtype; for a symmetric "
+                    f"matrix use linalg.eigh (or linalg.eigvalsh for the eigenvalues alone)")
+
+
+def eig(A):
+    """Refused: torch.linalg.eig returns complex tensors, which pyrt cannot hold (a
+    TypeError, after PyTorch's checks of A); eigh handles symmetric matrices."""
+    _complex_refused(A, "linalg.eig")
+
+
+def eigvals(A):
+    """Refused as eig: the eigenvalues are complex; eigvalsh handles symmetric matrices."""
+    _complex_refused(A, "linalg.eigvals")

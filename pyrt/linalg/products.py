@@ -1,5 +1,6 @@
 """Products and views of batched matrices and vectors: matmul (broadcasting its batch dims, as
-torch.matmul), multi_dot, cross, vecdot and diagonal, each with its gradient."""
+torch.matmul), multi_dot, cross, vecdot, diagonal and the Vandermonde matrices of powers,
+each with its gradient."""
 
 import numpy as np
 
@@ -8,7 +9,7 @@ from pyrt.functional import _contiguous, _make, _xp, dim_index
 from pyrt.linalg._common import tensor_array, type_name, unbroadcast
 from pyrt.matmul import matmul
 
-__all__ = ["cross", "diagonal", "matmul", "multi_dot", "vecdot"]
+__all__ = ["cross", "diagonal", "matmul", "multi_dot", "vander", "vecdot"]
 
 
 def _chain_order(dims):
@@ -125,3 +126,32 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
         return (grad,)
 
     return _make(out, (A,), backward, reads=False)
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrices of the vectors along x's last dim, as torch.linalg.vander:
+    out[..., i, j] = x[..., i] ** j for j < N (N defaults to x's length), x's dtype (int64
+    powers are exact). The gradient is sum_j j x^(j-1) g_j, the earlier powers times j."""
+    a = tensor_array(x, "linalg.vander", "x")
+    if a.dtype.kind == "b":
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer "
+                           "tensors, but got Bool")
+    if a.ndim == 0:
+        raise RuntimeError("linalg.vander: x must have at least 1 dimension, got a 0-d tensor")
+    if N is None:
+        N = a.shape[-1]
+    if isinstance(N, bool) or not isinstance(N, (int, np.integer)):
+        raise TypeError(f"linalg.vander(): argument 'N' must be int, not {type(N).__name__}")
+    if N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    xp = _xp(a)
+    # the powers by repeated products: x^j = x^(j-1) x, exact for integers
+    powers = xp.empty(a.shape + (int(N),), a.dtype)
+    powers[..., 0] = 1
+    for j in range(1, int(N)):
+        powers[..., j] = powers[..., j - 1] * a
+    if a.dtype.kind != "f":
+        return _make(powers, (x,), None)
+    factors = xp.arange(1, int(N), dtype=a.dtype)
+    return _make(powers, (x,), lambda g: (
+        _contiguous((g[..., 1:] * factors * powers[..., :-1]).sum(axis=-1)),))
