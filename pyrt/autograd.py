@@ -101,6 +101,7 @@ def _check_inputs_unchanged(node):
 
 class _GradMode(threading.local):
     enabled = True  # the class attribute is every thread's default: a plain attribute read
+    inference = False  # inside inference_mode() (is_inference_mode_enabled)
 
 
 _state = _GradMode()  # grad mode is per thread, as in PyTorch
@@ -222,6 +223,19 @@ class inference_mode(_GradModeContext):
         if not isinstance(mode, bool):
             raise TypeError(f"inference_mode(): mode must be a bool, got {type(mode).__name__}")
         super().__init__(not mode)
+        self.prev_inference = None
+
+    def _recreate_cm(self):
+        return inference_mode(not self.mode)
+
+    def __enter__(self):
+        super().__enter__()
+        self.prev_inference = _state.inference
+        _state.inference = not self.mode
+
+    def __exit__(self, *exc):
+        _state.inference = self.prev_inference
+        return super().__exit__(*exc)
 
 
 def _consumer_counts(root):
@@ -262,7 +276,7 @@ def run_backward(root, grad, retain_graph=False, inputs=None):
     stack; only the gradients of tensors used more than once wait in `partial` for the rest.
     A leaf needs no waiting: each gradient that reaches it is added to its ``.grad`` at once,
     in the order they arrive, which is the order the sums would have been made in anyway."""
-    if inputs is not None or _leaf_hooks:  # one test per backward(), none per node
+    if inputs is not None or _leaf_hooks or _post_accumulate_hooks:  # one test per backward()
         targets = None if inputs is None else _checked_inputs(inputs, "backward")
         run_graph((root,), (grad,), retain_graph, targets)
         return
@@ -400,6 +414,8 @@ def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
         if backward is None:  # a leaf
             if g is not None and (targets is None or id(node) in targets):
                 _deliver(node, _run_leaf_hooks(node, g), results, accumulate)
+                if accumulate:
+                    _run_post_accumulate_hooks(node)
             continue
         runs = id(node) in running
         # grad() takes the gradient of a tensor made by an op (retain_grad stores it for
@@ -683,24 +699,40 @@ def _apply_hooks(hooks, g):
 _leaf_hooks = {}
 
 
+# leaves with post-accumulate-grad hooks, kept as _leaf_hooks: each runs as hook(leaf) once
+# the leaf's .grad has gained its gradient (Tensor.register_post_accumulate_grad_hook)
+_post_accumulate_hooks = {}
+
+
 def register_leaf_hook(leaf, hook):
     """Run hook(grad) on the gradient of `leaf` before it is added to ``.grad`` (a tensor it
     returns replaces it). Returns the handle."""
+    return _register(_leaf_hooks, leaf, hook)
+
+
+def register_post_accumulate_hook(leaf, hook):
+    """Run hook(leaf) after the gradient of `leaf` has been added to its ``.grad`` in a
+    backward pass (not in grad(), which accumulates nothing). Returns the handle."""
+    return _register(_post_accumulate_hooks, leaf, hook)
+
+
+def _register(table, leaf, hook):
     key = id(leaf)
-    entry = _leaf_hooks.get(key)
+    entry = table.get(key)
     if entry is None or entry[0]() is not leaf:
         hooks = {}
-        ref = weakref.ref(leaf, lambda _, key=key, hooks=hooks: _drop_leaf_hooks(key, hooks))
-        entry = _leaf_hooks[key] = (ref, hooks)
-    return _HookHandle(entry[1], hook, key)
+        ref = weakref.ref(leaf, lambda _, key=key, hooks=hooks: _drop_leaf_hooks(key, hooks,
+                                                                                 table))
+        entry = table[key] = (ref, hooks)
+    return _HookHandle(entry[1], hook, key, table)
 
 
-def _drop_leaf_hooks(key, hooks):
+def _drop_leaf_hooks(key, hooks, table=_leaf_hooks):
     """Forget a leaf's hooks (all removed, or the leaf is gone), unless its id now names
     another leaf."""
-    entry = _leaf_hooks.get(key)
+    entry = table.get(key)
     if entry is not None and entry[1] is hooks:
-        del _leaf_hooks[key]
+        del table[key]
 
 
 def _run_leaf_hooks(leaf, g):
@@ -710,20 +742,27 @@ def _run_leaf_hooks(leaf, g):
     return _apply_hooks(entry[1], g)
 
 
+def _run_post_accumulate_hooks(leaf):
+    entry = _post_accumulate_hooks.get(id(leaf))
+    if entry is not None and entry[0]() is leaf:
+        for hook in tuple(entry[1].values()):  # a hook may remove itself
+            hook(leaf)
+
+
 class _HookHandle:
     """What register_hook returns: remove() takes the hook off (again: nothing happens)."""
 
     _ids = itertools.count()
 
-    def __init__(self, hooks, hook, leaf_key=None):
+    def __init__(self, hooks, hook, leaf_key=None, table=_leaf_hooks):
         self.id = next(self._ids)
-        self._hooks, self._leaf_key = hooks, leaf_key
+        self._hooks, self._leaf_key, self._table = hooks, leaf_key, table
         hooks[self.id] = hook
 
     def remove(self):
         self._hooks.pop(self.id, None)
         if not self._hooks and self._leaf_key is not None:
-            _drop_leaf_hooks(self._leaf_key, self._hooks)
+            _drop_leaf_hooks(self._leaf_key, self._hooks, self._table)
 
 
 from pyrt.autograd_function import Function  # noqa: E402 (it builds on this module)

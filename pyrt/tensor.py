@@ -21,6 +21,7 @@ from pyrt import (
     logical,
     order_statistics,
     pointwise,
+    printing,
     products,
     rearrange,
     reductions,
@@ -279,12 +280,8 @@ class Tensor:
     __array_ufunc__ = None
 
     def __repr__(self):
-        grad = ", requires_grad=True" if self.requires_grad else ""
-        if isinstance(self.data, np.ndarray):
-            body = np.array2string(self.data, separator=", ", prefix="tensor(")
-            return f"tensor({body}{grad})"
-        body = np.array2string(self.data.get(), separator=", ", prefix="tensor(")
-        return f"tensor({body}, device='{self.device}'{grad})"
+        """The values laid out as torch lays them out, under pyrt.set_printoptions."""
+        return printing.tensor_repr(self)
 
     # ---- conversion --------------------------------------------------------------------------
 
@@ -2392,6 +2389,119 @@ class Tensor:
 
     def orgqr(self, input2):
         return self._linalg_legacy().orgqr(self, input2)
+
+    # ---- numeric utilities, metadata and state ------------------------------------------------
+
+    # metadata and state
+
+    def data_ptr(self):
+        """The address of the first element."""
+        from pyrt import tensor_metadata
+
+        return tensor_metadata.data_ptr(self)
+
+    def storage_offset(self):
+        """The first element's offset, in elements, into the memory this tensor shares."""
+        from pyrt import tensor_metadata
+
+        return tensor_metadata.storage_offset(self)
+
+    @property
+    def nbytes(self):
+        """The size of the elements in bytes."""
+        return self.data.nbytes
+
+    @property
+    def itemsize(self):
+        """The size of one element in bytes."""
+        return self.data.itemsize
+
+    def ndimension(self):
+        return self.data.ndim
+
+    @property
+    def is_cpu(self):
+        return isinstance(self.data, np.ndarray)
+
+    def get_device(self):
+        """The GPU's index (0) for a CUDA tensor, -1 on the CPU."""
+        return -1 if isinstance(self.data, np.ndarray) else 0
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """With no dtype, torch's name of this tensor's type ("torch.FloatTensor",
+        "torch.LongTensor", "torch.BoolTensor"); with a dtype or such a name, this tensor
+        cast to it (itself if it has it already)."""
+        from pyrt import tensor_metadata
+
+        if dtype is None:
+            return tensor_metadata.type_name(self)
+        return tensor_metadata.cast_to_type(self, dtype, non_blocking)
+
+    def equal(self, other):
+        """Whether `other` has this tensor's shape and values (pyrt.equal)."""
+        from pyrt.toplevel import equal
+
+        return equal(self, other)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Whether |self - other| <= atol + rtol * |other| everywhere (pyrt.allclose)."""
+        from pyrt.toplevel import allclose
+
+        return allclose(self, other, rtol, atol, equal_nan)
+
+    def is_nonzero(self):
+        from pyrt.dtype_info import is_nonzero
+
+        return is_nonzero(self)
+
+    def is_signed(self):
+        return self.data.dtype.kind in "if"
+
+    def is_complex(self):
+        return self.data.dtype.kind == "c"
+
+    def is_inference(self):
+        """False: pyrt's inference_mode records no graph but makes ordinary tensors, which
+        may enter autograd later, where torch's makes inference tensors."""
+        return False
+
+    def new(self, *args):
+        """torch's legacy constructor: see pyrt.tensor_metadata.new."""
+        from pyrt import tensor_metadata
+
+        return tensor_metadata.new(self, args)
+
+    def byte(self):
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("byte", "uint8")
+
+    def char(self):
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("char", "int8")
+
+    def short(self):
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("short", "int16")
+
+    def half(self):
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("half", "float16")
+
+    def bfloat16(self):
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("bfloat16", "bfloat16")
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Run hook(self) after backward() adds a gradient to this leaf's .grad; returns a
+        handle whose remove() takes it off."""
+        from pyrt import tensor_metadata
+
+        return tensor_metadata.register_post_accumulate_grad_hook(self, hook)
 
 
 # ---- creation --------------------------------------------------------------------------------

@@ -604,3 +604,68 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     from pyrt.linalg.legacy import lu_unpack as unpack
 
     return unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+
+# ---- state, predicates and aliases ---------------------------------------------------------------
+# the random state (pyrt.random, as torch.random), the process-wide settings, the dtype
+# helpers and predicates, the comparisons and other methods torch also keeps at its top level,
+# and the functions torch keeps beside torch.nn.functional, with its top-level signatures
+
+from pyrt import random  # noqa: E402
+from pyrt import toplevel_nn as _toplevel_nn  # noqa: E402
+from pyrt.dtype_info import (  # noqa: E402
+    broadcast_shapes,
+    can_cast,
+    finfo,
+    iinfo,
+    is_complex,
+    is_floating_point,
+    is_nonzero,
+    is_same_size,
+    is_signed,
+    promote_types,
+    result_type,
+    typename,
+)
+from pyrt.global_state import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    get_default_dtype,
+    get_deterministic_debug_mode,
+    get_float32_matmul_precision,
+    get_num_interop_threads,
+    is_deterministic_algorithms_warn_only_enabled,
+    is_inference_mode_enabled,
+    set_default_dtype,
+    set_deterministic_debug_mode,
+    set_float32_matmul_precision,
+    set_flush_denormal,
+    set_num_interop_threads,
+    use_deterministic_algorithms,
+)
+from pyrt.printing import set_printoptions  # noqa: E402
+from pyrt.random import get_rng_state, initial_seed, seed, set_rng_state  # noqa: E402
+from pyrt.toplevel_nn import *  # noqa: E402, F403
+
+__all__ += [
+    "addcdiv", "are_deterministic_algorithms_enabled", "broadcast_shapes", "can_cast", "eq",
+    "erfc", "finfo", "ge", "get_default_dtype", "get_deterministic_debug_mode",
+    "get_float32_matmul_precision", "get_num_interop_threads", "get_rng_state", "gt",
+    "iinfo", "initial_seed", "is_complex", "is_deterministic_algorithms_warn_only_enabled",
+    "is_floating_point", "is_inference_mode_enabled", "is_nonzero", "is_same_size",
+    "is_signed", "le", "lt", "moveaxis", "ne", "promote_types", "random", "result_type",
+    "seed", "set_default_dtype", "set_deterministic_debug_mode",
+    "set_float32_matmul_precision", "set_flush_denormal", "set_num_interop_threads",
+    "set_printoptions", "set_rng_state", "swapdims", "typename",
+    "use_deterministic_algorithms", *_toplevel_nn.__all__,
+]
+
+addcdiv = _method("addcdiv")
+eq = _method("eq")
+erfc = _method("erfc")
+ge = _method("ge")
+gt = _method("gt")
+le = _method("le")
+lt = _method("lt")
+moveaxis = _method("moveaxis")
+ne = _method("ne")
+swapdims = _method("swapdims")
