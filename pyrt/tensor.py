@@ -2392,6 +2392,76 @@ class Tensor:
 
     # ---- numeric utilities, metadata and state ------------------------------------------------
 
+    # numeric utilities
+    # (their modules are imported where used, as they import this one)
+
+    def vdot(self, other):
+        from pyrt.linear_combinations import vdot
+        return vdot(self, other)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        from pyrt.linear_combinations import addr
+        return addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        from pyrt.linear_combinations import addr
+        if self.ndim != 2:
+            raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
+        return self._write_result(lambda old: addr(old, vec1, vec2, beta=beta, alpha=alpha),
+                                  vec1, vec2)
+
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        from pyrt.statistics import cov
+        return cov(self, correction=correction, fweights=fweights, aweights=aweights)
+
+    def corrcoef(self):
+        from pyrt.statistics import corrcoef
+        return corrcoef(self)
+
+    def histogram(self, bins=100, *, range=None, weight=None, density=False):
+        from pyrt.statistics import histogram
+        return histogram(self, bins, range=range, weight=weight, density=density)
+
+    def diagflat(self, offset=0):
+        from pyrt.matrix_builders import diagflat
+        return diagflat(self, offset)
+
+    def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+        from pyrt.view_scatter import diagonal_scatter
+        return diagonal_scatter(self, src, offset, dim1, dim2)
+
+    def select_scatter(self, src, dim, index):
+        from pyrt.view_scatter import select_scatter
+        return select_scatter(self, src, dim, index)
+
+    def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+        from pyrt.view_scatter import slice_scatter
+        return slice_scatter(self, src, dim, start, end, step)
+
+    def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+        from pyrt.unique_runs import unique_consecutive
+        return unique_consecutive(self, return_inverse, return_counts, dim)
+
+    def renorm(self, p, dim, maxnorm):
+        from pyrt.norm_utilities import renorm
+        return renorm(self, p, dim, maxnorm)
+
+    def renorm_(self, p, dim, maxnorm):
+        from pyrt.norm_utilities import renorm
+        return self._write_result(lambda old: renorm(old, p, dim, maxnorm), floating=True)
+
+    def dist(self, other, p=2):
+        from pyrt.norm_utilities import dist
+        return dist(self, other, p)
+
+    def sum_to_size(self, *size):
+        from pyrt.size_utilities import sum_to_size
+        return sum_to_size(self, *size)
+
+    def is_same_size(self, other):
+        from pyrt.dtype_info import is_same_size
+        return is_same_size(self, other)
+
     # metadata and state
 
     def data_ptr(self):

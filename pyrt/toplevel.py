@@ -606,6 +606,51 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 
+# ---- numeric utilities ---------------------------------------------------------------------------
+# index helpers, statistics, calculus on samples, window functions, the *_scatter ops and
+# more creation functions, from their modules; `range` is torch.range (this module uses no
+# builtin range, as it uses no builtin sum or max)
+from pyrt.calculus import cumulative_trapezoid, gradient, trapezoid, trapz  # noqa: E402
+from pyrt.creation_functions import asarray, logspace, range, scalar_tensor  # noqa: E402
+from pyrt.index_helpers import (  # noqa: E402
+    combinations,
+    tril_indices,
+    triu_indices,
+    unravel_index,
+)
+from pyrt.linear_combinations import chain_matmul, rsub  # noqa: E402
+from pyrt.matrix_builders import vander  # noqa: E402
+from pyrt.statistics import histogramdd  # noqa: E402
+from pyrt.window_functions import (  # noqa: E402
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    kaiser_window,
+)
+
+__all__ += [
+    "addr", "asarray", "bartlett_window", "blackman_window", "chain_matmul", "combinations",
+    "corrcoef", "cov", "cumulative_trapezoid", "diagflat", "diagonal_scatter", "dist",
+    "gradient", "hamming_window", "hann_window", "histogram", "histogramdd", "kaiser_window",
+    "logspace", "range", "renorm", "rsub", "scalar_tensor", "select_scatter", "slice_scatter",
+    "trapezoid", "trapz", "tril_indices", "triu_indices", "unique_consecutive",
+    "unravel_index", "vander", "vdot",
+]
+
+addr = _method("addr")
+corrcoef = _method("corrcoef")
+cov = _method("cov")
+diagflat = _method("diagflat")
+diagonal_scatter = _method("diagonal_scatter")
+dist = _method("dist")
+histogram = _method("histogram")
+renorm = _method("renorm")
+select_scatter = _method("select_scatter")
+slice_scatter = _method("slice_scatter")
+unique_consecutive = _method("unique_consecutive")
+vdot = _method("vdot")
+
 # ---- state, predicates and aliases ---------------------------------------------------------------
 # the random state (pyrt.random, as torch.random), the process-wide settings, the dtype
 # helpers and predicates, the comparisons and other methods torch also keeps at its top level,
