@@ -58,6 +58,7 @@ __all__ = [
     "conv1d",
     "conv2d",
     "conv3d",
+    "conv_tbc",
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
@@ -82,6 +83,10 @@ __all__ = [
     "floor",
     "floor_divide",
     "fold",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "gaussian_nll_loss",
     "gelu",
     "glu",
@@ -135,6 +140,7 @@ __all__ = [
     "multi_margin_loss",
     "multilabel_margin_loss",
     "multilabel_soft_margin_loss",
+    "native_channel_shuffle",
     "neg",
     "nll_loss",
     "norm",
@@ -185,6 +191,9 @@ __all__ = [
     "triplet_margin_loss",
     "triplet_margin_with_distance_loss",
     "unfold",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
     "where",
 ]
 
@@ -1192,12 +1201,19 @@ from pyrt.attention import (  # noqa: E402
 from pyrt.bilinear import bilinear  # noqa: E402
 from pyrt.channel_ops import channel_shuffle, local_response_norm  # noqa: E402
 from pyrt.class_losses import cross_entropy, nll_loss  # noqa: E402
+from pyrt.conv_tbc import conv_tbc  # noqa: E402
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
 from pyrt.ctc import ctc_loss  # noqa: E402
 from pyrt.distance_losses import triplet_margin_with_distance_loss  # noqa: E402
 from pyrt.embedding import embedding  # noqa: E402
 from pyrt.embedding_bag import embedding_bag  # noqa: E402
 from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d  # noqa: E402
+from pyrt.fractional_pool import (  # noqa: E402
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from pyrt.grid_sample import affine_grid, grid_sample  # noqa: E402
 from pyrt.group_norm import group_norm, instance_norm  # noqa: E402
 from pyrt.gumbel import gumbel_softmax  # noqa: E402
@@ -1245,6 +1261,12 @@ from pyrt.pointwise import (  # noqa: E402
     sin,
 )
 from pyrt.reductions import cumsum, norm, prod  # noqa: E402
+from pyrt.resampling_aliases import (  # noqa: E402
+    native_channel_shuffle,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from pyrt.rms_norm import rms_norm  # noqa: E402
 from pyrt.selection import masked_fill, scalar_as, where  # noqa: E402,F401 (scalar_as: pyrt.tensor)
 from pyrt.spatial import avg_pool2d, conv2d, max_pool2d, pad  # noqa: E402

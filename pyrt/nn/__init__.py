@@ -1,7 +1,7 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses and
 ``pyrt.nn.init``."""
 
-from pyrt.nn import functional, init, utils
+from pyrt.nn import functional, grad, init, utils
 from pyrt.nn.activations import (
     CELU,
     ELU,
@@ -33,17 +33,23 @@ from pyrt.nn.adaptive_pool import (
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
 )
+from pyrt.nn.adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from pyrt.nn.alpha_dropout import AlphaDropout, FeatureAlphaDropout
 from pyrt.nn.attention import MultiheadAttention
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from pyrt.nn.bilinear import Bilinear
+from pyrt.nn.buffer import Buffer, UninitializedBuffer, UninitializedParameter
 from pyrt.nn.channel_ops import ChannelShuffle, LocalResponseNorm
 from pyrt.nn.containers import ParameterDict, ParameterList
 from pyrt.nn.conv import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from pyrt.nn.cross_map_lrn import CrossMapLRN2d
+from pyrt.nn.data_parallel import DataParallel
+from pyrt.nn.deprecated import Container, NLLLoss2d
 from pyrt.nn.distance import CosineSimilarity, PairwiseDistance
 from pyrt.nn.distance_losses import TripletMarginWithDistanceLoss
 from pyrt.nn.embedding import Embedding
 from pyrt.nn.embedding_bag import EmbeddingBag
+from pyrt.nn.fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d
 from pyrt.nn.layer_norm import LayerNorm, RMSNorm
 from pyrt.nn.layers import (
     AvgPool2d,
@@ -126,6 +132,7 @@ from pyrt.nn.parameter import Parameter
 from pyrt.nn.pooling1d import AvgPool1d, Fold, MaxPool1d, Unfold
 from pyrt.nn.pooling3d import AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d
 from pyrt.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from pyrt.nn.sync_batchnorm import SyncBatchNorm
 from pyrt.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -161,6 +168,7 @@ __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
     "AdaptiveAvgPool3d",
+    "AdaptiveLogSoftmaxWithLoss",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
@@ -174,6 +182,7 @@ __all__ = [
     "BatchNorm2d",
     "BatchNorm3d",
     "Bilinear",
+    "Buffer",
     "CTCLoss",
     "ChannelShuffle",
     "CircularPad1d",
@@ -182,6 +191,7 @@ __all__ = [
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
+    "Container",
     "Conv1d",
     "Conv2d",
     "Conv3d",
@@ -191,6 +201,8 @@ __all__ = [
     "CosineEmbeddingLoss",
     "CosineSimilarity",
     "CrossEntropyLoss",
+    "CrossMapLRN2d",
+    "DataParallel",
     "Dropout",
     "Dropout1d",
     "Dropout2d",
@@ -200,6 +212,8 @@ __all__ = [
     "FeatureAlphaDropout",
     "Flatten",
     "Fold",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "GRUCell",
     "GaussianNLLLoss",
     "GroupNorm",
@@ -255,6 +269,7 @@ __all__ = [
     "MultiMarginLoss",
     "MultiheadAttention",
     "NLLLoss",
+    "NLLLoss2d",
     "PReLU",
     "PairwiseDistance",
     "Parameter",
@@ -287,6 +302,7 @@ __all__ = [
     "Softplus",
     "Softshrink",
     "Softsign",
+    "SyncBatchNorm",
     "Tanh",
     "Tanhshrink",
     "Threshold",
@@ -299,6 +315,8 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "Unflatten",
     "Unfold",
+    "UninitializedBuffer",
+    "UninitializedParameter",
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
@@ -306,6 +324,7 @@ __all__ = [
     "ZeroPad2d",
     "ZeroPad3d",
     "functional",
+    "grad",
     "init",
     "utils",
 ]

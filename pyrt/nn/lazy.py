@@ -2,16 +2,16 @@
 LazyBatchNorm1d/2d/3d and LazyInstanceNorm1d/2d/3d take every argument of their layer but the
 input size (in_features, in_channels, num_features), which the first input gives.
 
-Until then their parameters and buffers are placeholders of no elements, so that an optimizer
-made beforehand holds them. The first call builds the real layer for the input's size (its
-initialisation drawn from pyrt's generator then, as the layer's own would be), moves its
-arrays into the placeholders, the same Parameter objects, and turns the module into that layer
-(its class included, as PyTorch's cls_to_become does).
+Until then their parameters and buffers are placeholders of no elements and no shape
+(UninitializedParameter, UninitializedBuffer), so that an optimizer made beforehand holds
+them. The first call builds the real layer for the input's size (its initialisation drawn from
+pyrt's generator then, as the layer's own would be), moves its arrays into the placeholders,
+the same Parameter objects, now of class Parameter, and turns the module into that layer (its
+class included, as PyTorch's cls_to_become does).
 """
 
-import numpy as np
-
 from pyrt.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from pyrt.nn.buffer import UninitializedBuffer, UninitializedParameter
 from pyrt.nn.conv import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from pyrt.nn.layers import Conv2d, Linear
 from pyrt.nn.module import Module
@@ -43,10 +43,9 @@ class _LazyModule(Module):
         finally:
             generator().bit_generator.state = state
         for name, p in template._parameters.items():
-            self.register_parameter(name, None if p is None else Parameter(
-                np.empty((0,), np.float32)))
+            self.register_parameter(name, None if p is None else UninitializedParameter())
         for name, b in template._buffers.items():
-            self.register_buffer(name, None if b is None else Tensor(np.empty((0,), b.dtype)),
+            self.register_buffer(name, None if b is None else UninitializedBuffer(dtype=b.dtype),
                                  name not in template._non_persistent_buffers_set)
 
     @staticmethod
@@ -87,6 +86,7 @@ class _LazyModule(Module):
         for name, p in self._parameters.items():
             if p is not None:
                 p.data = real._parameters[name].data
+                p.__class__ = Parameter
         for name, b in self._buffers.items():
             if b is not None:
                 self._buffers[name] = real._buffers[name]

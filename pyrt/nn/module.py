@@ -14,6 +14,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from pyrt.autograd import mark_modified_all, reset_grads
+from pyrt.nn.buffer import Buffer
 from pyrt.nn.parameter import Parameter
 from pyrt.tensor import Tensor, _check_device, _move
 
@@ -262,6 +263,10 @@ class Module:
                 raise TypeError(f"cannot assign {type(value).__name__!r} as child module "
                                 f"{name!r} (pyrt.nn.Module or None expected)")
             modules[name] = None
+        elif isinstance(value, Buffer):
+            # an nn.Buffer registers itself, persistent or not as it says
+            self.__dict__.pop(name, None)
+            self.register_buffer(name, value, persistent=value.persistent)
         elif name in self.__dict__.get("_buffers", ()):
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__!r} as buffer {name!r} "

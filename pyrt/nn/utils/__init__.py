@@ -3,7 +3,10 @@ clamp the ``.grad`` of parameters in place, between ``backward()`` and the optim
 ``rnn`` packs and pads batches of sequences of different lengths.
 On the GPU nothing is read back to the host: the scale is computed and applied on the
 device. ``parameters_to_vector`` and ``vector_to_parameters`` flatten parameters into one
-vector and back."""
+vector and back. ``get_total_norm`` and ``clip_grads_with_norm_`` are clip_grad_norm_'s two
+halves; ``fusion`` folds an eval-mode batch norm into the layer before it
+(``fuse_conv_bn_eval`` and its kin); ``stateless.functional_call`` runs a module with other
+tensors in place of its parameters and buffers."""
 
 import numbers
 
@@ -11,12 +14,21 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.autograd import mark_modified_all
-from pyrt.nn.utils import rnn
+from pyrt.nn.utils import fusion, rnn, stateless
+from pyrt.nn.utils.clip_norms import clip_grad_norm, clip_grads_with_norm_, get_total_norm
+from pyrt.nn.utils.fusion import (
+    fuse_conv_bn_eval,
+    fuse_conv_bn_weights,
+    fuse_linear_bn_eval,
+    fuse_linear_bn_weights,
+)
 from pyrt.shapes import cat
 from pyrt.tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn",
-           "vector_to_parameters"]
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
+           "fuse_linear_bn_weights", "fusion", "get_total_norm", "parameters_to_vector", "rnn",
+           "stateless", "vector_to_parameters"]
 
 _F32 = np.float32
 
