@@ -126,6 +126,10 @@ class ConcatDataset(Dataset):
         self.datasets = list(datasets)
         if not self.datasets:
             raise _CheckFailed("datasets should not be an empty iterable")
+        from pyrt.data.iterable import IterableDataset  # (it builds on this module)
+
+        if any(isinstance(d, IterableDataset) for d in self.datasets):
+            raise _CheckFailed("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
 
     def __len__(self):

@@ -1,6 +1,6 @@
-"""Mini-batches over in-memory arrays and map-style data sets.
+"""Mini-batches over in-memory arrays, map-style data sets and iterable (stream) data sets.
 
-DataLoader tells three kinds of data set apart when it is built:
+DataLoader tells four kinds of data set apart when it is built:
 
 - a tuple of arrays, the columns of the data such as ``(images, labels)``: a batch takes the
   same rows of every column;
@@ -8,7 +8,9 @@ DataLoader tells three kinds of data set apart when it is built:
   one indexing of each column with the batch's rows, with no loop over samples;
 - any other map-style data set (a Dataset, a list of samples, anything with ``__len__`` and
   ``__getitem__``): a batch reads its samples one by one and collates them as torch's
-  default_collate does.
+  default_collate does;
+- an IterableDataset: a batch is the next batch_size samples of its stream, collated the same
+  way (no sampler, no shuffle).
 
 The shuffle order of an epoch is a function of ``(seed, epoch)`` alone, drawn with NumPy on the
 calling thread: it does not depend on the number of threads, on earlier epochs having run, or
@@ -17,12 +19,15 @@ an uninterrupted run would have seen.
 """
 
 import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from pyrt import functional as F
+from pyrt.data.convert import default_convert
 from pyrt.data.dataset import Dataset, Subset, TensorDataset, as_batchable, batch_dtype
+from pyrt.data.iterable import IterableDataset
 from pyrt.data.sampler import BatchSampler
 from pyrt.tensor import Tensor, checked_seed
 from pyrt.tensor import generator as generator_of_pyrt
@@ -226,12 +231,18 @@ class DataLoader:
 
     torch's other arguments: ``sampler`` (the indices' order: a Sampler, or any iterable of
     indices with a length; not with shuffle), ``batch_sampler`` (lists of indices, each a
-    batch; alone), ``batch_size=None`` (samples one by one, unbatched), and ``collate_fn``
-    (called on each batch's list of samples, as dataset[i] gives them). ``num_workers``,
-    ``pin_memory``, ``timeout``, ``worker_init_fn``, ``prefetch_factor`` and the like are
-    taken and change nothing: samples are read in the calling process, whose kernels already
-    use every core. The shuffle is seeded with ``seed`` (or from pyrt.manual_seed), not with a
-    ``generator``.
+    batch; alone), ``batch_size=None`` (samples one by one, unbatched, each passed through
+    collate_fn or default_convert), and ``collate_fn`` (called on each batch's list of
+    samples, as dataset[i] gives them). ``num_workers``, ``pin_memory``, ``timeout``,
+    ``worker_init_fn``, ``prefetch_factor`` and the like are taken and change nothing: samples
+    are read in the calling process, whose kernels already use every core
+    (``get_worker_info()`` is None). The shuffle is seeded with ``seed`` (or from
+    pyrt.manual_seed), not with a ``generator``.
+
+    An IterableDataset is read as a stream, one ``iter(dataset)`` per epoch: each batch is the
+    next ``batch_size`` samples, collated (a last, shorter batch dropped with ``drop_last``).
+    It takes no shuffle, sampler or batch_sampler, as in torch; ``len(loader)`` needs the data
+    set's ``__len__``, and a stream that yields more batches than ``len(loader)`` said warns.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -240,7 +251,19 @@ class DataLoader:
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
                  in_order=True, seed=None):
         self.dataset = dataset
-        self._columns, self._rows = _columns_of(dataset)
+        self._iterable = isinstance(dataset, IterableDataset)
+        if self._iterable:
+            # a stream has no indices to sample or shuffle
+            options = {"shuffle": None if shuffle in (None, False) else shuffle,
+                       "sampler": sampler, "batch_sampler": batch_sampler}
+            for name, value in options.items():
+                if value is not None:
+                    raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
+                                     f"{name} option, but got {name}={value!r}")
+            self._columns, self._rows = None, None
+        else:
+            self._columns, self._rows = _columns_of(dataset)
+        self._len_reported = None  # what len() said of a stream, for the warning in __iter__
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
@@ -282,7 +305,13 @@ class DataLoader:
         return len(self._columns[0]) if self._rows is None else len(self._rows)
 
     def __len__(self):
-        """The number of batches in an epoch."""
+        """The number of batches in an epoch (for an IterableDataset, from its __len__)."""
+        if self._iterable:
+            n = len(self.dataset)
+            if self.batch_size is not None:
+                n = n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            self._len_reported = n
+            return n
         if self.batch_sampler is not None:
             return len(self.batch_sampler)
         n = self.num_samples if self.sampler is None else len(self.sampler)
@@ -309,9 +338,12 @@ class DataLoader:
         # the epoch is taken here, at iter(), not at the first batch
         order = self.order(self.epoch)
         self.epoch += 1
+        if self._iterable:
+            return self._stream_batches(iter(self.dataset), self._len_reported)
         batches = self._index_batches(order)
         if self.batch_size is None and self.batch_sampler is None:
-            return (self._sample(i) for i in batches)
+            convert = self.collate_fn or default_convert
+            return (convert(self._sample(i)) for i in batches)
         if self.collate_fn is not None:
             return (self.collate_fn([self._sample(i) for i in _listed(rows)])
                     for rows in batches)
@@ -334,6 +366,34 @@ class DataLoader:
             return iter(range(n) if order is None else order.tolist())
         spans = ((b * bs, min((b + 1) * bs, n)) for b in range(len(self)))
         return (slice(lo, hi) if order is None else order[lo:hi].tolist() for lo, hi in spans)
+
+    def _stream_batches(self, samples, reported):
+        """The batches of an IterableDataset: each batch_size consecutive samples of the
+        stream, collated (the last, shorter one dropped with drop_last), or with
+        batch_size=None each sample converted. A batch past the length that len() reported
+        warns, as in torch: the data set's __len__ does not match its stream."""
+        fetched = 0
+        while True:
+            if self.batch_size is None:
+                sample = next(samples, _END)
+                if sample is _END:
+                    return
+                batch = (self.collate_fn or default_convert)(sample)
+            else:
+                chunk = [s for _, s in zip(range(self.batch_size), samples)]
+                if not chunk or (self.drop_last and len(chunk) < self.batch_size):
+                    return
+                if self.collate_fn is not None:
+                    batch = self.collate_fn(chunk)
+                else:  # rows name the samples' positions in the stream, in errors
+                    batch = _collate(chunk, list(range(fetched * self.batch_size,
+                                                       fetched * self.batch_size + len(chunk))))
+            fetched += 1
+            if reported is not None and fetched > reported:
+                warnings.warn(f"Length of IterableDataset {self.dataset} was reported to be "
+                              f"{reported} batches (when accessing len(dataloader)), but "
+                              f"{fetched} batches have been fetched.", stacklevel=2)
+            yield batch
 
     def _sample(self, i):
         """Sample i of the data set, as dataset[i] gives it (a tuple of Tensors for columns)."""
@@ -358,6 +418,9 @@ class DataLoader:
                     raise
                 raise ValueError(f"{exc}{_LIST_HINT}") from None
             yield batch
+
+
+_END = object()  # the end of a stream, for next()
 
 
 def _listed(positions):
