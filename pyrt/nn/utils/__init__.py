@@ -6,7 +6,10 @@ device. ``parameters_to_vector`` and ``vector_to_parameters`` flatten parameters
 vector and back. ``get_total_norm`` and ``clip_grads_with_norm_`` are clip_grad_norm_'s two
 halves; ``fusion`` folds an eval-mode batch norm into the layer before it
 (``fuse_conv_bn_eval`` and its kin); ``stateless.functional_call`` runs a module with other
-tensors in place of its parameters and buffers."""
+tensors in place of its parameters and buffers. ``parametrize`` and ``parametrizations``
+(orthogonal, weight_norm, spectral_norm) compute a parameter from unconstrained ones on every
+read; ``weight_norm`` and ``spectral_norm`` are the older forms of the last two, by forward
+pre-hooks; ``skip_init`` makes a module without drawing its initial weights."""
 
 import numbers
 
@@ -14,7 +17,7 @@ import numpy as np
 
 from pyrt import functional as F
 from pyrt.autograd import mark_modified_all
-from pyrt.nn.utils import fusion, rnn, stateless
+from pyrt.nn.utils import fusion, parametrizations, parametrize, rnn, stateless
 from pyrt.nn.utils.clip_norms import clip_grad_norm, clip_grads_with_norm_, get_total_norm
 from pyrt.nn.utils.fusion import (
     fuse_conv_bn_eval,
@@ -22,13 +25,17 @@ from pyrt.nn.utils.fusion import (
     fuse_linear_bn_eval,
     fuse_linear_bn_weights,
 )
+from pyrt.nn.utils.init import skip_init
+from pyrt.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
+from pyrt.nn.utils.weight_norm import remove_weight_norm, weight_norm
 from pyrt.shapes import cat
 from pyrt.tensor import Tensor
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
-           "fuse_linear_bn_weights", "fusion", "get_total_norm", "parameters_to_vector", "rnn",
-           "stateless", "vector_to_parameters"]
+           "fuse_linear_bn_weights", "fusion", "get_total_norm", "parameters_to_vector",
+           "parametrizations", "parametrize", "remove_spectral_norm", "remove_weight_norm", "rnn",
+           "skip_init", "spectral_norm", "stateless", "vector_to_parameters", "weight_norm"]
 
 _F32 = np.float32
 
