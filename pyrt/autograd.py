@@ -16,15 +16,19 @@ import contextlib
 import functools
 import inspect
 import itertools
+import sys
 import threading
 import weakref
 
 import numpy as np
 
+from pyrt.anomaly_mode import _anomaly, checked_call
 from pyrt.runtime import carry_thread_state
 
-__all__ = ["Function", "backward", "enable_grad", "grad", "inference_mode", "is_grad_enabled",
-           "no_grad", "set_grad_enabled"]
+__all__ = ["Function", "Variable", "backward", "detect_anomaly", "enable_grad", "functional",
+           "grad", "gradcheck", "gradgradcheck", "inference_mode", "is_anomaly_check_nan_enabled",
+           "is_anomaly_enabled", "is_grad_enabled", "no_grad", "set_detect_anomaly",
+           "set_grad_enabled"]
 
 _NEVER = float("inf")  # the _epoch of a tensor whose backward reads no input
 _ndarray = np.ndarray
@@ -276,7 +280,8 @@ def run_backward(root, grad, retain_graph=False, inputs=None):
     stack; only the gradients of tensors used more than once wait in `partial` for the rest.
     A leaf needs no waiting: each gradient that reaches it is added to its ``.grad`` at once,
     in the order they arrive, which is the order the sums would have been made in anyway."""
-    if inputs is not None or _leaf_hooks or _post_accumulate_hooks:  # one test per backward()
+    # one test per backward(); anomaly mode checks each closure, in run_graph's loop
+    if inputs is not None or _leaf_hooks or _post_accumulate_hooks or _anomaly.enabled:
         targets = None if inputs is None else _checked_inputs(inputs, "backward")
         run_graph((root,), (grad,), retain_graph, targets)
         return
@@ -406,6 +411,7 @@ def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
     partial, ready, results = {}, [], {}
     for root, g in zip(roots, grads):
         _arrive(root, g, pending, partial, ready)
+    anomaly = _anomaly.enabled
     while ready:
         node, g = ready.pop()
         if g.__class__ is not _ndarray and isinstance(g, np.generic):
@@ -434,10 +440,13 @@ def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
             _deliver(node, g, results, accumulate)
         if not runs:
             continue
-        if node._epoch < _writes.count:
-            _check_inputs_unchanged(node)
         parents = node._parents
-        parent_grads = (None,) * len(parents) if g is None else backward(g)
+        if anomaly:
+            parent_grads = checked_call(node, backward, g)
+        else:
+            if node._epoch < _writes.count:
+                _check_inputs_unchanged(node)
+            parent_grads = (None,) * len(parents) if g is None else backward(g)
         for parent, pg in zip(parents, parent_grads):
             if parent._requires_grad and id(parent) in useful:
                 _arrive(parent, pg, pending, partial, ready)
@@ -765,4 +774,17 @@ class _HookHandle:
             _drop_leaf_hooks(self._leaf_key, self._hooks, self._table)
 
 
-from pyrt.autograd_function import Function  # noqa: E402 (it builds on this module)
+# (these build on this module)
+from pyrt import autograd_functional as functional  # noqa: E402
+from pyrt.anomaly_mode import (  # noqa: E402
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from pyrt.autograd_function import Function  # noqa: E402
+from pyrt.autograd_variable import Variable  # noqa: E402
+from pyrt.gradcheck import gradcheck, gradgradcheck  # noqa: E402
+
+# ``import pyrt.autograd.functional`` finds the module, as torch.autograd.functional
+sys.modules[__name__ + ".functional"] = functional

@@ -10,10 +10,12 @@ slot), so the user's backward runs once, with one gradient per output, and the l
 no test of its own for it.
 """
 
+import sys
 import warnings
 
 import numpy as np
 
+from pyrt.anomaly_mode import _anomaly, record
 from pyrt.autograd import (
     _NEVER,
     _freed,
@@ -155,6 +157,8 @@ def _connect(cls, ctx, args, outputs):
     single = not isinstance(outputs, tuple)
     outs = [outputs] if single else list(outputs)
     node = _FunctionNode(cls, ctx, args, len(outs))
+    if _anomaly.enabled:  # the forward stack, for anomaly detection's messages
+        record(node, node.name, sys._getframe(2))
     taken = {id(a) for a in args if isinstance(a, Tensor)}
     for i, out in enumerate(outs):
         if not isinstance(out, Tensor):
@@ -171,6 +175,8 @@ def _connect(cls, ctx, args, outputs):
         out._parents = (node,)
         out._backward = _FunctionOutput(node, i)
         out._epoch = _NEVER  # it only passes its gradient on
+        if _anomaly.enabled:
+            record(out._backward, node.name, sys._getframe(2))
     _detach_saved_outputs(ctx, outs)
     return outs[0] if single else tuple(outs)
 
@@ -211,7 +217,7 @@ class _FunctionOutput:
     """The backward closure of an output of a Function call: its gradient in its slot of a
     pack for the hidden node. name() is the Function's, as PyTorch names its grad_fn."""
 
-    __slots__ = ("index", "node")
+    __slots__ = ("__weakref__", "index", "node")
 
     def __init__(self, node, index):
         self.node, self.index = node, index
@@ -233,8 +239,8 @@ class _FunctionNode:
     grad; its closure calls the user's backward on a pack of output gradients. When the
     backward loop frees it (assigns _freed to _backward), the saved tensors go too."""
 
-    __slots__ = ("_epoch", "_parents", "_requires_grad", "ctx", "function", "name",
-                 "positions", "tensor_args", "zeros")
+    __slots__ = ("__weakref__", "_epoch", "_parents", "_requires_grad", "ctx", "function",
+                 "name", "positions", "tensor_args", "zeros")
 
     def __init__(self, function, ctx, args, n_outputs):
         Tensor = _tensor_class()
@@ -343,6 +349,8 @@ def multi_output_op(name, inputs, backward, results):
     None where none reached it) and returns one gradient per input, in order (None for an
     input that does not require grad). Returns the results."""
     node = _OpNode(name, tuple(inputs), backward, len(results))
+    if _anomaly.enabled:  # the forward stack, for anomaly detection's messages
+        record(backward, name, sys._getframe(1))
     for tensor in inputs:  # read by a recorded op (functional._make)
         tensor._used = True
     for index, result in enumerate(results):

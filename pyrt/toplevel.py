@@ -658,6 +658,11 @@ vdot = _method("vdot")
 
 from pyrt import random  # noqa: E402
 from pyrt import toplevel_nn as _toplevel_nn  # noqa: E402
+from pyrt.anomaly_mode import (  # noqa: E402
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+)
+from pyrt.anomaly_mode import set_detect_anomaly as set_anomaly_enabled  # noqa: E402
 from pyrt.dtype_info import (  # noqa: E402
     broadcast_shapes,
     can_cast,
@@ -695,7 +700,8 @@ __all__ += [
     "addcdiv", "are_deterministic_algorithms_enabled", "broadcast_shapes", "can_cast", "eq",
     "erfc", "finfo", "ge", "get_default_dtype", "get_deterministic_debug_mode",
     "get_float32_matmul_precision", "get_num_interop_threads", "get_rng_state", "gt",
-    "iinfo", "initial_seed", "is_complex", "is_deterministic_algorithms_warn_only_enabled",
+    "iinfo", "initial_seed", "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
+    "is_complex", "set_anomaly_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "is_floating_point", "is_inference_mode_enabled", "is_nonzero", "is_same_size",
     "is_signed", "le", "lt", "moveaxis", "ne", "promote_types", "random", "result_type",
     "seed", "set_default_dtype", "set_deterministic_debug_mode",

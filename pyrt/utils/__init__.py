@@ -2,6 +2,6 @@
 ``pyrt.data``, so that ``from torch.utils.data import DataLoader`` ports as
 ``from pyrt.utils.data import DataLoader``."""
 
-from pyrt.utils import data
+from pyrt.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
