@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 from pyrt.functional import _contiguous, _float32, _make, _tensor, _unbroadcast, _xp
-from pyrt.ops._checks import F32
+from pyrt.ops._checks import F32, I64
 from pyrt.pointwise import _binary_setup, _input_array
 from pyrt.selection import scalar_as
 
@@ -70,6 +70,29 @@ def hypot(input, other):
     out. Floating point only, as in PyTorch."""
     return _binary("hypot", input, other, lambda xp, a, b: xp.hypot(a, b),
                    lambda xp, a, b, y, g: (g * a / y, g * b / y), integers_allowed=False)
+
+
+def pow_tensor(input, exponent):
+    """input ** exponent elementwise for a tensor exponent, the two broadcast together, as
+    torch.pow: int64 when both are integers (negative powers refused, as PyTorch refuses
+    them), float32 otherwise. Gradients, as PyTorch's: g * exponent * input ** (exponent - 1)
+    (0 where exponent is 0) and g * out * log(input) (0 where input is 0 and exponent >= 0,
+    where the formula gives 0 * -inf)."""
+    Tensor = _tensor()
+    if (isinstance(input, Tensor) and isinstance(exponent, Tensor)
+            and input.data.dtype.kind in "iu" and exponent.data.dtype.kind in "biu"):
+        xp, ad, bd = _binary_setup("pow", input, exponent, I64)
+        if bd.size and bool((bd < 0).any()):
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return _make(_contiguous(xp.power(ad, bd)), (input, exponent), None)
+
+    def derivatives(xp, a, b, y, g):
+        da = xp.where(b == 0, F32.type(0), g * (b * a ** (b - 1)))
+        db = xp.where((a == 0) & (b >= 0), F32.type(0), g * (y * xp.log(a)))
+        return da, db
+
+    return _binary("pow", input, exponent, lambda xp, a, b: xp.power(a, b), derivatives,
+                   numbers_allowed=True)
 
 
 def logaddexp(input, other):

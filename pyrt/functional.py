@@ -685,7 +685,11 @@ def _clamp_by_tensors(x, min, max):
 
 def pow(x, exponent):
     """x ** exponent for a real exponent; the gradient is exponent * x ** (exponent - 1) (0
-    for exponent 0)."""
+    for exponent 0). A tensor exponent: pyrt.binary_pointwise.pow_tensor."""
+    if isinstance(exponent, _tensor()):
+        from pyrt.binary_pointwise import pow_tensor  # (it builds on this module)
+
+        return pow_tensor(x, exponent)
     e = _real_number(exponent, "exponent")
     if e == 2.0:
         return mul(x, x)

@@ -134,7 +134,8 @@ def _erf_array(xp, v):
         from cupyx.scipy.special import erf as erf_device
 
         return erf_device(v)
-    return _erf_host(v.astype(np.float64)).astype(np.float64)
+    # (frompyfunc gives a Python float for a 0-d array)
+    return np.asarray(_erf_host(v.astype(np.float64)), dtype=np.float64)
 
 
 def erf(x):

@@ -299,7 +299,19 @@ mm = _method("mm")
 norm = _method("norm")
 numel = _method("numel")
 permute = _method("permute")
-pow = _method("pow")
+
+
+def pow(input, exponent):
+    """input ** exponent: a tensor to a number or a tensor, or a number to a tensor, as
+    torch.pow."""
+    if isinstance(exponent, Tensor) and isinstance(input, numbers.Real):
+        return exponent.__rpow__(input)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pow(): argument 'input' must be a Tensor or a Number, got "
+                        f"{type(input).__name__}")
+    return input.pow(exponent)
+
+
 prod = _method("prod")
 relu = _method("relu")
 reshape = _method("reshape")
