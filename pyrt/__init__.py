@@ -24,7 +24,7 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import functional, linalg, nn, optim, special
+from pyrt import distributions, functional, linalg, nn, optim, special
 from pyrt.autograd import (
     enable_grad,
     inference_mode,
@@ -68,6 +68,7 @@ __all__ = [
     "bool_",
     "cat",
     "cpu_count",
+    "distributions",
     "empty",
     "empty_cache",
     "empty_like",
