@@ -301,15 +301,16 @@ numel = _method("numel")
 permute = _method("permute")
 
 
-def pow(input, exponent):
+def pow(input, *args, **kwargs):
     """input ** exponent: a tensor to a number or a tensor, or a number to a tensor, as
-    torch.pow."""
+    torch.pow(input, exponent)."""
+    exponent = args[0] if args else kwargs.get("exponent")
     if isinstance(exponent, Tensor) and isinstance(input, numbers.Real):
         return exponent.__rpow__(input)
     if not isinstance(input, Tensor):
-        raise TypeError(f"pow(): argument 'input' must be a Tensor or a Number, got "
-                        f"{type(input).__name__}")
-    return input.pow(exponent)
+        raise TypeError(f"pow(): argument 'input' must be a Tensor (or a Number with a "
+                        f"Tensor exponent), got {type(input).__name__}")
+    return input.pow(*args, **kwargs)
 
 
 prod = _method("prod")
