@@ -9,21 +9,26 @@ import re
 import numpy as np
 import pytest
 import scipy.stats as st
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 
 import pyrt
 import pyrt.distributions as D
+from tests.distribution_checks import (
+    F32,
+    FEW,
+    central_difference,
+    needs_torch,
+    reparameterized_draws,
+)
+from tests.distribution_checks import assert_close as _close
+from tests.distribution_checks import tensor32 as _t
 
 try:
     import torch
     import torch.distributions as TD
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch as a reference")
-F32 = np.float32
-FEW = settings(max_examples=20, deadline=None, derandomize=True)
 
 
 def _real(rng, shape):
@@ -68,15 +73,6 @@ def batch_shapes(draw, n):
         cut = draw(hs.integers(0, len(full)))
         shapes.append(tuple(1 if draw(hs.booleans()) else s for s in full[cut:]))
     return tuple(np.broadcast_shapes(*shapes)), shapes
-
-
-def _close(actual, expected, rtol=2e-4, atol=2e-4):
-    actual = actual.numpy() if hasattr(actual, "numpy") else np.asarray(actual)
-    np.testing.assert_allclose(actual, np.asarray(expected, np.float64), rtol=rtol, atol=atol)
-
-
-def _t(a):
-    return pyrt.tensor(np.asarray(a, F32))
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -143,13 +139,9 @@ def test_log_prob_gradients_match_finite_differences(name):
     values = ref(*(p.astype(np.float64) for p in params)).rvs(random_state=rng).astype(F32)
     mine = [pyrt.tensor(p, requires_grad=True) for p in params]
     getattr(D, name)(*mine).log_prob(_t(values)).sum().backward()
+    params64 = [p.astype(np.float64) for p in params]
     for i, m in enumerate(mine):
-        h = 1e-6
-        up = [p.astype(np.float64) for p in params]
-        down = [p.astype(np.float64) for p in params]
-        up[i] = up[i] + h
-        down[i] = down[i] - h
-        numeric = (ref(*up).logpdf(values) - ref(*down).logpdf(values)) / (2 * h)
+        numeric = central_difference(lambda *q: ref(*q).logpdf(values), params64, i, 1e-6)
         _close(m.grad, numeric, rtol=2e-3, atol=2e-3)
 
 
@@ -164,13 +156,8 @@ def test_sample_moments_and_reparameterized_gradients(name):
     if name == "Uniform":
         params = [0.3, 1.9]
     exact = ref(*params)
-    mine = [pyrt.tensor(p, requires_grad=True) for p in params]
-    d = getattr(D, name)(*mine)
-    assert d.has_rsample
-    pyrt.manual_seed(5)
     n = 100_000
-    x = d.rsample((n,))
-    assert x.shape == (n,)
+    mine, x = reparameterized_draws(name, params, seed=5, n=n)
     sd = float(exact.std())
     assert abs(float(x.mean().item()) - exact.mean()) < 5 * sd / np.sqrt(n)
     kurt = float(exact.stats(moments="k")) + 3
@@ -178,11 +165,7 @@ def test_sample_moments_and_reparameterized_gradients(name):
     assert abs(float(x.var().item()) - exact.var()) < 6 * var_se + 1e-4
     x.mean().backward()
     for i, m in enumerate(mine):
-        h = 1e-5
-        up, down = list(params), list(params)
-        up[i] += h
-        down[i] -= h
-        numeric = (ref(*up).mean() - ref(*down).mean()) / (2 * h)
+        numeric = central_difference(lambda *q: ref(*q).mean(), params, i, 1e-5)
         assert abs(float(m.grad.item()) - numeric) < 0.03 * (1 + abs(numeric)), (i, numeric)
 
 

@@ -9,13 +9,21 @@ divergences against direct sums; enumerate_support, expand, shapes and argument 
 import numpy as np
 import pytest
 import scipy.stats as st
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 from scipy import integrate
 from scipy.special import expit, logsumexp
 
 import pyrt
 import pyrt.distributions as D
+from tests.distribution_checks import (
+    F32,
+    FEW,
+    needs_torch,
+    shapes,
+)
+from tests.distribution_checks import assert_close as _close
+from tests.distribution_checks import tensor32 as _t
 
 try:
     import torch
@@ -24,22 +32,6 @@ try:
     from torch.distributions.relaxed_categorical import ExpRelaxedCategorical
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch as a reference")
-F32 = np.float32
-FEW = settings(max_examples=20, deadline=None, derandomize=True)
-
-
-def _t(a, requires_grad=False):
-    return pyrt.tensor(np.asarray(a, F32), requires_grad=requires_grad)
-
-
-def _close(actual, expected, rtol=2e-4, atol=2e-4):
-    actual = actual.detach().numpy() if hasattr(actual, "numpy") else np.asarray(actual)
-    np.testing.assert_allclose(actual, np.asarray(expected, np.float64), rtol=rtol, atol=atol)
-
-
-shapes = hs.lists(hs.integers(1, 4), min_size=0, max_size=3).map(tuple)
 
 
 def _probs(rng, shape):

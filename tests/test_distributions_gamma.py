@@ -9,13 +9,23 @@ divergences against torch and numerical integration; expand, shapes and argument
 import numpy as np
 import pytest
 import scipy.stats as st
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 from scipy import integrate, special
 
 import pyrt
 import pyrt.distributions as D
 from pyrt.distributions.gamma_sampling import beta_grad, standard_gamma_grad
+from tests.distribution_checks import (
+    F32,
+    FEW,
+    central_difference,
+    needs_torch,
+    reparameterized_draws,
+    shapes,
+)
+from tests.distribution_checks import assert_close as _close
+from tests.distribution_checks import tensor32 as _t
 
 try:
     import torch
@@ -23,22 +33,6 @@ try:
     from torch.distributions.dirichlet import _Dirichlet_backward
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch as a reference")
-F32 = np.float32
-FEW = settings(max_examples=20, deadline=None, derandomize=True)
-
-
-def _t(a, requires_grad=False):
-    return pyrt.tensor(np.asarray(a, F32), requires_grad=requires_grad)
-
-
-def _close(actual, expected, rtol=2e-4, atol=2e-4):
-    actual = actual.detach().numpy() if hasattr(actual, "numpy") else np.asarray(actual)
-    np.testing.assert_allclose(actual, np.asarray(expected, np.float64), rtol=rtol, atol=atol)
-
-
-shapes = hs.lists(hs.integers(1, 4), min_size=0, max_size=3).map(tuple)
 
 
 def _kumaraswamy(a, b):
@@ -272,13 +266,8 @@ def test_sample_moments_and_mean_gradients(name):
     differences)."""
     params, ref = MOMENTS[name]
     exact = ref(*params)
-    mine = [pyrt.tensor(p, requires_grad=True) for p in params]
-    d = getattr(D, name)(*mine)
-    assert d.has_rsample
-    pyrt.manual_seed(7)
     n = 100_000
-    x = d.rsample((n,))
-    assert x.shape == (n,)
+    mine, x = reparameterized_draws(name, params, seed=7, n=n)
     sd = float(np.sqrt(exact.var()))
     assert abs(float(x.mean().item()) - exact.mean()) < 5 * sd / np.sqrt(n)
     assert abs(float(x.var().item()) - exact.var()) < 0.05 * exact.var()
@@ -289,16 +278,12 @@ def test_sample_moments_and_mean_gradients(name):
     x.pow(2).mean().backward()
     second = [float(m.grad.item()) for m in mine]
     for i in range(len(mine)):
-        h = 1e-5
-        up, down = list(params), list(params)
-        up[i] += h
-        down[i] -= h
-        numeric = (ref(*up).mean() - ref(*down).mean()) / (2 * h)
+        numeric = central_difference(lambda *q: ref(*q).mean(), params, i, 1e-5)
         assert abs(first[i] - numeric) < 0.03 * (1 + abs(numeric)), (i, numeric)
         # the second moment, mean^2 + variance: its gradient needs the noise's dependence on
         # every parameter (StudentT's chi-squared part depends on df alone)
-        numeric = (ref(*up).mean() ** 2 + ref(*up).var() - ref(*down).mean() ** 2
-                   - ref(*down).var()) / (2 * h)
+        numeric = central_difference(lambda *q: ref(*q).mean() ** 2 + ref(*q).var(), params,
+                                     i, 1e-5)
         assert abs(second[i] - numeric) < 0.05 * (1 + abs(numeric)), (i, numeric)
 
 

@@ -8,32 +8,26 @@ import numpy as np
 import pytest
 import scipy.integrate as si
 import scipy.stats as st
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as hs
 
 import pyrt
 import pyrt.distributions as D
 from pyrt.distributions import constraints as C
 from pyrt.distributions import transforms as T
+from tests.distribution_checks import (
+    F32,
+    FEW,
+    needs_torch,
+)
+from tests.distribution_checks import assert_close as _close
+from tests.distribution_checks import tensor32 as _t
 
 try:
     import torch
     import torch.distributions as TD
 except ImportError:
     torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch as a reference")
-F32 = np.float32
-FEW = settings(max_examples=20, deadline=None, derandomize=True)
-
-
-def _t(a, grad=False):
-    return pyrt.tensor(np.asarray(a, F32), requires_grad=grad)
-
-
-def _close(actual, expected, rtol=2e-4, atol=2e-4):
-    actual = actual.detach().numpy() if hasattr(actual, "numpy") else np.asarray(actual)
-    np.testing.assert_allclose(actual, np.asarray(expected, np.float64), rtol=rtol, atol=atol)
 
 
 def _spd(rng, batch, n):

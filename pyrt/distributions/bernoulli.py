@@ -5,12 +5,8 @@ from typing import ClassVar
 import pyrt
 from pyrt.distributions import constraints
 from pyrt.distributions.exp_family import ExponentialFamily
-from pyrt.distributions.utils import (
-    broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
-)
+from pyrt.distributions.probs_or_logits import ProbsOrLogits
+from pyrt.distributions.utils import broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -26,7 +22,7 @@ def binary_log_prob(logits, value):
     return value * logits - softplus(logits)
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(ProbsOrLogits, ExponentialFamily):
     """Bernoulli(probs=None, logits=None): 1 with probability probs (or sigmoid(logits)), else
     0; exactly one of the two is given."""
 
@@ -37,27 +33,11 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs, names=("probs",))
-        else:
-            (self.logits,) = broadcast_all(logits, names=("logits",))
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        param = self._set_probs_or_logits(probs, logits)
+        super().__init__(tuple(param.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        super(Bernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -72,18 +52,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return tuple(self._param.shape)
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -9,17 +9,12 @@ import pyrt
 from pyrt.distributions import constraints
 from pyrt.distributions.distribution import Distribution
 from pyrt.distributions.host_draws import constant, host, uniform
-from pyrt.distributions.utils import (
-    as_float_tensor,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
-)
+from pyrt.distributions.probs_or_logits import ProbsOrLogits
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(ProbsOrLogits, Distribution):
     """Categorical(probs=None, logits=None): category i with probability probs[..., i]
     (normalized to sum to 1) or softmax(logits)[..., i]; exactly one of the two is given, at
     least one-dimensional, the last dim indexing the categories."""
@@ -27,56 +22,27 @@ class Categorical(Distribution):
     arg_constraints: ClassVar[dict] = {"probs": constraints.simplex,
                                        "logits": constraints.independent(constraints.real, 1)}
     has_enumerate_support = True
+    _binary = False
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        param = self._set_probs_or_logits(probs, logits)
+        if param.dim() < 1:
+            name = "probs" if probs is not None else "logits"
+            raise ValueError(f"`{name}` parameter must be at least one-dimensional.")
         if probs is not None:
-            probs = as_float_tensor(probs, "probs")
-            if probs.dim() < 1:
-                raise ValueError("`probs` parameter must be at least one-dimensional.")
-            self.probs = probs / probs.sum(-1, keepdim=True)
+            self.probs = self._param = param / param.sum(-1, keepdim=True)
         else:
-            logits = as_float_tensor(logits, "logits")
-            if logits.dim() < 1:
-                raise ValueError("`logits` parameter must be at least one-dimensional.")
             # normalized: log probabilities
-            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
-        self._param = self.probs if probs is not None else self.logits
+            self.logits = self._param = param - param.logsumexp(dim=-1, keepdim=True)
         self._num_events = self._param.shape[-1]
-        batch_shape = tuple(self._param.shape[:-1])
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(tuple(self._param.shape[:-1]), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Categorical, _instance)
-        batch_shape = tuple(batch_shape)
-        param_shape = batch_shape + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*param_shape)
-            new._param = new.logits
-        new._num_events = self._num_events
-        super(Categorical, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Categorical, batch_shape, _instance, shared=("_num_events",))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return tuple(self._param.shape)
 
     @property
     def mean(self):

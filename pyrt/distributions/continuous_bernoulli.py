@@ -11,19 +11,19 @@ from pyrt.distributions import constraints
 from pyrt.distributions.bernoulli import binary_log_prob
 from pyrt.distributions.distribution import _all_true
 from pyrt.distributions.exp_family import ExponentialFamily
+from pyrt.distributions.probs_or_logits import ProbsOrLogits
 from pyrt.distributions.utils import (
     broadcast_all,
     clamp_probs,
     lazy_property,
     logits_to_probs,
-    probs_to_logits,
     standard_uniform,
 )
 
 __all__ = ["ContinuousBernoulli"]
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(ProbsOrLogits, ExponentialFamily):
     """ContinuousBernoulli(probs=None, logits=None, lims=(0.499, 0.501)): exactly one of
     probs (clamped into [eps, 1 - eps]) or logits; `lims` bounds the region about 1/2 where
     Taylor expansions replace the closed forms."""
@@ -35,34 +35,18 @@ class ContinuousBernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        param = self._set_probs_or_logits(probs, logits)
         if probs is not None:
-            (probs,) = broadcast_all(probs, names=("probs",))
             # checked before the clamp, which would make any value pass
             if validate_args is not None and \
-                    not _all_true(self.arg_constraints["probs"].check(probs)):
+                    not _all_true(self.arg_constraints["probs"].check(param)):
                 raise ValueError("The parameter probs has invalid values")
-            self.probs = clamp_probs(probs)
-        else:
-            (self.logits,) = broadcast_all(logits, names=("logits",))
-        self._param = self.probs if probs is not None else self.logits
+            self.probs = self._param = clamp_probs(param)
         self._lims = lims
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        super().__init__(tuple(param.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ContinuousBernoulli, _instance)
-        new._lims = self._lims
-        batch_shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        super(ContinuousBernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(ContinuousBernoulli, batch_shape, _instance, shared=("_lims",))
 
     def _outside_unstable_region(self):
         return (self.probs <= self._lims[0]) | (self.probs > self._lims[1])
@@ -107,16 +91,9 @@ class ContinuousBernoulli(ExponentialFamily):
         return pyrt.where(self._outside_unstable_region(), variances, taylor)
 
     @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
     def probs(self):
+        """sigmoid(logits), clamped into [eps, 1 - eps]."""
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return tuple(self._param.shape)
 
     def rsample(self, sample_shape=()):
         """icdf of uniform draws."""

@@ -4,8 +4,9 @@ the methods every family provides (sample, rsample, log_prob, cdf, icdf, entropy
 A family subclasses Distribution, declares `arg_constraints` (parameter name -> Constraint)
 and `support`, calls ``super().__init__(batch_shape, event_shape, validate_args)`` once its
 parameters are set (which checks them against arg_constraints), implements `expand` with
-`_get_checked_instance`, and builds log_prob and friends from pyrt's differentiable ops so
-that gradients reach the parameters. `rsample` draws standard noise (utils.standard_normal,
+`_expanded` (or, for state that is not batched parameters, `_get_checked_instance`), and
+builds log_prob and friends from pyrt's differentiable ops so that gradients reach the
+parameters. `rsample` draws standard noise (utils.standard_normal,
 utils.standard_uniform) and transforms it with differentiable ops; `sample` is rsample under
 no_grad unless the family overrides it.
 """
@@ -198,6 +199,29 @@ class Distribution:
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
                 "__init__ method must also define a custom .expand() method.")
         return self.__new__(type(self)) if _instance is None else _instance
+
+    def _expanded(self, cls, batch_shape, _instance=None, shared=(), inner=()):
+        """`expand` for a family `cls` whose state is its tensor parameters (the keys of
+        cls.arg_constraints that self holds), the distributions it is built on (the
+        attributes named in `inner`) and the attributes named in `shared`. Each parameter and
+        inner distribution, of self's batch shape followed by trailing dims of its own, is
+        expanded to the new batch shape followed by the same trailing dims; the shared
+        attributes are copied as they are, and validation stays as self's."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = tuple(batch_shape)
+        batch_dims = len(self._batch_shape)
+        for name in shared:
+            setattr(new, name, getattr(self, name))
+        for name in cls.arg_constraints:
+            if name in self.__dict__:
+                value = self.__dict__[name]
+                setattr(new, name, value.expand(*batch_shape, *value.shape[batch_dims:]))
+        for name in inner:
+            dist = getattr(self, name)
+            setattr(new, name, dist.expand(batch_shape + dist.batch_shape[batch_dims:]))
+        super(cls, new).__init__(batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def __repr__(self):
         def show(t):

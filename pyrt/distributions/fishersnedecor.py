@@ -27,15 +27,8 @@ class FisherSnedecor(Distribution):
         super().__init__(tuple(self.df1.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(FisherSnedecor, _instance)
-        batch_shape = tuple(batch_shape)
-        new.df1 = self.df1.expand(*batch_shape)
-        new.df2 = self.df2.expand(*batch_shape)
-        new._gamma1 = self._gamma1.expand(batch_shape)
-        new._gamma2 = self._gamma2.expand(batch_shape)
-        super(FisherSnedecor, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(FisherSnedecor, batch_shape, _instance,
+                              inner=("_gamma1", "_gamma2"))
 
     @property
     def mean(self):

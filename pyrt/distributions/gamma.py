@@ -43,13 +43,7 @@ class Gamma(ExponentialFamily):
         super().__init__(tuple(self.concentration.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = tuple(batch_shape)
-        new.concentration = self.concentration.expand(*batch_shape)
-        new.rate = self.rate.expand(*batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Gamma, batch_shape, _instance)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

@@ -20,7 +20,6 @@ c_i (dL/dx_i - sum_j x_j dL/dx_j), the other components moving with x_i through 
 """
 
 import numpy as np
-from scipy import special
 
 from pyrt.functional import _make
 
@@ -61,12 +60,16 @@ def _implicit_grad(cdf, sf, log_pdf, x, alpha):
 
 def standard_gamma_grad(x, alpha):
     """dx/dalpha for standard gamma draws x (float64 arrays; see the module docstring)."""
+    from scipy import special  # (imported on first use: `import pyrt` stays without SciPy)
+
     log_pdf = (alpha - 1) * np.log(x) - x - special.gammaln(alpha)
     return _implicit_grad(special.gammainc, special.gammaincc, log_pdf, x, alpha)
 
 
 def beta_grad(x, alpha, beta):
     """dx/dalpha for Beta(alpha, beta) draws x with beta held fixed (float64 arrays)."""
+    from scipy import special  # (imported on first use)
+
     def cdf(a, v):
         return special.betainc(a, beta, v)
 

@@ -8,18 +8,13 @@ from pyrt.distributions import constraints
 from pyrt.distributions.bernoulli import binary_log_prob
 from pyrt.distributions.distribution import Distribution, _all_true
 from pyrt.distributions.host_draws import constant, host, uniform
-from pyrt.distributions.utils import (
-    broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
-    tiny,
-)
+from pyrt.distributions.probs_or_logits import ProbsOrLogits
+from pyrt.distributions.utils import broadcast_all, tiny
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(ProbsOrLogits, Distribution):
     """Geometric(probs=None, logits=None): P(k) = (1 - p)^k p for k = 0, 1, 2, ..., with
     success probability p = probs (0 < p <= 1) or sigmoid(logits)."""
 
@@ -28,14 +23,7 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs, names=("probs",))
-            param = self.probs
-        else:
-            (self.logits,) = broadcast_all(logits, names=("logits",))
-            param = self.logits
+        param = self._set_probs_or_logits(probs, logits)
         super().__init__(tuple(param.shape), validate_args=validate_args)
         if self._validate_args and probs is not None and not _all_true(self.probs > 0):
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape "
@@ -43,15 +31,7 @@ class Geometric(Distribution):
                              f"positive but found invalid values:\n{self.probs}")
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Geometric, _instance)
-        batch_shape = tuple(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-        super(Geometric, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Geometric, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -64,14 +44,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=()):
         """floor(log(u) / log(1 - p)) for u uniform on [tiny, 1)."""

@@ -82,19 +82,9 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
-        batch_shape = tuple(batch_shape)
-        n, m = self._event_shape[0], self.cov_factor.shape[-1]
-        new.loc = self.loc.expand(*(batch_shape + (n,)))
-        new.cov_diag = self.cov_diag.expand(*(batch_shape + (n,)))
-        new.cov_factor = self.cov_factor.expand(*(batch_shape + (n, m)))
-        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
-        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
-        new._capacitance_tril = self._capacitance_tril
-        super(LowRankMultivariateNormal, new).__init__(batch_shape, self.event_shape,
-                                                       validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(LowRankMultivariateNormal, batch_shape, _instance,
+                              shared=("_unbroadcasted_cov_factor", "_unbroadcasted_cov_diag",
+                                      "_capacitance_tril"))
 
     @property
     def mean(self):

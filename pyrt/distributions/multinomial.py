@@ -10,12 +10,13 @@ from pyrt.distributions.binomial import Binomial
 from pyrt.distributions.categorical import Categorical
 from pyrt.distributions.distribution import Distribution
 from pyrt.distributions.host_draws import constant, host
+from pyrt.distributions.probs_or_logits import CategoricalParams
 from pyrt.distributions.utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(CategoricalParams, Distribution):
     """Multinomial(total_count=1, probs=None, logits=None): count vectors over the last dim
     of probs (normalized) or logits, summing to total_count (a single int). log_prob also
     scores vectors of any total, as PyTorch's."""
@@ -35,30 +36,13 @@ class Multinomial(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = tuple(batch_shape)
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = self._binomial.expand(batch_shape + self.event_shape)
-        super(Multinomial, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        # (the binomial marginals are batched over the categories too: event_shape trails)
+        return self._expanded(Multinomial, batch_shape, _instance, shared=("total_count",),
+                              inner=("_categorical", "_binomial"))
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):
@@ -75,7 +59,7 @@ class Multinomial(Distribution):
         probs = np.broadcast_to(host(self.probs.detach()), shape)
         probs = probs / probs.sum(-1, keepdims=True)
         counts = generator().multinomial(self.total_count, probs)
-        return constant(counts, self._categorical._param)
+        return constant(counts, self._param)
 
     def entropy(self):
         """n H(categorical) - log n! + sum_i E[log x_i!], the last by summing over each

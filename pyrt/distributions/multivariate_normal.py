@@ -92,19 +92,8 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = precision_to_scale_tril(matrix)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(MultivariateNormal, _instance)
-        batch_shape = tuple(batch_shape)
-        loc_shape = batch_shape + self.event_shape
-        cov_shape = batch_shape + self.event_shape + self.event_shape
-        new.loc = self.loc.expand(*loc_shape)
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(*cov_shape))
-        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape,
-                                                validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(MultivariateNormal, batch_shape, _instance,
+                              shared=("_unbroadcasted_scale_tril",))
 
     @lazy_property
     def scale_tril(self):

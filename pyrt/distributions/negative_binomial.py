@@ -8,17 +8,12 @@ from pyrt.distributions import constraints
 from pyrt.distributions.distribution import Distribution
 from pyrt.distributions.gamma import Gamma
 from pyrt.distributions.host_draws import draw
-from pyrt.distributions.utils import (
-    broadcast_all,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
-)
+from pyrt.distributions.probs_or_logits import ProbsOrLogits
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(ProbsOrLogits, Distribution):
     """NegativeBinomial(total_count, probs=None, logits=None): P(k) = C(k + r - 1, k)
     p^k (1 - p)^r for r = total_count > 0 failures and success probability p = probs (or
     sigmoid(logits)); exactly one of probs and logits is given."""
@@ -29,30 +24,11 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs,
-                                                         names=("total_count", "probs"))
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits,
-                                                          names=("total_count", "logits"))
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        param = self._set_probs_or_logits(probs, logits, total_count=total_count)
+        super().__init__(tuple(param.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(NegativeBinomial, _instance)
-        batch_shape = tuple(batch_shape)
-        new.total_count = self.total_count.expand(*batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        super(NegativeBinomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(NegativeBinomial, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -65,18 +41,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / (-self.logits).sigmoid()
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return tuple(self._param.shape)
 
     def sample(self, sample_shape=()):
         with pyrt.no_grad():

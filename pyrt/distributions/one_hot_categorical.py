@@ -7,11 +7,12 @@ import pyrt
 from pyrt.distributions import constraints
 from pyrt.distributions.categorical import Categorical
 from pyrt.distributions.distribution import Distribution
+from pyrt.distributions.probs_or_logits import CategoricalParams
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(CategoricalParams, Distribution):
     """OneHotCategorical(probs=None, logits=None): one-hot vectors of the K categories of
     Categorical(probs, logits); the event shape is (K,)."""
 
@@ -27,29 +28,7 @@ class OneHotCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = tuple(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape,
-                                               validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+        return self._expanded(OneHotCategorical, batch_shape, _instance, inner=("_categorical",))
 
     @property
     def mean(self):

@@ -7,22 +7,20 @@ from typing import ClassVar
 
 from pyrt.distributions import constraints
 from pyrt.distributions.distribution import Distribution
+from pyrt.distributions.probs_or_logits import ProbsOrLogits, RelaxedParams
 from pyrt.distributions.transformed_distribution import TransformedDistribution
 from pyrt.distributions.transforms import SigmoidTransform
 from pyrt.distributions.utils import (
     as_float_tensor,
     broadcast_all,
     clamp_probs,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     standard_uniform,
 )
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(ProbsOrLogits, Distribution):
     """LogitRelaxedBernoulli(temperature, probs=None, logits=None): the logit of a relaxed
     Bernoulli draw, (logit(u) + logits) / temperature for u uniform on (0, 1)."""
 
@@ -32,40 +30,12 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = as_float_tensor(temperature, "temperature")
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs, names=("probs",))
-        else:
-            (self.logits,) = broadcast_all(logits, names=("logits",))
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        param = self._set_probs_or_logits(probs, logits)
+        super().__init__(tuple(param.shape), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        batch_shape = tuple(batch_shape)
-        new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(*batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(*batch_shape)
-            new._param = new.logits
-        super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return tuple(self._param.shape)
+        return self._expanded(LogitRelaxedBernoulli, batch_shape, _instance,
+                              shared=("temperature",))
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -82,7 +52,7 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(RelaxedParams, TransformedDistribution):
     """RelaxedBernoulli(temperature, probs=None, logits=None): sigmoid of a
     LogitRelaxedBernoulli draw, on (0, 1); it tends to Bernoulli(probs) as temperature -> 0."""
 
@@ -98,15 +68,3 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -8,6 +8,7 @@ from typing import ClassVar
 from pyrt.distributions import constraints
 from pyrt.distributions.categorical import Categorical
 from pyrt.distributions.distribution import Distribution
+from pyrt.distributions.probs_or_logits import CategoricalParams, RelaxedParams
 from pyrt.distributions.transformed_distribution import TransformedDistribution
 from pyrt.distributions.transforms import ExpTransform
 from pyrt.distributions.utils import as_float_tensor, clamp_probs, standard_uniform
@@ -15,7 +16,7 @@ from pyrt.distributions.utils import as_float_tensor, clamp_probs, standard_unif
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(CategoricalParams, Distribution):
     """ExpRelaxedCategorical(temperature, probs=None, logits=None): the log of a
     RelaxedOneHotCategorical draw, a vector over the K categories (the event shape)."""
 
@@ -32,26 +33,8 @@ class ExpRelaxedCategorical(Distribution):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = tuple(batch_shape)
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        super(ExpRelaxedCategorical, new).__init__(batch_shape, self.event_shape,
-                                                   validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+        return self._expanded(ExpRelaxedCategorical, batch_shape, _instance,
+                              shared=("temperature",), inner=("_categorical",))
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -72,7 +55,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(RelaxedParams, TransformedDistribution):
     """RelaxedOneHotCategorical(temperature, probs=None, logits=None): exp of an
     ExpRelaxedCategorical draw, on the simplex; it tends to OneHotCategorical(probs) as
     temperature -> 0."""
@@ -90,15 +73,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -39,13 +39,7 @@ class VonMises(Distribution):
         super().__init__(tuple(self.loc.shape), (), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(VonMises, _instance)
-        batch_shape = tuple(batch_shape)
-        new.loc = self.loc.expand(*batch_shape)
-        new.concentration = self.concentration.expand(*batch_shape)
-        super(VonMises, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(VonMises, batch_shape, _instance)
 
     def log_prob(self, value):
         if self._validate_args:
