@@ -17,6 +17,7 @@ from pyrt import (
     binary_pointwise,
     binning,
     contractions,
+    devices,
     joining,
     logical,
     order_statistics,
@@ -74,6 +75,7 @@ int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
 
 _CUDA_NAMES = ("cuda", "cuda:0")
+_CPU, _CUDA = devices.CPU, devices.CUDA
 # what max(dim) and min(dim) return, as torch.return_types.max and min
 max_result = namedtuple("max", ("values", "indices"))
 min_result = namedtuple("min", ("values", "indices"))
@@ -92,8 +94,11 @@ def _check_can_require_grad(dtype):
 
 
 def _check_device(device):
-    """The canonical name of `device`: "cpu", or "cuda:0" once the CUDA backend is loaded
-    (a RuntimeError saying what is missing when it cannot be)."""
+    """The canonical name of `device` (a name or a pyrt.device; None for the default device,
+    pyrt.set_default_device's): "cpu", or "cuda:0" once the CUDA backend is loaded (a
+    RuntimeError saying what is missing when it cannot be)."""
+    if device is None:
+        device = devices._default
     name = str(device)
     if name == "cpu":
         return name
@@ -102,6 +107,11 @@ def _check_device(device):
 
         cuda.require()
         return cuda.DEVICE
+    if isinstance(device, str) and name.partition(":")[0] in _CUDA_NAMES + ("cpu",):
+        parsed = devices.device(device)  # "cpu:0", "cuda:1": torch's names, or its error
+        if parsed.type == "cpu" or parsed.index == 0:
+            return _check_device(parsed.type)
+        raise RuntimeError(f"pyrt uses one CUDA device, cuda:0; got {parsed}")
     raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 
@@ -232,8 +242,9 @@ class Tensor:
 
     @property
     def device(self):
-        """"cpu", or "cuda:0" for a tensor whose data is a CuPy array."""
-        return "cpu" if isinstance(self.data, np.ndarray) else "cuda:0"
+        """pyrt.device("cpu"), or pyrt.device("cuda:0") for a tensor whose data is a CuPy
+        array (each equal to its name as a string)."""
+        return _CPU if isinstance(self.data, np.ndarray) else _CUDA
 
     @property
     def is_cuda(self):
@@ -362,8 +373,13 @@ class Tensor:
     def is_floating_point(self):
         return self.data.dtype.kind == "f"
 
-    def is_contiguous(self):
-        return bool(self.data.flags.c_contiguous)
+    def is_contiguous(self, memory_format=None):
+        """Whether the data lies in memory in C order, or as `memory_format` lays it out."""
+        if memory_format is None:
+            return bool(self.data.flags.c_contiguous)
+        from pyrt import layouts
+
+        return layouts.is_contiguous_as(self.data, memory_format)
 
     def stride(self, dim=None):
         """The steps between neighbouring elements of each dim, in elements."""
@@ -380,15 +396,28 @@ class Tensor:
     def detach(self):
         return Tensor(self.data)
 
-    def clone(self):
+    def clone(self, *, memory_format=None):
+        """A copy (in the graph: the gradient passes back). `memory_format` is checked as
+        torch checks it; the copy is C-contiguous whatever it says."""
+        if memory_format is not None:
+            from pyrt import layouts
+
+            layouts.check_memory_format(memory_format, self.data.ndim, "clone")
         return F.mul(self, 1.0) if self.requires_grad else Tensor(self.data.copy())
 
-    def to(self, *args, device=None, dtype=None):
+    def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False,
+           memory_format=None):
         """This tensor on another device and/or as another dtype, as torch.Tensor.to:
         ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (other's device
         and dtype), or the keywords. Itself if nothing changes, else a copy. A move keeps
         requires_grad (no gradient flows back through the copy); a float32 tensor converted
-        to another dtype is outside autograd."""
+        to another dtype is outside autograd. `copy` asks for a copy even then;
+        `non_blocking` changes nothing; `memory_format` is checked as torch checks it (the
+        data stays C-contiguous)."""
+        if memory_format is not None:
+            from pyrt import layouts
+
+            layouts.check_memory_format(memory_format, self.data.ndim, "to")
         if len(args) > 2:
             raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
         if len(args) == 1 and isinstance(args[0], Tensor):
@@ -412,7 +441,7 @@ class Tensor:
             if name != out.device:
                 out = Tensor(_move(out.data, name),
                              requires_grad=out is self and self.requires_grad)
-        return out
+        return self.clone() if copy and out is self else out
 
     def cpu(self):
         return self.to("cpu")
@@ -1921,9 +1950,14 @@ class Tensor:
     def rot90(self, k=1, dims=(0, 1)):
         return rearrange.rot90(self, k, dims)
 
-    def contiguous(self):
+    def contiguous(self, memory_format=None):
         """Itself: every op returns C-contiguous data (a tensor made around a strided array
-        by hand gets a contiguous copy)."""
+        by hand gets a contiguous copy). A `memory_format` (pyrt.channels_last, ...) is
+        checked as torch checks it; the data stays C-contiguous, with the same values."""
+        if memory_format is not None:
+            from pyrt import layouts
+
+            layouts.check_memory_format(memory_format, self.data.ndim, "contiguous")
         if not self.data.flags.c_contiguous:
             return F.reshape(self, self.shape)
         return self
@@ -2574,6 +2608,171 @@ class Tensor:
         return tensor_metadata.register_post_accumulate_grad_hook(self, hook)
 
 
+    # ---- devices, layouts, memory and PyTorch's odds -------------------------------------------
+
+    @property
+    def layout(self):
+        """pyrt.strided: every pyrt tensor is a dense strided array."""
+        from pyrt import layouts
+
+        return layouts.strided
+
+    @property
+    def output_nr(self):
+        """0: pyrt records one result per op (torch numbers the outputs of multi-output
+        ops)."""
+        return 0
+
+    def __dlpack__(self, **kwargs):
+        """The DLPack capsule of this tensor's memory (torch.from_dlpack and NumPy's take
+        it); refused for a tensor that requires grad, as in torch."""
+        from pyrt import foreign_memory
+
+        return foreign_memory.dlpack(self, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.data.__dlpack_device__()
+
+    # bit shifts: integer tensors, outside autograd (pyrt/bit_shifts.py)
+    def bitwise_left_shift(self, other):
+        from pyrt import bit_shifts
+        return bit_shifts.bitwise_left_shift(self, other)
+
+    def bitwise_right_shift(self, other):
+        from pyrt import bit_shifts
+        return bit_shifts.bitwise_right_shift(self, other)
+
+    def bitwise_left_shift_(self, other):
+        return self._write_result(lambda old: old.bitwise_left_shift(other), other)
+
+    def bitwise_right_shift_(self, other):
+        return self._write_result(lambda old: old.bitwise_right_shift(other), other)
+
+    __lshift__ = bitwise_left_shift
+    __rshift__ = bitwise_right_shift
+    __ilshift__ = bitwise_left_shift_
+    __irshift__ = bitwise_right_shift_
+
+    def __rlshift__(self, other):
+        from pyrt import bit_shifts
+        return bit_shifts.bitwise_left_shift(other, self)
+
+    def __rrshift__(self, other):
+        from pyrt import bit_shifts
+        return bit_shifts.bitwise_right_shift(other, self)
+
+    # torch's "unsafe" splits skip a check of in-place writes to the pieces; pyrt's pieces
+    # are checked either way, so they are the plain ones
+    def unsafe_chunk(self, chunks, dim=0):
+        return self.chunk(chunks, dim)
+
+    def unsafe_split(self, split_size, dim=0):
+        return self.split(split_size, dim)
+
+    def unsafe_split_with_sizes(self, split_sizes, dim=0):
+        return self.split_with_sizes(split_sizes, dim)
+
+    def narrow_copy(self, dim, start, length):
+        """narrow(dim, start, length) as a copy (in the graph: the gradient passes back)."""
+        return self.narrow(dim, start, length).clone()
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None,
+                          requires_grad=False):
+        """empty_strided(size, stride), of this tensor's dtype and device unless told
+        otherwise (the data C-contiguous, see pyrt/resizing.py)."""
+        from pyrt import resizing
+
+        shape = resizing.check_strides(size, stride, "new_empty_strided")
+        return empty(shape, **self._like(dtype, device), requires_grad=requires_grad)
+
+    def hardshrink(self, lambd=0.5):
+        from pyrt.nn import functional as nnf
+        return nnf.hardshrink(self, lambd)
+
+    def prelu(self, weight):
+        from pyrt.nn import functional as nnf
+        return nnf.prelu(self, weight)
+
+    # memory placement: pinned and shared memory (pyrt/shared_memory.py)
+    def pin_memory(self, device=None):
+        """This tensor, for copying to the GPU (pyrt's host arrays need no pinning); as in
+        torch, a RuntimeError without a CUDA device, or for a tensor on the GPU."""
+        from pyrt import shared_memory
+        return shared_memory.pin_memory(self)
+
+    def is_pinned(self, device=None):
+        """False: pyrt does not pin host memory."""
+        return False
+
+    def share_memory_(self):
+        """Move the data (on the CPU) into shared memory, which processes forked after this
+        see and write; itself."""
+        from pyrt import shared_memory
+        return shared_memory.share_memory_(self)
+
+    def is_shared(self):
+        """Whether the data lies in shared memory (share_memory_'s); True on the GPU."""
+        from pyrt import shared_memory
+        return shared_memory.is_shared(self)
+
+    # a Python function on each element, in place (pyrt/element_maps.py)
+    def apply_(self, callable):
+        from pyrt import element_maps
+        return element_maps.apply_(self, callable)
+
+    def map_(self, other, callable):
+        from pyrt import element_maps
+        return element_maps.map_(self, other, callable)
+
+    def map2_(self, x, y, callable):
+        from pyrt import element_maps
+        return element_maps.map2_(self, x, y, callable)
+
+    def resize_(self, *sizes, memory_format=None):
+        """This tensor reshaped to `sizes` in place, keeping the elements in C order as far
+        as they fit (new places uninitialised); refused for a tensor that requires grad."""
+        from pyrt import layouts, resizing
+
+        shape = _shape(sizes)
+        if memory_format is not None:
+            layouts.check_memory_format(memory_format, len(shape), "resize_")
+        return resizing.resize_(self, shape)
+
+    def resize_as_(self, the_template, memory_format=None):
+        """resize_ to the shape of `the_template`."""
+        return self.resize_(_other_tensor(the_template, "resize_as_").shape,
+                            memory_format=memory_format)
+
+    # complex views of a real tensor: pyrt has no complex dtype, so each is the tensor itself
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    def conj(self):
+        return self
+
+    resolve_conj = resolve_neg = conj
+
+    @property
+    def real(self):
+        """Itself: the real part of a real tensor."""
+        return self
+
+    @property
+    def imag(self):
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    def isreal(self):
+        """Where the elements are real: everywhere, for pyrt's real dtypes."""
+        return Tensor(F._xp(self.data).ones(self.data.shape, np.bool_))
+
+    def adjoint(self):
+        """The conjugate transpose of each matrix: mH."""
+        return self._matrices_transposed("adjoint()")
+
+
 # ---- creation --------------------------------------------------------------------------------
 
 
@@ -2647,7 +2846,7 @@ def _filled(fill, size, requires_grad, device, dtype):
     return Tensor(_move(fill(_shape(size), dtype), device), requires_grad)
 
 
-def tensor(data, requires_grad=False, device="cpu", dtype=None):
+def tensor(data, requires_grad=False, device=None, dtype=None):
     """A tensor holding a copy of `data`: floats become float32, integers int64."""
     device = _check_device(device)
     if isinstance(data, Tensor) and data.device != "cpu":
@@ -2681,15 +2880,23 @@ def _shape(size):
     return tuple(int(n) for n in size)
 
 
-def zeros(*size, requires_grad=False, device="cpu", dtype=None):
+def zeros(*size, requires_grad=False, device=None, dtype=None):
     return _filled(np.zeros, size, requires_grad, device, dtype)
 
 
-def ones(*size, requires_grad=False, device="cpu", dtype=None):
+def ones(*size, requires_grad=False, device=None, dtype=None):
     return _filled(np.ones, size, requires_grad, device, dtype)
 
 
-def empty(*size, requires_grad=False, device="cpu", dtype=None):
+def empty(*size, requires_grad=False, device=None, dtype=None,
+          memory_format=None):
+    """An uninitialised tensor of `size`. `memory_format` (pyrt.contiguous_format or
+    channels_last) is checked as torch checks it; pyrt's data is always C-contiguous."""
+    if memory_format is not None:
+        from pyrt import layouts
+
+        layouts.check_memory_format(memory_format, len(_shape(size)), "empty",
+                                    preserve=False)
     return _filled(np.empty, size, requires_grad, device, dtype)
 
 
@@ -2726,7 +2933,7 @@ def _sequence_size(size, name):
     return _shape((size,))
 
 
-def full(size, fill_value, *, dtype=None, device="cpu", requires_grad=False):
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of `size` (a tuple or list) holding fill_value everywhere. Its dtype, unless
     given, follows the value as in PyTorch: bool for a bool, int64 for an int, float32 for a
     float. A value the dtype cannot hold is PyTorch's RuntimeError."""
@@ -2771,7 +2978,7 @@ def _full(shape, fill_value, name, device, dtype, requires_grad):
     return Tensor(_move(np.full(shape, value, dtype), device), requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device="cpu", requires_grad=False):
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """The numbers start, start + step, ... below end (above it for a negative step), as
     torch.arange: ``arange(end)`` counts from 0. int64 when start, end and step are all
     integers, else float32, unless `dtype` says otherwise."""
@@ -2835,13 +3042,13 @@ def generator():
     return _generator
 
 
-def randn(*size, requires_grad=False, device="cpu"):
+def randn(*size, requires_grad=False, device=None):
     device = _check_device(device)
     data = _generator.standard_normal(_shape(size), dtype=np.float32)
     return Tensor(_move(data, device), requires_grad)
 
 
-def rand(*size, requires_grad=False, device="cpu"):
+def rand(*size, requires_grad=False, device=None):
     device = _check_device(device)
     data = _generator.random(_shape(size), dtype=np.float32)
     return Tensor(_move(data, device), requires_grad)
@@ -2878,7 +3085,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
                         device, dtype, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device="cpu", requires_grad=False):
+def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
     """Integers drawn uniformly from [low, high) into a tensor of `size` (a tuple or list),
     as torch.randint: ``randint(high, size)`` or ``randint(low, high, size)``; int64 unless
     `dtype` says otherwise. From the generator that pyrt.manual_seed seeds."""
@@ -2909,7 +3116,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device="cpu", requires_g
     return Tensor(_move(data.astype(dtype, copy=False), device), requires_grad)
 
 
-def eye(n, m=None, *, dtype=None, device="cpu", requires_grad=False):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The n x m matrix (n x n without m) with ones on the diagonal, zeros elsewhere; float32
     unless `dtype` says otherwise."""
     for value, name in ((n, "n"),) if m is None else ((n, "n"), (m, "m")):
@@ -2925,7 +3132,7 @@ def eye(n, m=None, *, dtype=None, device="cpu", requires_grad=False):
     return Tensor(_move(np.eye(n, m, dtype=dtype), device), requires_grad)
 
 
-def linspace(start, end, steps, *, dtype=None, device="cpu", requires_grad=False):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """`steps` numbers evenly spaced from start to end, both included, as torch.linspace;
     float32 unless `dtype` says otherwise. As PyTorch computes them: the first half counted
     up from start, the second half down from end (so that both ends are exact), in the

@@ -733,3 +733,95 @@ lt = _method("lt")
 moveaxis = _method("moveaxis")
 ne = _method("ne")
 swapdims = _method("swapdims")
+
+# ---- devices, layouts, compilation and PyTorch's odds ----------------------------------------
+
+# pyrt.cuda and pyrt.jit as torch.cuda and torch.jit (neither imports CuPy), and
+# pyrt.utils.dlpack as torch.utils.dlpack
+from pyrt import cuda, jit  # noqa: E402
+from pyrt.binomial_sampling import binomial  # noqa: E402
+from pyrt.bit_shifts import bitwise_left_shift, bitwise_right_shift  # noqa: E402
+from pyrt.compiler import compile  # noqa: E402
+from pyrt.control_flow import cond, while_loop  # noqa: E402
+from pyrt.devices import device, get_default_device, set_default_device  # noqa: E402
+from pyrt.embedding_renorm import embedding_renorm_  # noqa: E402
+from pyrt.foreign_memory import from_dlpack, frombuffer, to_dlpack  # noqa: E402
+from pyrt.layouts import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    layout,
+    memory_format,
+    preserve_format,
+    strided,
+)
+from pyrt.utils import dlpack as _dlpack  # noqa: E402, F401
+from pyrt.warn_always import is_warn_always_enabled, set_warn_always  # noqa: E402
+
+__all__ += [
+    "adjoint", "binomial", "bitwise_left_shift", "bitwise_right_shift", "channels_last",
+    "channels_last_3d", "compile", "cond", "conj", "contiguous_format", "cuda", "device",
+    "dtype", "embedding_renorm_", "empty_strided", "fill", "from_dlpack", "frombuffer",
+    "gcd_", "get_default_device", "i0_", "imag", "is_conj", "is_neg", "is_warn_always_enabled",
+    "isreal", "jit", "layout", "lcm_", "ldexp_", "memory_format", "narrow_copy",
+    "preserve_format", "real", "resolve_conj", "resolve_neg", "set_default_device",
+    "set_warn_always", "strided", "to_dlpack", "unsafe_chunk", "unsafe_split",
+    "unsafe_split_with_sizes", "while_loop",
+]
+
+# the type of pyrt.float32, pyrt.int64 and pyrt.bool (NumPy's dtype objects), as torch.dtype
+dtype = np.dtype
+
+adjoint = _method("adjoint")
+conj = _method("conj")
+gcd_ = _method("gcd_")
+i0_ = _method("i0_")
+is_conj = _method("is_conj")
+is_neg = _method("is_neg")
+isreal = _method("isreal")
+lcm_ = _method("lcm_")
+ldexp_ = _method("ldexp_")
+narrow_copy = _method("narrow_copy")
+resolve_conj = _method("resolve_conj")
+resolve_neg = _method("resolve_neg")
+unsafe_chunk = _method("unsafe_chunk")
+unsafe_split = _method("unsafe_split")
+unsafe_split_with_sizes = _method("unsafe_split_with_sizes")
+
+
+def real(input):
+    """The real part of `input`: itself, for pyrt's real dtypes."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"real(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    return input.real
+
+
+def imag(input):
+    """The imaginary part of `input`: torch's RuntimeError, for pyrt's real dtypes."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"imag(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    return input.imag
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None,
+                  requires_grad=False, pin_memory=False):
+    """An uninitialised tensor of `size`, as torch.empty_strided; `stride` is checked as
+    torch checks it, and the data is C-contiguous (see pyrt/resizing.py)."""
+    from pyrt import resizing
+    from pyrt.tensor import empty
+
+    shape = resizing.check_strides(size, stride, "empty_strided")
+    if layout is not None and layout is not strided:
+        raise RuntimeError(f"empty_strided(): pyrt has one layout, pyrt.strided; got {layout}")
+    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def fill(input, value):
+    """A tensor of input's shape, dtype and device holding `value` (a number or a 0-d
+    tensor) everywhere: fill_ out of place (a gradient reaches `value`, none `input`)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fill(): argument 'input' must be a Tensor, got "
+                        f"{type(input).__name__}")
+    return input.clone().fill_(value)

@@ -1,12 +1,34 @@
 """pyrt's CUDA backend: the ops of ``pyrt.ops`` on float32 CuPy arrays (optional extra:
 ``pip install 'pyrt[cuda]'``).
 
-Nothing here imports CuPy until it is used, and ``import pyrt`` never imports this package:
-a Tensor moved to ``"cuda"`` (or a ``device="cuda"`` argument) loads it. ``is_available()``
-says whether the backend can run; ``require()`` raises a RuntimeError saying what is missing.
+Nothing here imports CuPy until it is used (``import pyrt`` makes this package
+``pyrt.cuda`` without loading CuPy): a Tensor moved to ``"cuda"`` (or a ``device="cuda"``
+argument) loads it. ``is_available()`` says whether the backend can run; ``require()`` raises a
+RuntimeError saying what is missing. The rest is torch.cuda's interface over the one device
+pyrt uses (see pyrt/cuda/device_api.py).
 """
 
-__all__ = ["DEVICE", "is_available", "require", "synchronize", "to_device", "to_host"]
+__all__ = [
+    "DEVICE",
+    "current_device",
+    "device",
+    "device_count",
+    "empty_cache",
+    "get_device_name",
+    "get_device_properties",
+    "is_available",
+    "is_bf16_supported",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "memory_allocated",
+    "require",
+    "reset_peak_memory_stats",
+    "set_device",
+    "synchronize",
+    "to_device",
+    "to_host",
+]
 
 DEVICE = "cuda:0"  # the one device pyrt uses, named as PyTorch names it
 
@@ -68,7 +90,27 @@ def to_host(array):
     return array
 
 
-def synchronize():
+def synchronize(device=None):
     """Wait until the work queued on the current stream has run: for timing a loop whose
-    launches return before the GPU is done."""
+    launches return before the GPU is done. `device` may name cuda:0 (or be None)."""
+    from pyrt.cuda.device_api import device_index
+
+    device_index(device, "synchronize")
     require().cuda.get_current_stream().synchronize()
+
+
+from pyrt.cuda.device_api import (  # noqa: E402  (they use require() above)
+    current_device,
+    device,
+    device_count,
+    empty_cache,
+    get_device_name,
+    get_device_properties,
+    is_bf16_supported,
+    manual_seed,
+    manual_seed_all,
+    max_memory_allocated,
+    memory_allocated,
+    reset_peak_memory_stats,
+    set_device,
+)

@@ -1,0 +1,45 @@
+"""torch.embedding_renorm_: the rows of an embedding table that some indices pick, scaled
+down in place to a largest norm, as nn.Embedding(max_norm=...) does before its lookup."""
+
+__all__ = ["embedding_renorm_"]
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Each row of `input` (2-D) that `indices` (integers, any shape) names, whose
+    `norm_type`-norm exceeds `max_norm`, multiplied by max_norm / (norm + 1e-7); each row once
+    however often it is named. In place and outside autograd, as torch's; returns input."""
+    from pyrt.autograd import mark_modified
+    from pyrt.functional import _xp
+    from pyrt.tensor import Tensor
+
+    for value, name in ((input, "self"), (indices, "indices")):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"embedding_renorm_(): argument '{name}' must be a Tensor, got "
+                            f"{type(value).__name__}")
+    if input.data.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_(): input must be a 2-D table of rows, got "
+                           f"{input.data.ndim}-D")
+    if indices.data.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {indices.dtype} "
+                           f"instead (while checking arguments for embedding_renorm_)")
+    if input.data.dtype.kind != "f":
+        raise RuntimeError(f"embedding_renorm_(): input must be floating point, got "
+                           f"{input.dtype}")
+    if input._requires_grad and input._backward is None:
+        from pyrt.autograd import is_grad_enabled
+
+        if is_grad_enabled():
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+    xp = _xp(input.data)
+    rows = xp.unique(indices.data.reshape(-1))
+    if rows.size and (rows.min() < 0 or rows.max() >= input.shape[0]):
+        raise IndexError(f"embedding_renorm_(): index out of range for a table of "
+                         f"{input.shape[0]} rows")
+    picked = input.data[rows].astype(xp.float64)
+    norms = xp.linalg.norm(picked, ord=float(norm_type), axis=1)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    input.data[rows] = (picked * scale[:, None]).astype(input.data.dtype)
+    mark_modified(input.data)
+    return input
