@@ -24,7 +24,7 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import distributions, functional, linalg, nn, optim, special
+from pyrt import distributions, func, functional, linalg, nn, optim, special
 from pyrt.autograd import (
     enable_grad,
     inference_mode,
@@ -78,6 +78,7 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "func",
     "functional",
     "get_num_threads",
     "inference_mode",

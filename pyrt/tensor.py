@@ -2772,6 +2772,24 @@ class Tensor:
         """The conjugate transpose of each matrix: mH."""
         return self._matrices_transposed("adjoint()")
 
+    # ---- strided views ------------------------------------------------------------------------
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """The view of this tensor's storage with `size` and `stride` in elements (see
+        pyrt.strided_views)."""
+        from pyrt.strided_views import as_strided
+
+        return as_strided(self, size, stride, storage_offset)
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        from pyrt.strided_views import as_strided_
+
+        return as_strided_(self, size, stride, storage_offset)
+
+    def as_strided_scatter(self, src, size, stride, storage_offset=None):
+        from pyrt.strided_views import as_strided_scatter
+
+        return as_strided_scatter(self, src, size, stride, storage_offset)
 
 # ---- creation --------------------------------------------------------------------------------
 

@@ -825,3 +825,27 @@ def fill(input, value):
         raise TypeError(f"fill(): argument 'input' must be a Tensor, got "
                         f"{type(input).__name__}")
     return input.clone().fill_(value)
+
+# ---- function transforms, strided views, low rank -------------------------------------------
+
+from pyrt.low_rank import (  # noqa: E402
+    frobenius_norm,
+    norm_except_dim,
+    nuclear_norm,
+    pca_lowrank,
+    svd_lowrank,
+)
+
+__all__ += ["as_strided", "as_strided_", "as_strided_scatter", "frobenius_norm",
+            "norm_except_dim", "nuclear_norm", "pca_lowrank", "svd_lowrank", "vmap"]
+
+as_strided = _method("as_strided")
+as_strided_ = _method("as_strided_")
+as_strided_scatter = _method("as_strided_scatter")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """torch.vmap: pyrt.func.vmap."""
+    from pyrt.func import vmap as func_vmap
+
+    return func_vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)

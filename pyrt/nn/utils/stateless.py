@@ -71,12 +71,19 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
     dotted name -> Tensor) in place of the module's own for the call; `args` may be one
     argument or a tuple. strict: the dict must name every parameter and buffer, and nothing
     else. Warns as PyTorch's deprecated stateless.functional_call does."""
-    from pyrt.nn.data_parallel import DataParallel
-
     warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch "
                   "2.0 and will be removed in a future version of PyTorch. Please use "
                   "`torch.func.functional_call` instead which is a drop-in replacement.",
                   FutureWarning, stacklevel=2)
+    return swapped_call(module, parameters_and_buffers, args, kwargs, tie_weights=tie_weights,
+                        strict=strict)
+
+
+def swapped_call(module, parameters_and_buffers, args=None, kwargs=None, *, tie_weights=True,
+                 strict=False):
+    """functional_call without its deprecation warning (torch.func.functional_call's)."""
+    from pyrt.nn.data_parallel import DataParallel
+
     if isinstance(module, DataParallel):
         raise RuntimeError("The stateless API can't be used with nn.DataParallel module")  # noqa: TRY004
     if not isinstance(parameters_and_buffers, dict):
