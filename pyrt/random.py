@@ -45,15 +45,12 @@ def seed():
     return value
 
 
-def get_rng_state():
-    """The state of pyrt's generator as a uint8 tensor (the layout is in this module's
-    docstring): set_rng_state(it) later makes the same draws come again."""
-    bits = generator().bit_generator
-    state = bits.state
+def pack_state(state, seed_value):
+    """A PCG64 bit generator's `state` (its dict) and its seed as a uint8 tensor, laid out as
+    this module's docstring says."""
     if state["bit_generator"] != "PCG64":  # (pyrt makes only PCG64 generators)
         raise RuntimeError(f"get_rng_state(): pyrt's generator is {state['bit_generator']}, "
                            f"expected PCG64")
-    seed_value = int(bits.seed_seq.entropy)
     seed_length = max(_SEED_BYTES, (seed_value.bit_length() + 7) // 8)
     packed = (state["state"]["state"].to_bytes(16, "little")
               + state["state"]["inc"].to_bytes(16, "little")
@@ -63,32 +60,47 @@ def get_rng_state():
     return Tensor(np.frombuffer(packed, np.uint8).copy())
 
 
-def set_rng_state(new_state):
-    """Restore pyrt's generator to `new_state`, a uint8 tensor from get_rng_state: the
-    draws that followed it then come again, and initial_seed() is its seed again."""
+def unpack_state(new_state, name="set_rng_state"):
+    """The PCG64 state dict and the seed that pack_state packed into `new_state`; `name` is
+    the function named in errors."""
     if not isinstance(new_state, Tensor) or new_state.dtype != np.uint8:
         what = (f"a tensor of dtype {new_state.dtype}" if isinstance(new_state, Tensor)
                 else type(new_state).__name__)
-        raise TypeError(f"set_rng_state(): new_state must be a uint8 tensor from "
+        raise TypeError(f"{name}(): new_state must be a uint8 tensor from "
                         f"get_rng_state(), got {what}")
     data = new_state.data if isinstance(new_state.data, np.ndarray) else new_state.data.get()
     packed = bytes(np.ascontiguousarray(data).reshape(-1))
     if new_state.ndim != 1 or len(packed) < _FIXED + _SEED_BYTES:
-        raise RuntimeError(f"set_rng_state(): RNG state is wrong size: expected a 1-d tensor "
+        raise RuntimeError(f"{name}(): RNG state is wrong size: expected a 1-d tensor "
                            f"of at least {_FIXED + _SEED_BYTES} bytes, got shape "
                            f"{tuple(new_state.shape)}")
     increment = int.from_bytes(packed[16:32], "little")
     pending = packed[36]
     if increment % 2 == 0 or pending > 1:  # PCG64's increment is odd
-        raise RuntimeError("set_rng_state(): new_state is not a state of pyrt's generator "
+        raise RuntimeError(f"{name}(): new_state is not a state of pyrt's generator "
                            "(from get_rng_state())")
-    restored = np.random.Generator(np.random.PCG64(int.from_bytes(packed[_FIXED:], "little")))
-    restored.bit_generator.state = {
+    state = {
         "bit_generator": "PCG64",
         "state": {"state": int.from_bytes(packed[:16], "little"), "inc": increment},
         "has_uint32": int(pending),
         "uinteger": int.from_bytes(packed[32:36], "little"),
     }
+    return state, int.from_bytes(packed[_FIXED:], "little")
+
+
+def get_rng_state():
+    """The state of pyrt's generator as a uint8 tensor (the layout is in this module's
+    docstring): set_rng_state(it) later makes the same draws come again."""
+    bits = generator().bit_generator
+    return pack_state(bits.state, int(bits.seed_seq.entropy))
+
+
+def set_rng_state(new_state):
+    """Restore pyrt's generator to `new_state`, a uint8 tensor from get_rng_state: the
+    draws that followed it then come again, and initial_seed() is its seed again."""
+    state, seed_value = unpack_state(new_state)
+    restored = np.random.Generator(np.random.PCG64(seed_value))
+    restored.bit_generator.state = state
     # replaced, as manual_seed replaces it: every draw looks the generator up anew
     _tensor_module._generator = restored
 

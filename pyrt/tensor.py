@@ -1733,11 +1733,11 @@ class Tensor:
     def topk(self, k, dim=-1, largest=True, sorted=True):
         return shapes.topk(self, k, dim, largest, sorted)
 
-    def softmax(self, dim=-1):
-        return F.softmax(self, dim)
+    def softmax(self, dim=-1, dtype=None):
+        return F.softmax(self, dim, dtype=dtype)
 
-    def log_softmax(self, dim=-1):
-        return F.log_softmax(self, dim)
+    def log_softmax(self, dim=-1, dtype=None):
+        return F.log_softmax(self, dim, dtype=dtype)
 
     def reshape(self, *shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -2876,11 +2876,17 @@ def tensor(data, requires_grad=False, device=None, dtype=None):
 
 
 def from_numpy(array):
-    """A tensor sharing `array`'s memory (which must be float32 or int64 and contiguous)."""
+    """A tensor sharing `array`'s memory (which must be float32, int64 or bool and
+    contiguous)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected a numpy.ndarray, got {type(array).__name__}")
-    if array.dtype not in (np.float32, np.int64) or not array.flags.c_contiguous:
-        raise ValueError("from_numpy needs a C-contiguous float32 or int64 array")
+    if array.dtype not in (np.float32, np.int64, np.bool_):
+        # torch would make a tensor of this dtype; pyrt has none to share the memory with
+        raise TypeError(f"from_numpy: pyrt has no {array.dtype} dtype (only float32, int64 and "
+                        f"bool); convert the array first, e.g. array.astype(np.float32), or "
+                        f"copy it with pyrt.tensor(array), which makes floats float32")
+    if not array.flags.c_contiguous:
+        raise ValueError("from_numpy needs a C-contiguous float32, int64 or bool array")
     return Tensor(array)
 
 
@@ -3060,15 +3066,22 @@ def generator():
     return _generator
 
 
-def randn(*size, requires_grad=False, device=None):
+def _draw_source(generator, name):
+    """The NumPy generator a draw takes: pyrt's, or a pyrt.Generator passed as `generator`."""
+    from pyrt.generator import source
+
+    return source(generator, name)
+
+
+def randn(*size, generator=None, requires_grad=False, device=None):
     device = _check_device(device)
-    data = _generator.standard_normal(_shape(size), dtype=np.float32)
+    data = _draw_source(generator, "randn").standard_normal(_shape(size), dtype=np.float32)
     return Tensor(_move(data, device), requires_grad)
 
 
-def rand(*size, requires_grad=False, device=None):
+def rand(*size, generator=None, requires_grad=False, device=None):
     device = _check_device(device)
-    data = _generator.random(_shape(size), dtype=np.float32)
+    data = _draw_source(generator, "rand").random(_shape(size), dtype=np.float32)
     return Tensor(_move(data, device), requires_grad)
 
 
@@ -3103,7 +3116,8 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
                         device, dtype, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False):
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
     """Integers drawn uniformly from [low, high) into a tensor of `size` (a tuple or list),
     as torch.randint: ``randint(high, size)`` or ``randint(low, high, size)``; int64 unless
     `dtype` says otherwise. From the generator that pyrt.manual_seed seeds."""
@@ -3130,7 +3144,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
     device = _check_device(device)
     if requires_grad:
         _check_can_require_grad(dtype)
-    data = _generator.integers(low, high, size=shape, dtype=np.int64)
+    data = _draw_source(generator, "randint").integers(low, high, size=shape, dtype=np.int64)
     return Tensor(_move(data.astype(dtype, copy=False), device), requires_grad)
 
 

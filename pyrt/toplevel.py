@@ -44,7 +44,7 @@ from pyrt.joining import (
 from pyrt.rearrange import broadcast_tensors, meshgrid
 from pyrt.reductions import std_mean, var_mean
 from pyrt.sampling import bernoulli, multinomial, normal, poisson, randint_like
-from pyrt.tensor import Tensor, generator
+from pyrt.tensor import Tensor, _draw_source
 from pyrt.tensor import tensor as _tensor
 from pyrt.windows import diag_embed, dsplit, hsplit, split_with_sizes, tensor_split, vsplit
 
@@ -378,14 +378,14 @@ def equal(input, other):
                                                                            other.data))
 
 
-def randperm(n, *, dtype=None, device="cpu", requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device="cpu", requires_grad=False):
     """A random permutation of 0, ..., n - 1, int64 unless `dtype` says otherwise, drawn from
     the generator pyrt.manual_seed seeds."""
     if not isinstance(n, numbers.Integral) or isinstance(n, (bool, np.bool_)):
         raise TypeError(f"randperm(): argument 'n' must be an int, got {type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    data = generator().permutation(int(n))
+    data = _draw_source(generator, "randperm").permutation(int(n))
     return _tensor(data, dtype=np.int64 if dtype is None else dtype, device=device,
                    requires_grad=requires_grad)
 
@@ -746,6 +746,7 @@ from pyrt.control_flow import cond, while_loop  # noqa: E402
 from pyrt.devices import device, get_default_device, set_default_device  # noqa: E402
 from pyrt.embedding_renorm import embedding_renorm_  # noqa: E402
 from pyrt.foreign_memory import from_dlpack, frombuffer, to_dlpack  # noqa: E402
+from pyrt.generator import Generator, default_generator  # noqa: E402
 from pyrt.layouts import (  # noqa: E402
     channels_last,
     channels_last_3d,
@@ -758,6 +759,7 @@ from pyrt.layouts import (  # noqa: E402
 from pyrt.utils import dlpack as _dlpack  # noqa: E402, F401
 from pyrt.warn_always import is_warn_always_enabled, set_warn_always  # noqa: E402
 
+__all__ += ["Generator", "default_generator"]
 __all__ += [
     "adjoint", "binomial", "bitwise_left_shift", "bitwise_right_shift", "channels_last",
     "channels_last_3d", "compile", "cond", "conj", "contiguous_format", "cuda", "device",

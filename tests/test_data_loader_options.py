@@ -128,7 +128,7 @@ def test_default_collate_and_errors():
         DataLoader(ds, 2, num_workers=-1)
     with pytest.raises(TypeError, match="collate_fn must be callable"):
         DataLoader(ds, 2, collate_fn=3)
-    with pytest.raises(TypeError, match="seeded with seed="):
+    with pytest.raises(TypeError, match="'generator' must be a pyrt.Generator"):
         DataLoader(ds, 2, generator=object())
     with pytest.raises(ValueError, match="weights should be a 1-d sequence"):
         WeightedRandomSampler([1.0, -1.0], 3)

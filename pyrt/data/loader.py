@@ -29,7 +29,7 @@ from pyrt.data.convert import default_convert
 from pyrt.data.dataset import Dataset, Subset, TensorDataset, as_batchable, batch_dtype
 from pyrt.data.iterable import IterableDataset
 from pyrt.data.sampler import BatchSampler
-from pyrt.tensor import Tensor, checked_seed
+from pyrt.tensor import Tensor, _draw_source, checked_seed
 from pyrt.tensor import generator as generator_of_pyrt
 
 __all__ = ["DataLoader", "default_collate"]
@@ -236,8 +236,8 @@ class DataLoader:
     samples, as dataset[i] gives them). ``num_workers``, ``pin_memory``, ``timeout``,
     ``worker_init_fn``, ``prefetch_factor`` and the like are taken and change nothing: samples
     are read in the calling process, whose kernels already use every core
-    (``get_worker_info()`` is None). The shuffle is seeded with ``seed`` (or from
-    pyrt.manual_seed), not with a ``generator``.
+    (``get_worker_info()`` is None). The shuffle is seeded with ``seed``, else with a draw
+    from ``generator`` (a pyrt.Generator), else from pyrt.manual_seed.
 
     An IterableDataset is read as a stream, one ``iter(dataset)`` per epoch: each batch is the
     next ``batch_size`` samples, collated (a last, shorter batch dropped with ``drop_last``).
@@ -282,9 +282,8 @@ class DataLoader:
                 raise ValueError(f"{name} option should be non-negative, got {value!r}")
         if collate_fn is not None and not callable(collate_fn):
             raise TypeError(f"collate_fn must be callable, got {type(collate_fn).__name__}")
-        if generator is not None:
-            raise TypeError("DataLoader(generator=...): pyrt's loaders are seeded with seed=, "
-                            "or from pyrt.manual_seed")
+        if generator is not None and seed is None:  # a pyrt.Generator seeds the shuffles
+            seed = int(_draw_source(generator, "DataLoader").integers(0, 2**63 - 1))
         self.batch_size = batch_size
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
