@@ -215,10 +215,15 @@ def save(obj, f):
     write(f, {"format": FORMAT, "version": VERSION, "value": obj})
 
 
-def load(f, map_location=None):
+def load(f, map_location=None, weights_only=None):
     """The object pyrt.save stored in `f` (a path or a binary file object), its tensors on
     `map_location` ("cpu", the default, or "cuda"). A checkpoint of ``python -m pyrt train``
-    loads as its dict of state ("model", "optimizer", ...)."""
+    loads as its dict of state ("model", "optimizer", ...). `weights_only` (None or a bool)
+    is taken as torch.load takes it and changes nothing: loading never unpickles, so it is
+    always weights only."""
+    if weights_only is not None and not isinstance(weights_only, bool):
+        raise TypeError(f"weights_only must be None or a bool, got "
+                        f"{type(weights_only).__name__}")
     device = "cpu" if map_location is None else _check_device(map_location)
     top = read(f, "file written by pyrt.save", device)
     if top["format"] == FORMAT:

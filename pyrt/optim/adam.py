@@ -1,6 +1,6 @@
-"""Adam and AdamW, as torch.optim.Adam (amsgrad=False, L2 weight decay) and torch.optim.AdamW
-(decoupled weight decay); each parameter is updated by one fused kernel pass
-(pyrt.ops.adam_step)."""
+"""Adam and AdamW, as torch.optim.Adam (L2 weight decay) and torch.optim.AdamW (decoupled
+weight decay); each parameter is updated by one fused kernel pass (pyrt.ops.adam_step), or
+with amsgrad or maximize by array operations (pyrt.optim.adam_options)."""
 
 from typing import ClassVar
 
@@ -16,6 +16,7 @@ from pyrt.ops.optim import (
     adam_step_count,
     adam_step_raw,
 )
+from pyrt.optim.adam_options import adam_flags, array_step, uses_array_step
 from pyrt.optim.optimizer import Optimizer
 
 __all__ = ["Adam", "AdamW"]
@@ -34,16 +35,25 @@ class Adam(Optimizer):
     ``state[p]`` holds "step" (an int), "exp_avg" (m) and "exp_avg_sq" (v), float32 arrays.
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None):
         adam_hyperparameters(lr, betas, eps, weight_decay)  # ValueError as PyTorch's
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        amsgrad, maximize = adam_flags(amsgrad, foreach, maximize, capturable, differentiable,
+                                       fused)
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize)
         self._cache = {}  # id(param) -> (param, data, exp_avg, exp_avg_sq, their pointers)
         super().__init__(params, defaults)
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns closure()'s loss if given."""
         loss = None if closure is None else self._closure_loss(closure)
-        if self._on_device():  # every parameter of a group in one fused launch
+        on_device = self._on_device()
+        if uses_array_step(self):  # amsgrad or maximize: not in the fused kernel
+            array_step(self)
+            return loss
+        if on_device:  # every parameter of a group in one fused launch
             from pyrt.cuda.optimizers import adam_step
 
             adam_step(self)
@@ -112,8 +122,12 @@ class AdamW(Adam):
     # torch.optim.AdamW saves decoupled_weight_decay=True, which is what this one does
     _OFF: ClassVar[dict] = {**Adam._OFF, "decoupled_weight_decay": (True,)}
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused)
 
     def step(self, closure=None):
         loss = None if closure is None else self._closure_loss(closure)
