@@ -986,7 +986,16 @@ def _dropout_mask(input, shape, p):
 # ---- softmax and losses ----------------------------------------------------------------------
 
 
-def softmax(x, dim=-1):
+def _softmax_input(x, dtype, name):
+    """x converted to softmax's `dtype` argument (None: as it is; only float32 exists)."""
+    if dtype is None:
+        return x
+    from pyrt.special import _as_dtype
+    return _as_dtype(x, dtype, name)
+
+
+def softmax(x, dim=-1, _stacklevel=3, dtype=None):
+    x = _softmax_input(x, dtype, "softmax")
     dim = dim_index(dim, x.data.ndim)
     y = ops.softmax(x.data, dim)
 
@@ -997,7 +1006,8 @@ def softmax(x, dim=-1):
     return _make(y, (x,), backward)
 
 
-def log_softmax(x, dim=-1):
+def log_softmax(x, dim=-1, _stacklevel=3, dtype=None):
+    x = _softmax_input(x, dtype, "log_softmax")
     dim = dim_index(dim, x.data.ndim)
     y = ops.log_softmax(x.data, dim)
 

@@ -9,6 +9,7 @@ from pyrt import embedding as E
 from pyrt.nn import init
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter
+from pyrt.tensor import Tensor
 
 __all__ = ["Embedding"]
 
@@ -26,11 +27,13 @@ class Embedding(Module):
     """weight [num_embeddings, embedding_dim], drawn from N(0, 1) (pyrt's seeded generator, as
     pyrt.nn.init draws); an integer input of any shape gives input.shape + (embedding_dim,).
     The row padding_idx (negative: counted from the end) starts at zeros and gets no
-    gradient."""
+    gradient. `_weight` (a table of that shape, shared, padding row kept as it is) replaces
+    the drawn one; `_freeze` turns its gradient off (see from_pretrained)."""
     _tensor_input = True
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
-                 norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False):
         super().__init__()
         E.check_supported("Embedding", max_norm=max_norm,
                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
@@ -41,8 +44,30 @@ class Embedding(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
-        self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim), np.float32))
-        self.reset_parameters()
+        if _weight is None:
+            self.weight = Parameter(np.empty((self.num_embeddings, self.embedding_dim),
+                                             np.float32), requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            weight = Parameter(_weight, requires_grad=not _freeze)
+            if weight.shape != (self.num_embeddings, self.embedding_dim):
+                raise AssertionError(f"Shape of weight does not match num_embeddings and "
+                                     f"embedding_dim: got {weight.shape}, expected "
+                                     f"{(self.num_embeddings, self.embedding_dim)}")
+            self.weight = weight
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        """An Embedding whose weight is `embeddings` [num_embeddings, embedding_dim] (a
+        float32 Tensor's memory is shared, its padding row kept as it is), trained unless
+        `freeze`."""
+        shape = np.shape(embeddings.data if isinstance(embeddings, Tensor) else embeddings)
+        if len(shape) != 2:
+            raise AssertionError(f"Embeddings parameter is expected to be 2-dimensional, got "
+                                 f"shape {shape}")
+        return cls(shape[0], shape[1], padding_idx, max_norm, norm_type, scale_grad_by_freq,
+                   sparse, _weight=embeddings, _freeze=freeze)
 
     def reset_parameters(self):
         init.normal_(self.weight)

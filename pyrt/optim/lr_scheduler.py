@@ -121,6 +121,9 @@ class StepLR(LRScheduler):
     """lr times gamma every step_size steps."""
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        # torch takes a whole float too (its tutorials pass step_size=1.0)
+        if isinstance(step_size, float) and step_size.is_integer():
+            step_size = int(step_size)
         self.step_size = _whole(step_size, "step_size", 1)
         self.gamma = _real(gamma, "gamma")
         super().__init__(optimizer, last_epoch)

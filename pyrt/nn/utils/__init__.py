@@ -62,6 +62,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     clipping, a 0-d float32 tensor; with error_if_nonfinite, a nan or inf total is a
     RuntimeError and nothing is scaled."""
     max_norm = _number(max_norm, "max_norm")
+    # "inf": the spelling PyTorch documents for the largest magnitude
+    if isinstance(norm_type, str) and norm_type == "inf":
+        norm_type = float("inf")
     norm_type = _number(norm_type, "norm_type")
     grads = _grads(parameters)
     # an empty gradient adds nothing to any norm (PyTorch refuses it for the inf norm)
