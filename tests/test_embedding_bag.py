@@ -453,7 +453,8 @@ def test_module_forward(mode):
     if torch is not None:
         theirs = torch.nn.EmbeddingBag(6, 4, mode=mode, include_last_offset=True,
                                        padding_idx=2)
-        theirs.load_state_dict({k: torch.from_numpy(v) for k, v in bag.state_dict().items()})
+        theirs.load_state_dict({k: torch.from_numpy(v.numpy())
+                                for k, v in bag.state_dict().items()})
         got = theirs(torch.from_numpy(index.data), torch.from_numpy(offsets.data),
                      None if scales is None else torch.from_numpy(scales.data))
         assert_close(out.data, got.detach().numpy(), what="module output")

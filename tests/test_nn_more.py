@@ -433,7 +433,7 @@ def test_embedding_against_torch(index_shape, rows, dim, padding, seed):
     pyrt.manual_seed(seed)
     ours = nn.Embedding(rows, dim, padding_idx=padding)
     theirs = torch.nn.Embedding(rows, dim, padding_idx=padding)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
     y = ours(pyrt.tensor(index))
     (y * pyrt.tensor(w)).sum().backward()
     yt = theirs(torch.from_numpy(index))
@@ -562,7 +562,7 @@ def test_module_dict_behaves_as_torchs():
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     assert repr(ours) == repr(theirs)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
     x = rng(9).standard_normal((5, 3)).astype(F32)
     np.testing.assert_allclose(ours(pyrt.tensor(x)).data,
                                theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5)
@@ -716,7 +716,7 @@ def test_new_layers_train_as_torchs(act, loss):
     the losses agree to float32 rounding, and fall."""
     pyrt.manual_seed(21)
     ours, theirs = _token_model(nn, act), _token_model(torch.nn, act)
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in ours.state_dict().items()})
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
     r = rng(22)
     value = r.random(12).astype(F32)  # what each token should give
     sides = [(ours, nn, pyrt.tensor, optim.SGD(ours.parameters(), lr=0.2), []),

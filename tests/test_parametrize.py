@@ -43,7 +43,7 @@ def _copy_from_torch(module, tmodule):
 def _check_state_loads_into_torch(module, tmodule):
     sd = module.state_dict()
     assert list(sd) == list(tmodule.state_dict())
-    tmodule.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in sd.items()})
+    tmodule.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in sd.items()})
 
 
 def _train_both(module, tmodule, x, steps=20, lr=0.1, atol=2e-5):

@@ -391,7 +391,7 @@ def test_mha_matches_numpy_reference():
     r = rng(10)
     pyrt.manual_seed(1)
     m = nn.MultiheadAttention(8, 2)
-    params = {k: v for k, v in m.state_dict().items()}
+    params = {k: v.numpy() for k, v in m.state_dict().items()}
     params["in_proj_bias"] = r.standard_normal(24).astype(F32)
     params["out_proj.bias"] = r.standard_normal(8).astype(F32)
     m.load_state_dict(params)
@@ -409,7 +409,7 @@ def test_mha_gradient_matches_finite_differences():
     r = rng(11)
     pyrt.manual_seed(2)
     m = nn.MultiheadAttention(4, 2)
-    params = m.state_dict()
+    params = {k: v.numpy() for k, v in m.state_dict().items()}
     x = r.standard_normal((3, 2, 4)).astype(F32)
     causal = np.triu(np.ones((3, 3), bool), 1)
     dy = r.standard_normal((3, 2, 4))

@@ -492,12 +492,26 @@ class Module:
                 if buf is not None and name not in owner._non_persistent_buffers_set:
                     yield prefix + name, buf
 
-    def state_dict(self):
-        """An OrderedDict from the dotted name of each parameter and persistent buffer to a
-        copy of its values (a NumPy array); one shared by several modules appears under each
-        name."""
-        return OrderedDict((name, _move(tensor.data, "cpu").copy())
-                           for name, tensor in self._state_tensors())
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """An OrderedDict (or `destination`, filled in and returned) from `prefix` plus the
+        dotted name of each parameter and persistent buffer to a tensor that shares its
+        memory and device but not its graph (detached: a write through it changes the
+        module), or with keep_vars=True the parameter or buffer itself; one shared by several
+        modules appears under each name. Its ``_metadata`` holds each module's
+        ``{"version": ...}`` (its ``_version``, else 1) by dotted name, as PyTorch's."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"state_dict(): prefix must be a str, got {type(prefix).__name__}")
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            for name, module in self.named_modules(remove_duplicate=False):
+                key = prefix + name + "." if name else prefix
+                metadata[key[:-1]] = {"version": getattr(module, "_version", 1)}
+        for name, tensor in self._state_tensors():
+            destination[prefix + name] = tensor if keep_vars else tensor.detach()
+        return destination
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy the arrays of `state_dict` (name -> array or Tensor) into the parameters and
