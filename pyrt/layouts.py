@@ -17,8 +17,8 @@ __all__ = [
 ]
 
 
-class layout:
-    """How a tensor's elements lie in memory: pyrt has one, ``pyrt.strided``."""
+class _NamedConstant:
+    """A constant of pyrt's namespace, printed and pickled by its name there."""
 
     __slots__ = ("_name",)
 
@@ -32,21 +32,18 @@ class layout:
         return self._name
 
 
-class memory_format:
+class layout(_NamedConstant):
+    """How a tensor's elements lie in memory: pyrt has one, ``pyrt.strided``."""
+
+    __slots__ = ()
+
+
+class memory_format(_NamedConstant):
     """The order of a tensor's dims in memory: ``contiguous_format`` (rows last),
     ``channels_last`` (N, H, W, C for a 4-D N, C, H, W tensor), ``channels_last_3d``
     (N, D, H, W, C for 5-D), or ``preserve_format`` (as the input's)."""
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name):
-        self._name = name
-
-    def __repr__(self):
-        return f"pyrt.{self._name}"
-
-    def __reduce__(self):
-        return self._name
+    __slots__ = ()
 
 
 strided = layout("strided")
