@@ -57,7 +57,7 @@ def _float_input(op, input):
     arrays computed from it are too."""
     if not isinstance(input, _tensor()):
         raise TypeError(f"{op}: input must be a Tensor, got {type(input).__name__}")
-    x = input.data
+    x = input._data
     if x.dtype != F32:
         raise TypeError(f"{op}: input must be a float32 tensor, got {x.dtype}")
     xp = _xp(x)
@@ -398,7 +398,7 @@ def prelu(input, weight):
     x, xp = _float_input("prelu", input)
     if not isinstance(weight, _tensor()):
         raise TypeError(f"prelu: weight must be a Tensor, got {type(weight).__name__}")
-    w = weight.data
+    w = weight._data
     if w.dtype != F32:
         raise TypeError(f"prelu: weight must be a float32 tensor, got {w.dtype}")
     if w.ndim > 1:

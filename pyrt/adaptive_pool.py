@@ -105,7 +105,7 @@ def adaptive_avg_pool2d(input, output_size):
     name = "adaptive_avg_pool2d"
     pair = output_size_pair(output_size, name)
     h, w = _checked_input(input, name, channels_nonempty=False)
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be "
                            f"either a floating point or complex dtype. Got: {input.dtype}")
     oh, ow = (h if pair[0] is None else pair[0]), (w if pair[1] is None else pair[1])
@@ -113,10 +113,10 @@ def adaptive_avg_pool2d(input, output_size):
         x, channels = _as_batch(input)
         kernel = (h // oh, w // ow)
         return _from_batch(avg_pool2d(x, kernel, kernel), channels)
-    xp = _xp(input.data)
+    xp = _xp(input._data)
     rows, cols = _averaging_matrix(xp, h, oh), _averaging_matrix(xp, w, ow)
     shape = input.shape
-    y = _separable(input.data, rows, cols, (*shape[:-2], oh, ow), transpose=False)
+    y = _separable(input._data, rows, cols, (*shape[:-2], oh, ow), transpose=False)
     return _make(y, (input,), lambda g: (_separable(g, rows, cols, shape, transpose=True),),
                  reads=False)
 
@@ -166,7 +166,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
                         f"{type(return_indices).__name__}")
     pair = output_size_pair(output_size, name)
     h, w = _checked_input(input, name, channels_nonempty=True)
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise NotImplementedError(f'"{name}" not implemented for {input.dtype}')
     oh, ow = (h if pair[0] is None else pair[0]), (w if pair[1] is None else pair[1])
     if _evenly_divided(h, w, oh, ow):
@@ -176,7 +176,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
         if return_indices:
             return _from_batch(out[0], channels), _from_batch(out[1], channels)
         return _from_batch(out, channels)
-    y, idx = _bin_maxima(input.data, h, w, oh, ow)
+    y, idx = _bin_maxima(input._data, h, w, oh, ow)
     shape = input.shape
     out = _make(y, (input,), lambda g: (_scatter_to_maxima(g, idx, shape),), reads=False)
     if return_indices:

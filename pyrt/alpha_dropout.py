@@ -39,7 +39,7 @@ def _alpha_dropout(input, p, training, inplace, feature):
         return input
     if p == 1:  # every unit dropped: PyTorch's input * 0 (nan stays nan, the gradient is 0)
         return input * 0
-    x = input.data
+    x = input._data
     if feature and x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if x.dtype != F32:

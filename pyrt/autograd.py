@@ -96,10 +96,10 @@ def _check_inputs_unchanged(node):
     """RuntimeError if an input of `node` was written in place since node was made."""
     marks, stamp = _writes.marks, node._epoch
     for i, parent in enumerate(node._parents):
-        if marks.get(write_key(parent.data), 0) > stamp:
+        if marks.get(write_key(parent._data), 0) > stamp:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by "
-                f"an inplace operation: input {i} (of shape {list(parent.data.shape)}) of an "
+                f"an inplace operation: input {i} (of shape {list(parent._data.shape)}) of an "
                 "op was written after the op used it. Hint: make the in-place change after "
                 "backward(), or on a copy (x = x * 2 rather than x.mul_(2))")
 
@@ -290,7 +290,7 @@ def run_backward(root, grad, retain_graph=False, inputs=None):
         if root._grad is None:
             root._grad = Tensor(grad.copy())
         else:
-            root._grad.data += grad
+            root._grad._data += grad
         return
     # a retained graph runs its closures again: an array they return may be one they keep
     # (a loss's saved gradient), so a leaf's .grad, which later backwards add to, is a copy
@@ -320,7 +320,7 @@ def run_backward(root, grad, retain_graph=False, inputs=None):
                 if parent._grad is None:
                     parent._grad = Tensor(pg if owned_by_leaf(pg, g, owned) else pg.copy())
                 else:
-                    parent._grad.data += pg
+                    parent._grad._data += pg
                 continue
             key = id(parent)
             left = pending[key]
@@ -517,7 +517,7 @@ def _deliver(tensor, g, results, accumulate):
         if tensor._grad is None:
             tensor._grad = _tensor_class()(g.copy())  # g may be shared: the .grad is its own
         else:
-            tensor._grad.data += g
+            tensor._grad._data += g
 
 
 def _checked_inputs(inputs, name):
@@ -571,9 +571,9 @@ def _output_gradient(output, gradient, i):
     """The gradient of `output` (the i-th) as a float32 array on its device."""
     from pyrt.functional import _xp
 
-    xp = _xp(output.data)
+    xp = _xp(output._data)
     if gradient is None:
-        if output.data.size != 1:
+        if output._data.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         return xp.ones(output.shape, np.float32)
     if not isinstance(gradient, _tensor_class()):
@@ -586,7 +586,7 @@ def _output_gradient(output, gradient, i):
     if gradient.device != output.device:
         raise RuntimeError(f"grad_output[{i}] is on {gradient.device} but output[{i}] is on "
                            f"{output.device}")
-    return xp.asarray(gradient.data, dtype=np.float32, order="C")
+    return xp.asarray(gradient._data, dtype=np.float32, order="C")
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -618,7 +618,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                "been used in the graph. Set allow_unused=True if this is the "
                                "desired behavior.")
         else:
-            out.append(Tensor(_zeros_like(tensor.data)) if materialize_grads else None)
+            out.append(Tensor(_zeros_like(tensor._data)) if materialize_grads else None)
     return tuple(out)
 
 
@@ -676,7 +676,7 @@ class _Hooked:
             if tensor._grad is None:
                 tensor._grad = _tensor_class()(g.copy())
             else:
-                tensor._grad.data += g
+                tensor._grad._data += g
         return g
 
     def __call__(self, g):
@@ -694,7 +694,7 @@ def _apply_hooks(hooks, g):
     for hook in tuple(hooks.values()):  # a hook may remove itself
         replaced = hook(Tensor(g))
         if replaced is not None:
-            new = _xp(g).asarray(replaced.data if isinstance(replaced, Tensor) else replaced,
+            new = _xp(g).asarray(replaced._data if isinstance(replaced, Tensor) else replaced,
                                  dtype=np.float32)
             if new.shape != g.shape:
                 raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the "

@@ -63,7 +63,7 @@ class FunctionCtx:
                 "if you need to access saved tensors after calling backward.")
         marks = _writes.marks
         for i, (tensor, count) in enumerate(self._saved):
-            if tensor is not None and marks.get(write_key(tensor.data), 0) > count:
+            if tensor is not None and marks.get(write_key(tensor._data), 0) > count:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified "
                     f"by an inplace operation: saved tensor {i} (of shape "
@@ -163,13 +163,13 @@ def _connect(cls, ctx, args, outputs):
     for i, out in enumerate(outs):
         if not isinstance(out, Tensor):
             continue
-        node.zeros[i] = (out.shape, out.dtype, _xp(out.data))
-        if id(out) in ctx._non_differentiable or out.data.dtype.kind != "f":
+        node.zeros[i] = (out.shape, out.dtype, _xp(out._data))
+        if id(out) in ctx._non_differentiable or out._data.dtype.kind != "f":
             continue
         if id(out) in taken or out._requires_grad:
             # an input returned as it is (or a tensor with a graph of its own): the output
             # is a new tensor sharing its data, as PyTorch makes a view of it
-            out = outs[i] = Tensor(out.data)
+            out = outs[i] = Tensor(out._data)
         taken.add(id(out))
         out._requires_grad = True
         out._parents = (node,)
@@ -188,7 +188,7 @@ def _detach_saved_outputs(ctx, outs):
         return
     Tensor = _tensor_class()
     ids = {id(out) for out in outs if isinstance(out, Tensor) and out._backward is not None}
-    ctx._saved = tuple((Tensor(t.data) if id(t) in ids else t, count)
+    ctx._saved = tuple((Tensor(t._data) if id(t) in ids else t, count)
                        for t, count in ctx._saved)
 
 
@@ -308,7 +308,7 @@ class _FunctionNode:
         if g.device != parent.device:
             raise RuntimeError(f"function {self.name} returned a gradient on {g.device} at "
                                f"index {i}, but the input is on {parent.device}")
-        data = g.data
+        data = g._data
         if data.shape != parent.shape:
             try:
                 expandable = np.broadcast_shapes(parent.shape, data.shape) == data.shape

@@ -117,12 +117,12 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     if v is not None:
         _, v = _as_tuple(v, "v", "vjp")
         _validate_v(v, outputs, is_outputs_tuple)
-        grads = tuple(_float32(el.data, out.data) for el, out in zip(v, outputs))
+        grads = tuple(_float32(el._data, out._data) for el, out in zip(v, outputs))
     else:
         if len(outputs) != 1 or outputs[0].numel() != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function "
                                "returns a single Tensor with a single element.")
-        grads = (_float32(np.ones(outputs[0].shape), outputs[0].data),)
+        grads = (_float32(np.ones(outputs[0].shape), outputs[0]._data),)
     result = []
     for i, (g, inp) in enumerate(zip(_reverse(outputs, inputs, grads, False), inputs)):
         if g is None:
@@ -140,7 +140,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 def _zeros(tensor):
     from pyrt.functional import _xp
 
-    return _xp(tensor.data).zeros(tensor.shape, np.float32)
+    return _xp(tensor._data).zeros(tensor.shape, np.float32)
 
 
 def _jacobian_blocks(outputs, inputs, strict):
@@ -150,7 +150,7 @@ def _jacobian_blocks(outputs, inputs, strict):
 
     blocks = []
     for i, out in enumerate(outputs):
-        xp = _xp(out.data)
+        xp = _xp(out._data)
         row_blocks = [xp.zeros((out.numel(),) + tuple(inp.shape), np.float32) for inp in inputs]
         if out.requires_grad:
             for k in range(out.numel()):
@@ -208,8 +208,8 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         raise RuntimeError("The vector v can only be None if the input to the user-provided "
                            "function is a single Tensor with a single element.")
     inputs, is_outputs_tuple, outputs = _run(func, inputs, "jvp", strict)
-    v_arrays = ([_float32(el.data, inp.data) for el, inp in zip(v, inputs)] if v is not None
-                else [_float32(np.ones(inputs[0].shape), inputs[0].data)])
+    v_arrays = ([_float32(el._data, inp._data) for el, inp in zip(v, inputs)] if v is not None
+                else [_float32(np.ones(inputs[0].shape), inputs[0]._data)])
     blocks = _jacobian_blocks(outputs, inputs, strict)
     result = []
     for out, row in zip(outputs, blocks):

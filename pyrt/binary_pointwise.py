@@ -28,9 +28,9 @@ def _operands(name, a, b, numbers_allowed, integers_allowed=True):
             kind = "Tensor or Number" if numbers_allowed else "Tensor"
             raise TypeError(f"{name}(): argument '{arg}' must be {kind}, not "
                             f"{type(x).__name__}")
-    if not integers_allowed and all(isinstance(x, Tensor) and x.data.dtype.kind in "biu"
+    if not integers_allowed and all(isinstance(x, Tensor) and x._data.dtype.kind in "biu"
                                     for x in (a, b)):
-        raise NotImplementedError(f'"{name}" is not implemented for {a.data.dtype} tensors: '
+        raise NotImplementedError(f'"{name}" is not implemented for {a._data.dtype} tensors: '
                                   f'it takes floating point')
     return _float32(a, name, "input"), _float32(b, name, "other")
 
@@ -80,7 +80,7 @@ def pow_tensor(input, exponent):
     where the formula gives 0 * -inf)."""
     Tensor = _tensor()
     if (isinstance(input, Tensor) and isinstance(exponent, Tensor)
-            and input.data.dtype.kind in "iu" and exponent.data.dtype.kind in "biu"):
+            and input._data.dtype.kind in "iu" and exponent._data.dtype.kind in "biu"):
         xp, ad, bd = _binary_setup("pow", input, exponent, I64)
         if bd.size and bool((bd < 0).any()):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -155,7 +155,7 @@ def heaviside(input, values):
     if not isinstance(values, Tensor):
         raise TypeError(f"heaviside(): argument 'values' must be Tensor, not "
                         f"{type(values).__name__}")
-    if values.data.dtype != xd.dtype:
+    if values._data.dtype != xd.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
     xp, ad, vd = _binary_setup("heaviside", input, values, xd.dtype)

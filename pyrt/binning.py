@@ -28,7 +28,7 @@ def _side(name, right, side):
 def _values(input, name):
     """(the values' array, whether they were one number)."""
     if isinstance(input, _tensor()):
-        return input.data, False
+        return input._data, False
     if isinstance(input, numbers.Real):
         return np.asarray(input), True
     raise TypeError(f"{name}(): argument 'input' must be a Tensor or a number, got "
@@ -47,7 +47,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                         f"{type(sorted_sequence).__name__}")
     side = _side("searchsorted", right, side)
     out_int32 = checked_flag(out_int32, "searchsorted", "out_int32")
-    bounds = sorted_sequence.data
+    bounds = sorted_sequence._data
     values, scalar = _values(input, "searchsorted")
     xp = _xp(bounds)
     if bounds.ndim == 0:
@@ -61,13 +61,13 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            f"tensor must match, but we got boundaries tensor "
                            f"{list(bounds.shape)} and input value tensor {list(values.shape)}")
     if sorter is not None:
-        if not isinstance(sorter, _tensor()) or sorter.data.dtype != I64:
+        if not isinstance(sorter, _tensor()) or sorter._data.dtype != I64:
             raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype")
         if sorter.shape != bounds.shape:
             raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
                                f"size, but got boundary tensor {list(bounds.shape)} and "
                                f"sorter tensor {list(sorter.shape)}")
-        order = sorter.data
+        order = sorter._data
         if order.size and (int(order.min()) < 0 or int(order.max()) >= bounds.shape[-1]):
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
         bounds = xp.take_along_axis(bounds, order, axis=-1)
@@ -102,7 +102,7 @@ def histc(input, bins=100, min=0, max=0):
     if not isinstance(input, _tensor()):
         raise TypeError(f"histc(): argument 'input' must be a Tensor, got "
                         f"{type(input).__name__}")
-    xd = input.data
+    xd = input._data
     if xd.dtype.kind != "f":
         raise NotImplementedError(f'"histc" is not implemented for {xd.dtype} tensors: it '
                                   f'takes floating point')

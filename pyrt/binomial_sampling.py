@@ -18,17 +18,17 @@ def binomial(count, prob, generator=None):
         if not isinstance(value, Tensor):
             raise TypeError(f"binomial(): argument '{name}' must be a Tensor, got "
                             f"{type(value).__name__}")
-        if value.data.dtype.kind != "f":
+        if value._data.dtype.kind != "f":
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
-                             f"{value.data.dtype}")
+                             f"{value._data.dtype}")
     if count.device != prob.device:
         raise RuntimeError(f"binomial(): expected count and prob on the same device, got "
                            f"{count.device} and {prob.device}")
     if generator is not None and not isinstance(generator, np.random.Generator):
         raise TypeError(f"binomial(): generator must be a numpy.random.Generator or None, got "
                         f"{type(generator).__name__}")
-    n = _xp(count.data).asnumpy(count.data) if count.is_cuda else count.data
-    p = _xp(prob.data).asnumpy(prob.data) if prob.is_cuda else prob.data
+    n = _xp(count._data).asnumpy(count._data) if count.is_cuda else count._data
+    p = _xp(prob._data).asnumpy(prob._data) if prob.is_cuda else prob._data
     shape = np.broadcast_shapes(n.shape, p.shape)
     if not np.all((n >= 0) & (n == np.floor(n))):  # NaN fails both
         raise ValueError("binomial(): count must hold non-negative whole numbers")

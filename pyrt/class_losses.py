@@ -76,7 +76,7 @@ def _class_weight(op, weight, classes, xp):
     if weight._requires_grad:
         raise RuntimeError(f"{op}: the loss is not differentiable with respect to weight: it "
                            "cannot require grad")
-    w = weight.data
+    w = weight._data
     if w.dtype != F32:
         raise TypeError(f"{op}: weight must be a float32 tensor, got {w.dtype}")
     if _xp(w) is not xp:
@@ -94,8 +94,8 @@ class _Rows:
         Tensor = _tensor()
         if not isinstance(input, Tensor):
             raise _not_a_tensor(input)
-        as_f32, as_i64 = _backend_checks(input.data)
-        z = as_f32(input.data, "input")
+        as_f32, as_i64 = _backend_checks(input._data)
+        z = as_f32(input._data, "input")
         if z.ndim == 0:
             raise ValueError(f"{op}: input must be [C], [N, C] or [N, C, d1, ...], got a 0-d "
                              "tensor")
@@ -106,7 +106,7 @@ class _Rows:
         if c == 0:
             raise ValueError(f"{op}: input must have at least one class, got shape {z.shape}")
         self.target = target if isinstance(target, Tensor) else None
-        t = target.data if isinstance(target, Tensor) else target
+        t = target._data if isinstance(target, Tensor) else target
         if t is None or isinstance(t, (str, bytes, dict)):
             raise TypeError(f"{op}: target must be a tensor of class indices, got "
                             f"{type(t).__name__}")
@@ -296,9 +296,9 @@ def _fused(logits, target, ignore_index):
     """The mean cross-entropy of [N, C] logits against N labels by the fused kernel, or None
     where it does not apply (other shapes; on the CPU a label that is ignore_index)."""
     Tensor = _tensor()
-    labels = target.data if isinstance(target, Tensor) else target
+    labels = target._data if isinstance(target, Tensor) else target
     try:
-        z = logits.data
+        z = logits._data
         need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
         raise _not_a_tensor(logits) from None

@@ -104,8 +104,8 @@ def einsum(equation, *operands):
                                    f"{sizes[c]}")
             if n != 1 or c not in sizes:
                 sizes[c] = n
-    xp = _xp(operands[0].data)
-    arrays = [xp.broadcast_to(t.data, tuple(sizes[c] for c in sub))
+    xp = _xp(operands[0]._data)
+    arrays = [xp.broadcast_to(t._data, tuple(sizes[c] for c in sub))
               for sub, t in zip(subs, operands)]
     spec = ",".join(subs) + "->" + out_sub
     out = _contiguous(xp.asarray(xp.einsum(spec, *arrays), dtype=dtype))
@@ -288,8 +288,8 @@ def block_diag(*tensors):
         else np.dtype(np.bool_)
     if not blocks:
         return Tensor(np.zeros((1, 0), np.float32))
-    xp = _xp(blocks[0].data)
-    blocks = [b if b.dtype == dtype else Tensor(b.data.astype(dtype)) for b in blocks]
+    xp = _xp(blocks[0]._data)
+    blocks = [b if b.dtype == dtype else Tensor(b._data.astype(dtype)) for b in blocks]
     width = sum(b.shape[1] for b in blocks)
     rows, before = [], 0
     for b in blocks:

@@ -12,10 +12,10 @@ def _predicate(pred, name):
     from pyrt.tensor import Tensor
 
     if isinstance(pred, Tensor):
-        if pred.data.size != 1:
+        if pred._data.size != 1:
             raise RuntimeError(f"Expected {name} to be bool or single-element tensor, but "
                                f"got {pred!r}.")
-        return bool(pred.data.reshape(()).item())
+        return bool(pred._data.reshape(()).item())
     if isinstance(pred, numbers.Real):
         return bool(pred)
     raise RuntimeError(f"Expected {name} to be bool or tensor, but got {pred}.")

@@ -45,7 +45,7 @@ def conv_tbc(input, weight, bias, pad=0):
         raise ValueError(f"conv_tbc(): pad must be non-negative, got {pad}")
     steps = input.shape[0] + 2 * pad - weight.shape[0] + 1
     if steps <= 0:
-        xp = _xp(input.data)
+        xp = _xp(input._data)
         return Tensor(xp.zeros((0, input.shape[1], weight.shape[2]), np.float32))
     out = conv1d(input.permute((1, 2, 0)), weight.permute((2, 1, 0)), bias, padding=int(pad))
     return out.permute((2, 0, 1)).contiguous()

@@ -84,9 +84,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         return y.reshape(y.shape[1:])
     out_shape, options, (eh, ew) = _geometry(input.shape, weight.shape, bias, stride, padding,
                                              output_padding, groups, dilation)
-    w = weight.data
+    w = weight._data
     xp = _xp(w)
-    x = input.data
+    x = input._data
     if eh or ew:
         x = xp.pad(x, ((0, 0), (0, 0), (0, eh), (0, ew)))
     # (the convolution's input: only its shape is read when only its gradient is asked)
@@ -94,7 +94,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     y = ops.conv2d_backward(shape_only, w, x, needs_input_grad=True, needs_weight_grad=False,
                             needs_bias_grad=False, **options)[0]
     if bias is not None:
-        y += bias.data.reshape(1, -1, 1, 1)
+        y += bias._data.reshape(1, -1, 1, 1)
     h, wd = input.shape[2:]
 
     def backward(g):

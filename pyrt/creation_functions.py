@@ -69,7 +69,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         out = source
         if copy or not same:
             out = source.to(target, dtype) if dtype is not None else source.to(target)
-            if out.data is source.data:  # nothing converted: copy it
+            if out._data is source._data:  # nothing converted: copy it
                 out = out.clone()
         if requires_grad:
             out.requires_grad_()
@@ -141,7 +141,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device="cpu", requires
         raise NotImplementedError('"logspace" not implemented for bool')
     exponents = linspace(start, end, steps, dtype=np.float32 if dtype.kind == "f" else dtype)
     with np.errstate(over="ignore"):  # beyond float32's range is inf, as in torch
-        values = np.power(np.float64(base), exponents.data.astype(np.float64))
+        values = np.power(np.float64(base), exponents._data.astype(np.float64))
     if dtype.kind != "f":  # toward zero into integers
         values = np.trunc(values)
     return _made(values.astype(dtype), device, requires_grad)

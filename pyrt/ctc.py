@@ -41,7 +41,7 @@ _NEG = -np.inf
 def _lengths(value, n, name):
     """input_lengths or target_lengths as int64 [n] on the host."""
     if isinstance(value, _tensor()):
-        value = value.data
+        value = value._data
         if not isinstance(value, np.ndarray):
             value = value.get()
     array = np.asarray(value)
@@ -55,7 +55,7 @@ def _lengths(value, n, name):
 def _targets(targets, target_lengths, n):
     """The label sequences: a list of n int64 arrays, from targets [n, S] (padded) or the
     sequences concatenated [sum(target_lengths)]."""
-    t = targets.data if isinstance(targets, _tensor()) else np.asarray(targets)
+    t = targets._data if isinstance(targets, _tensor()) else np.asarray(targets)
     if not isinstance(t, np.ndarray):
         t = t.get()
     if t.dtype.kind not in "iu":
@@ -87,15 +87,15 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if not isinstance(log_probs, Tensor):
         raise TypeError(f"ctc_loss(): argument 'log_probs' must be a Tensor, got "
                         f"{type(log_probs).__name__}")
-    if log_probs.data.dtype != F32:
+    if log_probs._data.dtype != F32:
         raise TypeError(f"ctc_loss: log_probs must be a float32 tensor, got "
                         f"{log_probs.dtype}")
     unbatched = log_probs.ndim == 2
     if log_probs.ndim not in (2, 3):
         raise ValueError(f"ctc_loss: log_probs must be [T, N, C] (or [T, C]), got shape "
                          f"{list(log_probs.shape)}")
-    xp = _xp(log_probs.data)
-    lp_all = log_probs.data.astype(np.float64)
+    xp = _xp(log_probs._data)
+    lp_all = log_probs._data.astype(np.float64)
     if xp is not np:
         lp_all = lp_all.get()
     if unbatched:

@@ -253,7 +253,7 @@ def is_signed(input):
 def is_nonzero(input):
     """Whether the single value of `input` is nonzero (a RuntimeError for any other number
     of values)."""
-    data = _checked_tensor(input, "is_nonzero").data
+    data = _checked_tensor(input, "is_nonzero")._data
     if data.size != 1:
         what = "no values" if data.size == 0 else "more than one value"
         raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")

@@ -17,7 +17,7 @@ def _checked_target(self, name, function):
     if self._requires_grad:
         raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
                            f"var.detach().{name}() instead.")
-    if not isinstance(self.data, np.ndarray):
+    if not isinstance(self._data, np.ndarray):
         raise TypeError(f"{name}() only works on CPU tensors")
 
 
@@ -29,8 +29,8 @@ def _write(self, name, values):
         if not isinstance(v, (numbers.Real, np.bool_)):
             raise TypeError(f"{name}(): the function must return a real number, got "
                             f"{type(v).__name__}")
-    self.data[...] = np.array(values, dtype=self.data.dtype).reshape(self.data.shape)
-    mark_modified(self.data)
+    self._data[...] = np.array(values, dtype=self._data.dtype).reshape(self._data.shape)
+    mark_modified(self._data)
     return self
 
 
@@ -41,10 +41,10 @@ def _operand(self, other, name, position):
     if not isinstance(other, Tensor):
         raise TypeError(f"{name}(): argument '{position}' must be Tensor, not "
                         f"{type(other).__name__}")
-    if not isinstance(other.data, np.ndarray):
+    if not isinstance(other._data, np.ndarray):
         raise TypeError(f"{name}() only works on CPU tensors")
     try:
-        return np.broadcast_to(other.data, self.data.shape)
+        return np.broadcast_to(other._data, self._data.shape)
     except ValueError:
         raise RuntimeError(f"{name}(): the size of {position} {list(other.shape)} cannot be "
                            f"expanded to the size of self {list(self.shape)}") from None
@@ -53,7 +53,7 @@ def _operand(self, other, name, position):
 def apply_(self, callable):
     """Each element x replaced by callable(x)."""
     _checked_target(self, "apply_", callable)
-    return _write(self, "apply_", [callable(x) for x in self.data.ravel().tolist()])
+    return _write(self, "apply_", [callable(x) for x in self._data.ravel().tolist()])
 
 
 def map_(self, other, callable):
@@ -61,7 +61,7 @@ def map_(self, other, callable):
     self's shape) at its position."""
     _checked_target(self, "map_", callable)
     y = _operand(self, other, "map_", "other")
-    pairs = zip(self.data.ravel().tolist(), y.ravel().tolist())
+    pairs = zip(self._data.ravel().tolist(), y.ravel().tolist())
     return _write(self, "map_", [callable(a, b) for a, b in pairs])
 
 
@@ -71,6 +71,6 @@ def map2_(self, x, y, callable):
     _checked_target(self, "map2_", callable)
     xs = _operand(self, x, "map2_", "x").ravel().tolist()
     ys = _operand(self, y, "map2_", "y").ravel().tolist()
-    triples = zip(self.data.ravel().tolist(), xs, ys)
+    triples = zip(self._data.ravel().tolist(), xs, ys)
     return _write(self, "map2_", [callable(a, b, c) for a, b, c in triples])
 

@@ -53,12 +53,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     check_supported("embedding", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
                     sparse=sparse)
     _check_tensors("embedding", input=input, weight=weight)
-    as_f32, as_i64 = _backend_checks(weight.data)
-    if weight.data.ndim != 2:
+    as_f32, as_i64 = _backend_checks(weight._data)
+    if weight._data.ndim != 2:
         raise RuntimeError(f"embedding: 'weight' must be 2-D [num_embeddings, embedding_dim], "
                            f"got shape {weight.shape}")
-    table = as_f32(weight.data, "weight")
-    index = as_i64(input.data, "input")
+    table = as_f32(weight._data, "weight")
+    index = as_i64(input._data, "input")
     rows, dim = table.shape
     padding_idx = padding_index(padding_idx, rows)
     xp = _xp(table)

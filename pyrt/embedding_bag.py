@@ -72,19 +72,19 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
                          f"is not None, then it must have the same shape as the input "
                          f"({input.shape})")
-    if weight.data.ndim != 2:
+    if weight._data.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
-                         f"{weight.data.ndim}")
+                         f"{weight._data.ndim}")
     _check_bag_layout(input, offsets)
     check_mode(mode)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' "
                                   f"(got mode='{mode}')")
-    table = as_f32(weight.data, "weight")
+    table = as_f32(weight._data, "weight")
     rows, dim = table.shape
     padding_idx = padding_index(padding_idx, rows)
-    index, bounds, num_bags = _bags(as_i64(input.data, "input"), offsets, include_last_offset)
+    index, bounds, num_bags = _bags(as_i64(input._data, "input"), offsets, include_last_offset)
 
     # the entries that count, and the bags' bounds among them; where a gradient is recorded,
     # a copy, so that a later write to the input cannot move it (the kernel checks the
@@ -103,7 +103,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     table = np.ascontiguousarray(table)
     scale = None
     if per_sample_weights is not None:
-        scale = as_f32(per_sample_weights.data, "per_sample_weights").reshape(-1)
+        scale = as_f32(per_sample_weights._data, "per_sample_weights").reshape(-1)
         scale = np.ascontiguousarray(scale[:index.size] if kept is None else scale[kept])
     code = {"sum": lib.PYRT_BAG_SUM, "mean": lib.PYRT_BAG_MEAN, "max": lib.PYRT_BAG_MAX}[mode]
     out = empty((num_bags, dim), F32)
@@ -150,7 +150,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
 def _check_on_cpu(**tensors):
     """RuntimeError for a tensor (None: an absent one) on the GPU."""
     for name, t in tensors.items():
-        if t is not None and _xp(t.data) is not np:
+        if t is not None and _xp(t._data) is not np:
             raise RuntimeError(f"embedding_bag runs on the CPU only, but {name} is on the GPU: "
                                f"move the tensors with .cpu()")
 
@@ -181,7 +181,7 @@ def _bags(index, offsets, include_last_offset):
     if index.ndim == 2:
         num_bags, size = index.shape
         return index.reshape(-1), np.arange(num_bags + 1, dtype=np.int64) * size, num_bags
-    bounds = as_i64(offsets.data, "offsets")
+    bounds = as_i64(offsets._data, "offsets")
     if include_last_offset and bounds.size == 0:
         raise RuntimeError("include_last_offset: number of offset should be at least 1")
     if bounds.size and bounds[0] != 0:

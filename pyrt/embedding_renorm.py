@@ -16,14 +16,14 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
         if not isinstance(value, Tensor):
             raise TypeError(f"embedding_renorm_(): argument '{name}' must be a Tensor, got "
                             f"{type(value).__name__}")
-    if input.data.ndim != 2:
+    if input._data.ndim != 2:
         raise RuntimeError(f"embedding_renorm_(): input must be a 2-D table of rows, got "
-                           f"{input.data.ndim}-D")
-    if indices.data.dtype.kind not in "iu":
+                           f"{input._data.ndim}-D")
+    if indices._data.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #2 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {indices.dtype} "
                            f"instead (while checking arguments for embedding_renorm_)")
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise RuntimeError(f"embedding_renorm_(): input must be floating point, got "
                            f"{input.dtype}")
     if input._requires_grad and input._backward is None:
@@ -32,14 +32,14 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
         if is_grad_enabled():
             raise RuntimeError("a leaf Variable that requires grad is being used in an "
                                "in-place operation.")
-    xp = _xp(input.data)
-    rows = xp.unique(indices.data.reshape(-1))
+    xp = _xp(input._data)
+    rows = xp.unique(indices._data.reshape(-1))
     if rows.size and (rows.min() < 0 or rows.max() >= input.shape[0]):
         raise IndexError(f"embedding_renorm_(): index out of range for a table of "
                          f"{input.shape[0]} rows")
-    picked = input.data[rows].astype(xp.float64)
+    picked = input._data[rows].astype(xp.float64)
     norms = xp.linalg.norm(picked, ord=float(norm_type), axis=1)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    input.data[rows] = (picked * scale[:, None]).astype(input.data.dtype)
-    mark_modified(input.data)
+    input._data[rows] = (picked * scale[:, None]).astype(input._data.dtype)
+    mark_modified(input._data)
     return input

@@ -32,7 +32,7 @@ def feature_dropout(input, p=0.5, training=True, inplace=False):
         return _inplace(input, lambda t: feature_dropout(t, p, training))
     if not isinstance(input, _tensor()):
         raise _not_a_tensor(input)
-    x = input.data
+    x = input._data
     if x.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if not training or p == 0:

@@ -116,4 +116,4 @@ def dlpack(tensor, **kwargs):
     if tensor._requires_grad:
         raise RuntimeError("Can't export tensors that require gradient, use "
                            "tensor.detach()")
-    return tensor.data.__dlpack__(**kwargs)
+    return tensor._data.__dlpack__(**kwargs)

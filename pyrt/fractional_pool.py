@@ -114,7 +114,7 @@ def _pool(input, kernel_size, output_size, output_ratio, samples, dims):
                                f"{spatial[d]}")
     n = input.shape[0] if batched else 1
     c = input.shape[-dims - 1]
-    xd = input.data
+    xd = input._data
     xp = _xp(xd)
     if samples is None:
         from pyrt.tensor import _generator
@@ -136,7 +136,7 @@ def _pool(input, kernel_size, output_size, output_ratio, samples, dims):
         if samples.shape[2] != dims:
             raise RuntimeError(f"Expect _random_samples.size(2) equals to {dims}; got "
                                f"{samples.shape[2]}.")
-        u = xp.asarray(samples.data[:n])
+        u = xp.asarray(samples._data[:n])
         if bool(xp.any((u < 0) | (u >= 1) | xp.isnan(u))):
             raise ValueError(f"{op}(): _random_samples must lie in [0, 1)")
     # PyTorch's samples name the dims from the last one up: (w, h) in 2d, (t, h, w) in 3d

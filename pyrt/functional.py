@@ -326,11 +326,11 @@ def _scalar(x):
 def add(a, b):
     try:
         if _scalar(b):
-            return _make(ops.add(a.data, b), (a,), lambda g: (g,), reads=False)
+            return _make(ops.add(a._data, b), (a,), lambda g: (g,), reads=False)
         if _scalar(a):
             return add(b, a)
         ta, tb = _as_tensor(a), _as_tensor(b)
-        out = ops.add(ta.data, tb.data)
+        out = ops.add(ta._data, tb._data)
     except TypeError as error:  # given the operands as the caller passed them
         return _promoted("add", a, b, error)
     a, b = ta, tb
@@ -343,11 +343,11 @@ def add(a, b):
 def sub(a, b):
     try:
         if _scalar(b):
-            return _make(ops.sub(a.data, b), (a,), lambda g: (g,), reads=False)
+            return _make(ops.sub(a._data, b), (a,), lambda g: (g,), reads=False)
         if _scalar(a):
-            return _make(ops.sub(a, b.data), (b,), lambda g: (ops.neg(g),), reads=False)
+            return _make(ops.sub(a, b._data), (b,), lambda g: (ops.neg(g),), reads=False)
         ta, tb = _as_tensor(a), _as_tensor(b)
-        out = ops.sub(ta.data, tb.data)
+        out = ops.sub(ta._data, tb._data)
     except TypeError as error:  # given the operands as the caller passed them
         return _promoted("sub", a, b, error)
     a, b = ta, tb
@@ -360,17 +360,17 @@ def sub(a, b):
 def mul(a, b):
     try:
         if _scalar(b):
-            return _make(ops.mul(a.data, b), (a,), lambda g: (ops.mul(g, b),), reads=False)
+            return _make(ops.mul(a._data, b), (a,), lambda g: (ops.mul(g, b),), reads=False)
         if _scalar(a):
             return mul(b, a)
         ta, tb = _as_tensor(a), _as_tensor(b)
-        out = ops.mul(ta.data, tb.data)
+        out = ops.mul(ta._data, tb._data)
     except TypeError as error:  # given the operands as the caller passed them
         return _promoted("mul", a, b, error)
     a, b = ta, tb
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(ops.mul(g, b.data), a.shape) if a._requires_grad else None,
-        _unbroadcast(ops.mul(g, a.data), b.shape) if b._requires_grad else None))
+        _unbroadcast(ops.mul(g, b._data), a.shape) if a._requires_grad else None,
+        _unbroadcast(ops.mul(g, a._data), b.shape) if b._requires_grad else None))
 
 
 def div(a, b):
@@ -379,31 +379,31 @@ def div(a, b):
             try:
                 inv = 1.0 / b
             except ZeroDivisionError:  # x / 0 is +-inf or nan, as IEEE division gives
-                return _make(ops.div(a.data, b), (a,), lambda g: (ops.div(g, b),), reads=False)
+                return _make(ops.div(a._data, b), (a,), lambda g: (ops.div(g, b),), reads=False)
             return mul(a, inv)
         if _scalar(a):
             b_ = b
-            out = ops.div(a, b_.data)
+            out = ops.div(a, b_._data)
             # d(a/b)/db = -a/b^2 = -out/b
-            return _make(out, (b_,), lambda g: (ops.neg(ops.div(ops.mul(g, out), b_.data)),))
+            return _make(out, (b_,), lambda g: (ops.neg(ops.div(ops.mul(g, out), b_._data)),))
         ta, tb = _as_tensor(a), _as_tensor(b)
-        out = ops.div(ta.data, tb.data)
+        out = ops.div(ta._data, tb._data)
     except TypeError as error:  # given the operands as the caller passed them
         return _promoted("div", a, b, error)
     a, b = ta, tb
     return _make(out, (a, b), lambda g: (
-        _unbroadcast(ops.div(g, b.data), a.shape) if a._requires_grad else None,
-        _unbroadcast(ops.neg(ops.div(ops.mul(g, out), b.data)), b.shape)
+        _unbroadcast(ops.div(g, b._data), a.shape) if a._requires_grad else None,
+        _unbroadcast(ops.neg(ops.div(ops.mul(g, out), b._data)), b.shape)
         if b._requires_grad else None))
 
 
 def neg(x):
     try:
-        return _make(ops.neg(x.data), (x,), lambda g: (ops.neg(g),), reads=False)
+        return _make(ops.neg(x._data), (x,), lambda g: (ops.neg(g),), reads=False)
     except TypeError:
         kind = _kind(x)
         if kind == "i":
-            return _tensor()(-x.data)
+            return _tensor()(-x._data)
         if kind == "b":
             raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. "
                                "If you are trying to invert a mask, use the `~` or "
@@ -472,12 +472,12 @@ def _float32(x, op, name):
     Tensor = _tensor()
     if not isinstance(x, Tensor):
         return np.asarray(x, np.float32) if _kind(x) == "b" else x
-    if x.data.dtype is F32:
+    if x._data.dtype is F32:
         return x
-    if x.data.dtype.kind == "f":
+    if x._data.dtype.kind == "f":
         raise TypeError(f"{op}(): {name} is {_describe(x)}, and pyrt's arithmetic computes "
                         f"in float32: convert it with .float()") from None
-    return Tensor(x.data.astype(np.float32))
+    return Tensor(x._data.astype(np.float32))
 
 
 def _promoted(op, a, b, error):
@@ -492,7 +492,7 @@ def _promoted(op, a, b, error):
             raise error
         return _ARITHMETIC[op](fa, fb)
     Tensor = _tensor()
-    ad, bd = (x.data if isinstance(x, Tensor) else x for x in (a, b))
+    ad, bd = (x._data if isinstance(x, Tensor) else x for x in (a, b))
     xp = _xp(ad if isinstance(a, Tensor) else bd)
     return Tensor(xp.asarray(getattr(xp, _UFUNCS[op])(ad, bd, dtype=dtype)))
 
@@ -507,11 +507,11 @@ def _unary(code, x, saved_input=False):
     """y = f(x) by the kernel `code`; the gradient comes from y, or from x with
     saved_input."""
     try:
-        xd = x.data
+        xd = x._data
     except AttributeError:
         xd = None
     if not _plain(xd):
-        if not isinstance(x, _Tensor or _tensor()):  # (a NumPy array has a .data of its own)
+        if not isinstance(x, _Tensor or _tensor()):
             raise TypeError(f"{_UNARY_NAMES[code]}: input must be a Tensor, got "
                             f"{type(x).__name__}")
         if not isinstance(xd, np.ndarray):  # on the device: the routed ops by name
@@ -599,7 +599,7 @@ def _integer(value):
 
 
 def abs(x):
-    xd = x.data
+    xd = x._data
     xp = _xp(xd)
     # the gradient is sign(x): 0 at 0 and at nan, as PyTorch's
     return _make(xp.abs(xd), (x,), lambda g: (g * sign_of(xp, xd),))
@@ -615,7 +615,7 @@ def clamp(x, min=None, max=None):
         return _clamp_by_tensors(x, min, max)
     lo = None if min is None else _real_number(min, "min")
     hi = None if max is None else _real_number(max, "max")
-    xd = x.data
+    xd = x._data
     xp = _xp(xd)
     if _integers(xd) and all(b is None or _integer(b) for b in (min, max)):
         # integers between integer bounds stay int64, as in PyTorch (no gradient to record);
@@ -643,14 +643,14 @@ def _clamp_by_tensors(x, min, max):
         if b is not None and not isinstance(b, _Tensor or _tensor()):
             b = _as_tensor(b, keep_bool=False) if isinstance(b, np.ndarray) else _as_tensor(
                 _real_number(b, name))
-        if b is not None and b.data.dtype != np.float32:
-            b = _as_tensor(b.data.astype(np.float32))
+        if b is not None and b._data.dtype != np.float32:
+            b = _as_tensor(b._data.astype(np.float32))
         bounds.append(b)
     lo, hi = bounds
-    xd = as_f32(x.data, "input") if isinstance(x.data, np.ndarray) else x.data
+    xd = as_f32(x._data, "input") if isinstance(x._data, np.ndarray) else x._data
     xp = _xp(xd)
-    ld = None if lo is None else lo.data
-    hd = None if hi is None else hi.data
+    ld = None if lo is None else lo._data
+    hd = None if hi is None else hi._data
     try:
         y = xd if ld is None else xp.maximum(xd, ld)
         y = y if hd is None else xp.minimum(y, hd)
@@ -693,7 +693,7 @@ def pow(x, exponent):
     e = _real_number(exponent, "exponent")
     if e == 2.0:
         return mul(x, x)
-    xd = x.data
+    xd = x._data
     xp = _xp(xd)
     if _integers(xd) and _integer(exponent):
         # an integer power of integers is an int64, exact, as in PyTorch; float32 would lose
@@ -715,7 +715,7 @@ def matmul(a, b):
     a, b = _as_tensor(a), _as_tensor(b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"matmul expects 2-D tensors, got shapes {a.shape} and {b.shape}")
-    ad, bd = a.data, b.data
+    ad, bd = a._data, b._data
     if _plain(ad) and _plain(bd) and ad.shape[1] == bd.shape[0]:
         out = matmul_raw(ad, bd, False, False)
         return _make(out, (a, b), lambda g: (
@@ -736,7 +736,7 @@ def linear(x, weight, bias=None, act=None):
     """``act(x @ weight.T + bias)`` with x [N, in] (or [*, in]: the leading dims are one batch
     dim, as in PyTorch), weight [out, in], bias [out]: one GEMM and one fused pass for bias
     and activation. act is None, "relu", "sigmoid" or "tanh"."""
-    xd, wd = x.data, weight.data
+    xd, wd = x._data, weight._data
     if xd.ndim != 2:
         if not isinstance(x, _Tensor or _tensor()):
             raise _not_a_tensor(x)
@@ -764,7 +764,7 @@ def linear(x, weight, bias=None, act=None):
     y = matmul_ptr(False, True, m, n, k, px, ld, pw, ld)  # x @ weight^T
     if bias is not None or act is not None:
         code = _ACT_CODES.get(act) if isinstance(act, (str, type(None))) else None
-        bd = None if bias is None else bias.data
+        bd = None if bias is None else bias._data
         if code is not None and (bd is None or (_plain(bd) and bd.shape == (n,))):
             bias_act_raw(y, bd, code)
         else:
@@ -797,8 +797,8 @@ def _linear_checked(x, weight, bias, act):
     for t, name in ((x, "input"), (weight, "weight")):
         if not isinstance(t, _tensor()):
             raise TypeError(f"linear: {name} must be a Tensor, got {type(t).__name__}")
-    bd = None if bias is None else bias.data
-    y = ops.matmul(x.data, weight.data, trans_b=True)
+    bd = None if bias is None else bias._data
+    y = ops.matmul(x._data, weight._data, trans_b=True)
     if bias is not None or act is not None:
         ops.bias_act(y, bd, act, out=y)
     act_backward = None if act is None else getattr(ops, act + "_backward")
@@ -806,8 +806,8 @@ def _linear_checked(x, weight, bias, act):
     def backward(g):
         gp = g if act_backward is None else act_backward(g, y)
         return (
-            ops.matmul(gp, weight.data) if x._requires_grad else None,
-            ops.matmul(gp, x.data, trans_a=True) if weight._requires_grad else None,
+            ops.matmul(gp, weight._data) if x._requires_grad else None,
+            ops.matmul(gp, x._data, trans_a=True) if weight._requires_grad else None,
             ops.bias_grad(gp) if bias is not None and bias._requires_grad else None,
         )
 
@@ -836,33 +836,33 @@ def _expand_grad(g, shape, axis):
 
 def sum(x, axis=None, keepdims=False):
     if axis is not None:
-        axis = reduction_axes(axis, x.data.ndim, empty_means_all=True)
-    out = ops.sum(x.data, axis, keepdims=keepdims)
+        axis = reduction_axes(axis, x._data.ndim, empty_means_all=True)
+    out = ops.sum(x._data, axis, keepdims=keepdims)
     shape = x.shape
     return _make(out, (x,), lambda g: (_expand_grad(g, shape, axis),), reads=False)
 
 
 def mean(x, axis=None, keepdims=False):
     if axis is not None:
-        axis = reduction_axes(axis, x.data.ndim, empty_means_all=True)
-    out = ops.mean(x.data, axis, keepdims=keepdims)
+        axis = reduction_axes(axis, x._data.ndim, empty_means_all=True)
+    out = ops.mean(x._data, axis, keepdims=keepdims)
     shape = x.shape
-    count = x.data.size // builtins.max(out.size, 1) if x.data.size else 1
+    count = x._data.size // builtins.max(out.size, 1) if x._data.size else 1
     return _make(out, (x,), lambda g: (ops.mul(_expand_grad(g, shape, axis), 1.0 / count),),
                  reads=False)
 
 
 def max(x, axis=None, keepdims=False):
     if axis is not None:
-        axis = reduction_axes(axis, x.data.ndim)
-    out = ops.max(x.data, axis, keepdims=keepdims)
+        axis = reduction_axes(axis, x._data.ndim)
+    out = ops.max(x._data, axis, keepdims=keepdims)
 
     def backward(g):
         xp = _xp(g)
         if axis is None:
             # the whole tensor's maximum: the gradient is shared evenly among the elements
             # equal to it (NaN ones, when it is NaN), as PyTorch shares it
-            xd = x.data
+            xd = x._data
             ties = (xd == out) | (xp.isnan(xd) & xp.isnan(out))
             share = g / ties.sum(dtype=np.float32)  # stays on the device: no host read
             return (xp.where(ties, share, np.float32(0)).astype(np.float32, copy=False),)
@@ -870,12 +870,12 @@ def max(x, axis=None, keepdims=False):
             # over several dims (a sequence of dims): shared evenly among the ties of each
             # slice, as torch.amax shares it (argmax takes one axis only)
             kept = _reduced_shape(x.shape, axis, keepdims=True)
-            xd, m = x.data, out.reshape(kept)
+            xd, m = x._data, out.reshape(kept)
             ties = (xd == m) | (xp.isnan(xd) & xp.isnan(m))
             share = g.reshape(kept) / ties.sum(axis=axis, keepdims=True, dtype=np.float32)
             return (xp.where(ties, share, np.float32(0)).astype(np.float32, copy=False),)
         # along a dim, to the first maximum of each slice, as argmax picks it (as PyTorch)
-        idx = ops.argmax(x.data, axis, keepdims=True)
+        idx = ops.argmax(x._data, axis, keepdims=True)
         dx = xp.zeros(x.shape, np.float32)
         xp.put_along_axis(dx, idx, g.reshape(idx.shape), axis=axis)
         return (dx,)
@@ -891,10 +891,10 @@ def reshape(x, shape):
     if builtins.min(shape, default=0) < 0:
         _check_sizes(shape)
     try:
-        out = x.data.reshape(shape)
+        out = x._data.reshape(shape)
     except ValueError:
         raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size "
-                           f"{x.data.size}") from None
+                           f"{x._data.size}") from None
     if not out.flags.c_contiguous:
         out = _xp(out).ascontiguousarray(out)
     in_shape = x.shape
@@ -915,7 +915,7 @@ def transpose(x):
     """The transpose of a 2-D tensor (a contiguous copy)."""
     if x.ndim != 2:
         raise ValueError(f"transpose expects a 2-D tensor, got shape {x.shape}")
-    return _make(swap_last_axes(x.data), (x,), lambda g: (swap_last_axes(g),), reads=False)
+    return _make(swap_last_axes(x._data), (x,), lambda g: (swap_last_axes(g),), reads=False)
 
 
 def index_rows(x, index):
@@ -924,10 +924,10 @@ def index_rows(x, index):
     ``x[:, 1][0] = 5`` writes x; the ops copy a strided array where they need a contiguous
     one. The index arrays are copied for the backward pass, which a later write to them
     must not change."""
-    xp = _xp(x.data)
-    out = x.data[index]
+    xp = _xp(x._data)
+    out = x._data[index]
     if not isinstance(out, xp.ndarray):  # one element of a 1-D x: a 0-d array
-        out = xp.asarray(out, dtype=x.data.dtype)
+        out = xp.asarray(out, dtype=x._data.dtype)
     if x._requires_grad:
         if isinstance(index, xp.ndarray):
             index = index.copy()
@@ -965,7 +965,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise _not_a_tensor(input)
     if not training or p == 0:
         return input
-    x = input.data
+    x = input._data
     if x.dtype != F32:
         raise TypeError(f"dropout: input must be a float32 tensor, got {x.dtype}")
     mask = _dropout_mask(input, x.shape, p)
@@ -980,7 +980,7 @@ def _dropout_mask(input, shape, p):
     keep = generator().random(shape, dtype=np.float32) >= p
     scale = np.float32(1) / np.float32(1 - p) if p < 1 else np.float32(0)
     mask = keep.astype(F32) * scale
-    return mask if isinstance(input.data, np.ndarray) else _move(mask, input.device)
+    return mask if isinstance(input._data, np.ndarray) else _move(mask, input.device)
 
 
 # ---- softmax and losses ----------------------------------------------------------------------
@@ -996,8 +996,8 @@ def _softmax_input(x, dtype, name):
 
 def softmax(x, dim=-1, _stacklevel=3, dtype=None):
     x = _softmax_input(x, dtype, "softmax")
-    dim = dim_index(dim, x.data.ndim)
-    y = ops.softmax(x.data, dim)
+    dim = dim_index(dim, x._data.ndim)
+    y = ops.softmax(x._data, dim)
 
     def backward(g):
         gy = g * y
@@ -1008,8 +1008,8 @@ def softmax(x, dim=-1, _stacklevel=3, dtype=None):
 
 def log_softmax(x, dim=-1, _stacklevel=3, dtype=None):
     x = _softmax_input(x, dtype, "log_softmax")
-    dim = dim_index(dim, x.data.ndim)
-    y = ops.log_softmax(x.data, dim)
+    dim = dim_index(dim, x._data.ndim)
+    y = ops.log_softmax(x._data, dim)
 
     def backward(g):
         return (g - _xp(y).exp(y) * g.sum(axis=dim, keepdims=True, dtype=np.float32),)
@@ -1028,7 +1028,7 @@ def _scale(grad, g):
 
 
 def _not_a_tensor(input):
-    """The error for a loss whose input is not a Tensor (a NumPy array has .data too)."""
+    """The error for a loss whose input is not a Tensor."""
     return TypeError(f"input must be a Tensor, got {type(input).__name__}")
 
 
@@ -1056,9 +1056,9 @@ def _summed(mean, inputs, n):
     gradient scaled to match; for none (where the mean is nan) 0, with zero gradients for
     `inputs`, the tensors the loss was computed from."""
     if n == 0:
-        zeros = _xp(inputs[0].data).zeros
+        zeros = _xp(inputs[0]._data).zeros
         return _make(zeros((), F32), inputs,
-                     lambda g: tuple(zeros(t.data.shape, F32) for t in inputs), reads=False)
+                     lambda g: tuple(zeros(t._data.shape, F32) for t in inputs), reads=False)
     return mul(mean, float(n))
 
 
@@ -1077,10 +1077,10 @@ def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
             raise _not_a_tensor(logits)
         if reduction == "sum":
             return _summed(binary_cross_entropy_with_logits(logits, target), (logits, target),
-                           logits.data.size)
+                           logits._data.size)
         return _bce_elements(logits, target)
-    t = target.data
-    z = logits.data
+    t = target._data
+    z = logits._data
     try:
         need = logits._requires_grad and _grad_mode.enabled
     except AttributeError:
@@ -1105,9 +1105,9 @@ def _bce_elements(logits, target):
     """binary_cross_entropy_with_logits with reduction="none": max(z, 0) - z t +
     log(1 + exp(-|z|)) for each element, stable for large |z|; d/dz = g (sigmoid(z) - t) and
     d/dt = -g z."""
-    as_f32, _ = _backend_checks(logits.data)
-    z = as_f32(logits.data, "logits")
-    t = as_f32(target.data, "targets")
+    as_f32, _ = _backend_checks(logits._data)
+    z = as_f32(logits._data, "logits")
+    t = as_f32(target._data, "targets")
     check_targets(z, t)
     xp = _xp(z)
     # (asarray: a 0-d input gives NumPy scalars otherwise)
@@ -1135,9 +1135,9 @@ def mse_loss(input, target, *, reduction="mean"):
         raise ValueError(f"mse_loss: input shape {input.shape} and target shape "
                          f"{target.shape} differ")
     for t, name in ((input, "input"), (target, "target")):
-        if t.data.dtype != F32:  # (ops.sub would name its own arguments, a and b)
-            raise TypeError(f"mse_loss: {name} must be a float32 tensor, got {t.data.dtype}")
-    diff = ops.sub(input.data, target.data)
+        if t._data.dtype != F32:  # (ops.sub would name its own arguments, a and b)
+            raise TypeError(f"mse_loss: {name} must be a float32 tensor, got {t._data.dtype}")
+    diff = ops.sub(input._data, target._data)
     squares = ops.mul(diff, diff)
     if reduction == "none":
         loss = squares

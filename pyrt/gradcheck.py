@@ -95,7 +95,7 @@ def _numerical(func, inputs, wrt, eps):
         n_outputs = [o.numel() for o in _outputs(func, inputs)]
     jac = [[np.zeros((n, inputs[j].numel())) for j in wrt] for n in n_outputs]
     for col, j in enumerate(wrt):
-        base = inputs[j].data
+        base = inputs[j]._data
         for k in range(base.size):
             values = []
             for step in (eps, -eps):
@@ -107,7 +107,7 @@ def _numerical(func, inputs, wrt, eps):
                 with no_grad():
                     outs = _outputs(func, args)
                 values.append((float(_host(flat[k:k + 1])[0]),
-                               [_host(o.data).astype(np.float64).reshape(-1) for o in outs]))
+                               [_host(o._data).astype(np.float64).reshape(-1) for o in outs]))
             (x_plus, f_plus), (x_minus, f_minus) = values
             for i, (a, b) in enumerate(zip(f_plus, f_minus)):
                 jac[i][col][:, k] = (a - b) / (x_plus - x_minus)
@@ -135,7 +135,7 @@ def _analytical(func, inputs, wrt):
                 onehot = np.zeros(out.numel(), np.float32)
                 onehot[k] = 1
                 if out.device != "cpu":
-                    onehot = Tensor(onehot).to(out.device).data
+                    onehot = Tensor(onehot).to(out.device)._data
                 results = run_graph((out,), (onehot.reshape(out.shape),), True, targets,
                                     accumulate=False)
                 for col, t in enumerate(targets):

@@ -57,7 +57,7 @@ def affine_grid(theta, size, align_corners=False):
     if len(size) != 4:
         raise NotImplementedError(f"affine_grid only supports 4D sizes, for 2D affine "
                                   f"transformations; got size {list(size)}")
-    if theta.data.dtype != F32:
+    if theta._data.dtype != F32:
         raise TypeError(f"affine_grid(): theta must be a float32 tensor, got {theta.dtype}")
     n, _, h, w = size
     if theta.shape != (n, 2, 3):
@@ -66,7 +66,7 @@ def affine_grid(theta, size, align_corners=False):
     if min(size) <= 0:
         raise ValueError(f"affine_grid(): size must be positive, got {list(size)}")
     align_corners = checked_flag(align_corners, "affine_grid", "align_corners")
-    xp = _xp(theta.data)
+    xp = _xp(theta._data)
     base = Tensor(xp.asarray(_base_grid(h, w, align_corners)))
     grid = matmul(base, theta.transpose(1, 2))  # [N, H * W, 2]
     return grid.reshape(n, h, w, 2)
@@ -123,7 +123,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         if not isinstance(t, Tensor):
             raise TypeError(f"grid_sample(): argument '{name}' must be a Tensor, got "
                             f"{type(t).__name__}")
-        if t.data.dtype != F32:
+        if t._data.dtype != F32:
             raise TypeError(f"grid_sample(): {name} must be a float32 tensor, got {t.dtype}")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample(): mode='bicubic' is not supported: use "
@@ -150,7 +150,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if h == 0 or w == 0:
         raise RuntimeError(f"grid_sample(): expected input to have non-empty spatial "
                            f"dimensions, but input has sizes {list(input.shape)}")
-    x_in, g_in = input.data, grid.data
+    x_in, g_in = input._data, grid._data
     xp = _xp(x_in)
     ho, wo = grid.shape[1:3]
     gd = g_in.astype(np.float64)

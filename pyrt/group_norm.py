@@ -96,12 +96,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input ({c}), but got {name} of shape "
                                f"{list(t.shape)}")
-        repeated.append(None if t is None else Tensor(_xp(t.data).tile(t.data, n)))
+        repeated.append(None if t is None else Tensor(_xp(t._data).tile(t._data, n)))
     y = batch_norm(input.reshape(1, n * c, -1), *repeated, None, None, bool(use_input_stats),
                    momentum, eps)
     if use_input_stats:
         for t, copies in zip((running_mean, running_var), repeated):
             if t is not None:
-                t.data[...] = copies.data.reshape(n, c).mean(axis=0)
-                mark_modified(t.data)
+                t._data[...] = copies._data.reshape(n, c).mean(axis=0)
+                mark_modified(t._data)
     return _affine(y.reshape(shape), weight, bias)

@@ -26,7 +26,7 @@ def gumbel_noise(input):
 
     e = generator().standard_exponential(input.shape, dtype=np.float32)
     g = -np.log(np.maximum(e, np.finfo(np.float32).tiny)).astype(input.dtype, copy=False)
-    return g if isinstance(input.data, np.ndarray) else _move(g, input.device)
+    return g if isinstance(input._data, np.ndarray) else _move(g, input.device)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
@@ -48,7 +48,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     y_soft = softmax((logits + noise) / tau, dim)
     if not hard:
         return y_soft
-    y = y_soft.data
+    y = y_soft._data
     xp = _xp(y)
     if y.ndim == 0:
         y_hard = xp.ones_like(y)

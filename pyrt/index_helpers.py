@@ -57,9 +57,9 @@ def unravel_index(indices, shape):
     if not isinstance(indices, _tensor()):
         raise TypeError(f"unravel_index(): argument 'indices' must be a Tensor, got "
                         f"{type(indices).__name__}")
-    if indices.data.dtype.kind not in "iu":
+    if indices._data.dtype.kind not in "iu":
         raise TypeError(f"expected 'indices' to be integer dtype, but got "
-                        f"pyrt.{indices.data.dtype}")
+                        f"pyrt.{indices._data.dtype}")
     if _integer(shape):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not all(_integer(n) for n in shape):
@@ -67,7 +67,7 @@ def unravel_index(indices, shape):
     shape = tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
-    x = indices.data
+    x = indices._data
     xp = _xp(x)
     coords = []
     rest = x.astype(np.int64)
@@ -97,5 +97,5 @@ def combinations(input, r=2, with_replacement=False):
         itertools.combinations
     rows = list(pick(range(input.shape[0]), int(r)))
     index = np.asarray(rows, np.int64).reshape(len(rows), int(r))
-    flat = _tensor()(_xp(input.data).asarray(index.reshape(-1)))
+    flat = _tensor()(_xp(input._data).asarray(index.reshape(-1)))
     return input.index_select(0, flat).reshape(len(rows), int(r))

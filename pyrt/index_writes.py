@@ -25,12 +25,12 @@ def _same_dtype_source(source, xd, name):
     if not isinstance(source, _tensor()):
         raise TypeError(f"{name}(): argument 'source' must be Tensor, not "
                         f"{type(source).__name__}")
-    if source.data.dtype != xd.dtype:
+    if source._data.dtype != xd.dtype:
         raise RuntimeError(f"{name}: expected self and source to have same dtypes but got "
-                           f"{_name(xd.dtype)} and {_name(source.data.dtype)}")
-    if _xp(source.data) is not _xp(xd):
+                           f"{_name(xd.dtype)} and {_name(source._data.dtype)}")
+    if _xp(source._data) is not _xp(xd):
         raise RuntimeError(f"{name}(): expected source on the device of input")
-    return source.data
+    return source._data
 
 
 def masked_scatter(input, mask, source):
@@ -42,17 +42,17 @@ def masked_scatter(input, mask, source):
     if not isinstance(mask, _tensor()):
         raise TypeError(f"masked_scatter(): argument 'mask' must be Tensor, not "
                         f"{type(mask).__name__}")
-    if mask.data.dtype != np.bool_:
+    if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {_name(mask.data.dtype)}")
+                           f"dtype {_name(mask._data.dtype)}")
     sd = _same_dtype_source(source, xd, "masked_scatter")
     xp = _xp(xd)
     try:
-        shape = np.broadcast_shapes(xd.shape, mask.data.shape)
+        shape = np.broadcast_shapes(xd.shape, mask._data.shape)
     except ValueError:
-        raise RuntimeError(f"masked_scatter(): mask of shape {list(mask.data.shape)} does not "
+        raise RuntimeError(f"masked_scatter(): mask of shape {list(mask._data.shape)} does not "
                            f"broadcast with input of shape {list(xd.shape)}") from None
-    places = xp.broadcast_to(mask.data, shape).copy()  # (a later write to mask moves nothing)
+    places = xp.broadcast_to(mask._data, shape).copy()  # (a later write to mask moves nothing)
     count = int(places.sum())
     if count > sd.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
@@ -81,18 +81,18 @@ def put(input, index, source, accumulate=False):
     accumulate = checked_flag(accumulate, "put", "accumulate")
     if not isinstance(index, _tensor()):
         raise TypeError(f"put(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.data.dtype != I64:
+    if index._data.dtype != I64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
-                           f"{_name(index.data.dtype)}")
+                           f"{_name(index._data.dtype)}")
     if not isinstance(source, _tensor()):
         raise TypeError(f"put(): argument 'source' must be Tensor, not "
                         f"{type(source).__name__}")
-    sd = source.data
+    sd = source._data
     if sd.dtype != xd.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
                            f"self.dtype = {_name(xd.dtype)} and source.dtype = "
                            f"{_name(sd.dtype)}")
-    idx = index.data
+    idx = index._data
     if sd.size != idx.size:
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {sd.size}, index.numel() = "
@@ -143,7 +143,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     # index[i] for every element of source's slice i: the index tensor of scatter_reduce
     spread = xp.broadcast_to((idx % size if size else idx).reshape(
         (1,) * at + (-1,) + (1,) * (sd.ndim - at - 1)), sd.shape)
-    src = source if source.data.shape == sd.shape else reshape(source, sd.shape)
+    src = source if source._data.shape == sd.shape else reshape(source, sd.shape)
     return _scatter_reduce("index_reduce", input, at, _tensor()(_contiguous(spread)), src,
                            reduce, include_self)
 

@@ -20,10 +20,10 @@ __all__ = ["as_number_in_place", "fill_diagonal", "reshaped_in_place"]
 def _zero_gradient(result, parents):
     """`result` (a comparison's bool tensor) as a tensor of parents[0]'s dtype whose
     gradient to every parent is 0."""
-    values = result.data.astype(parents[0].data.dtype)
+    values = result._data.astype(parents[0]._data.dtype)
 
     def backward(g):
-        return tuple(_xp(g).zeros(p.data.shape, F32) if p._requires_grad else None
+        return tuple(_xp(g).zeros(p._data.shape, F32) if p._requires_grad else None
                      for p in parents)
 
     return _make(values, parents, backward, reads=False)
@@ -43,7 +43,7 @@ def fill_diagonal(input, fill_value, wrap=False):
     With wrap, a 2-D matrix taller than wide has its diagonal restart N+1 rows down (every
     (N+1)-th element of the flattened matrix, N its width). The gradient is g off the
     diagonal, 0 on it."""
-    xd = input.data
+    xd = input._data
     if not isinstance(fill_value, numbers.Number):
         raise TypeError(f"fill_diagonal_(): argument 'fill_value' must be Number, not "
                         f"{type(fill_value).__name__}")
@@ -81,14 +81,14 @@ def reshaped_in_place(self, compute, view=None):
     default self's array reshaped, which shares self's memory."""
     if self._in_graph():
         old = _tensor().__new__(_tensor())
-        old.data = self.data
+        old._data = self._data
         old._grad = None
         old._take_history(self)
         result = compute(old)
-        self.data = result.data
+        self._data = result._data
         self._take_history(result)
         return self
     shape = compute(self).shape  # (the argument checks and errors are the out-of-place op's)
-    self.data = self.data.reshape(shape) if view is None else view(self.data)
+    self._data = self._data.reshape(shape) if view is None else view(self._data)
     return self
 

@@ -171,7 +171,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             f"Input and output sizes should be greater than 0, but got input ("
             f"{', '.join(f'{d}: {n}' for d, n in zip(names, spatial))}) output ("
             f"{', '.join(f'{d}: {n}' for d, n in zip(names, sizes))})")
-    xp = _xp(input.data)
+    xp = _xp(input._data)
     # (axis, matrix [out, size], index of the nearest modes) of each resized dim
     plans = []
     for axis, (n, out, factor) in enumerate(zip(spatial, sizes, factors), 2):
@@ -186,7 +186,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         elif out != n or factor not in (None, 1.0):
             plans.append((axis, xp.asarray(_linear_matrix(n, out, factor, align_corners)),
                           None))
-    y = input.data
+    y = input._data
     for axis, m, index in plans:
         y = xp.take(y, index, axis=axis) if index is not None else _along(y, axis, m, False)
     if not plans:

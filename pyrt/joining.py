@@ -137,8 +137,8 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each element of `elements` is among `test_elements` (tensors or numbers): a
     bool tensor of elements' shape (the opposite with invert)."""
     Tensor = _tensor()
-    a = elements.data if isinstance(elements, Tensor) else np.asarray(elements)
-    b = test_elements.data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    a = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
+    b = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     xp = _xp(a)
     return Tensor(xp.asarray(xp.isin(a, b, assume_unique=assume_unique, invert=invert)))
 
@@ -148,5 +148,5 @@ def argwhere(input):
     if not isinstance(input, _tensor()):
         raise TypeError(f"argwhere(): argument 'input' must be a Tensor, got "
                         f"{type(input).__name__}")
-    xp = _xp(input.data)
-    return _tensor()(xp.ascontiguousarray(xp.argwhere(input.data).astype(np.int64)))
+    xp = _xp(input._data)
+    return _tensor()(xp.ascontiguousarray(xp.argwhere(input._data).astype(np.int64)))

@@ -31,15 +31,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """``(input - mean) / sqrt(var + eps) * weight + bias`` over the trailing
     `normalized_shape` dimensions of input."""
     _check_tensors("layer_norm", input=input, weight=weight, bias=bias)
-    w = None if weight is None else weight.data
-    b = None if bias is None else bias.data
-    forward_op, backward_op = _backend(input.data, w, b)
-    y, mean, invstd = forward_op(input.data, normalized_shape, w, b, eps)
+    w = None if weight is None else weight._data
+    b = None if bias is None else bias._data
+    forward_op, backward_op = _backend(input._data, w, b)
+    y, mean, invstd = forward_op(input._data, normalized_shape, w, b, eps)
     parents = tuple(t for t in (input, weight, bias) if t is not None)
 
     def backward(g):
         dx, dw, db = backward_op(
-            g, input.data, normalized_shape, w, mean, invstd,
+            g, input._data, normalized_shape, w, mean, invstd,
             needs_input_grad=input._requires_grad,
             needs_weight_grad=weight is not None and weight._requires_grad,
             needs_bias_grad=bias is not None and bias._requires_grad)

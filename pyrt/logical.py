@@ -18,7 +18,7 @@ def _pair(name, input, other):
     if not isinstance(other, _tensor()):
         raise TypeError(f"{name}(): argument 'other' must be a Tensor, got "
                         f"{type(other).__name__}")
-    b = other.data
+    b = other._data
     if _xp(a) is not _xp(b):
         raise RuntimeError(f"{name}(): expected both tensors on the same device, got "
                            f"{input.device} and {other.device}")

@@ -60,9 +60,9 @@ def _operands(op, input, target):
         raise ValueError(f"{op}: input shape {input.shape} and target shape {target.shape} "
                          "differ")
     for t, name in ((input, "input"), (target, "target")):
-        if t.data.dtype != F32:
-            raise TypeError(f"{op}: {name} must be a float32 tensor, got {t.data.dtype}")
-    if _xp(input.data) is not _xp(target.data):
+        if t._data.dtype != F32:
+            raise TypeError(f"{op}: {name} must be a float32 tensor, got {t._data.dtype}")
+    if _xp(input._data) is not _xp(target._data):
         raise RuntimeError(f"{op}: input and target must be on the same device, got "
                            f"{input.device} and {target.device}")
     return input, target
@@ -108,8 +108,8 @@ def l1_loss(input, target, *, reduction="mean"):
     where they are equal or either is nan, as in PyTorch)."""
     _check_reduction(reduction)
     input, target = _operands("l1_loss", input, target)
-    xp = _xp(input.data)
-    d = input.data - target.data
+    xp = _xp(input._data)
+    d = input._data - target._data
     return _reduced(xp.abs(d), reduction, (input, target),
                     _difference_backward(input, target, lambda: sign_of(xp, d), xp))
 
@@ -124,9 +124,9 @@ def smooth_l1_loss(input, target, *, reduction="mean", beta=1.0):
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
     input, target = _operands("smooth_l1_loss", input, target)
-    xp = _xp(input.data)
+    xp = _xp(input._data)
     b = np.float32(beta)
-    d = input.data - target.data
+    d = input._data - target._data
     size = xp.abs(d)
     near = size < b
     losses = xp.where(near, np.float32(0.5) * size * size / b, size - np.float32(0.5) * b)
@@ -143,9 +143,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _operands("huber_loss", input, target)
-    xp = _xp(input.data)
+    xp = _xp(input._data)
     c = np.float32(delta)
-    d = input.data - target.data
+    d = input._data - target._data
     size = xp.abs(d)
     near = size < c
     losses = xp.where(near, np.float32(0.5) * size * size, c * (size - np.float32(0.5) * c))
@@ -169,7 +169,7 @@ def _bce_weight(weight, shape, xp):
         raise RuntimeError("The function 'binary_cross_entropy' is not differentiable with "
                            "respect to argument 'weight'. This input cannot have "
                            "requires_grad True.")
-    w = weight.data
+    w = weight._data
     if w.dtype != F32:
         raise TypeError(f"binary_cross_entropy: weight must be a float32 tensor, got {w.dtype}")
     if _xp(w) is not xp:
@@ -191,7 +191,7 @@ def binary_cross_entropy(input, target, weight=None, *, reduction="mean"):
     outside gives nan."""
     _check_reduction(reduction)
     input, target = _operands("binary_cross_entropy", input, target)
-    x, t = input.data, target.data
+    x, t = input._data, target._data
     xp = _xp(x)
     if xp is np:  # (on the GPU the check would wait for the device)
         for values, name in ((x, "input"), (t, "target")):
@@ -244,7 +244,7 @@ def kl_div(input, target, *, reduction="mean", log_target=False):
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.", stacklevel=2)
     input, target = _operands("kl_div", input, target)
-    x, t = input.data, target.data
+    x, t = input._data, target._data
     xp = _xp(x)
     if log_target:
         p = xp.exp(t)
@@ -297,8 +297,8 @@ def _reduce(losses, reduction):
     ``_reduced``: the mean of no losses is nan)."""
     if reduction == "none":
         return losses
-    xp = _xp(losses.data)
-    return _reduced(losses.data, reduction, (losses,), lambda ge: (_float32(ge, xp),))
+    xp = _xp(losses._data)
+    return _reduced(losses._data, reduction, (losses,), lambda ge: (_float32(ge, xp),))
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, *, reduction="mean"):
@@ -462,10 +462,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if isinstance(var, numbers.Real) and not isinstance(var, bool):
         if var < 0:
             raise ValueError("var has negative entry/entries")
-        var = _tensor()(_xp(input.data).full(input.shape, var, F32))
+        var = _tensor()(_xp(input._data).full(input.shape, var, F32))
     else:
         (var,) = _tensors("gaussian_nll_loss", var=var)
-        if bool((var.data < 0).any()):
+        if bool((var._data < 0).any()):
             raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
@@ -501,7 +501,7 @@ def _labels(target, xp):
     if not isinstance(target, _tensor()):
         raise TypeError(f"target must be a Tensor of class indices, got "
                         f"{type(target).__name__}")
-    y = target.data
+    y = target._data
     if y.dtype != I64:
         raise RuntimeError(f"expected scalar type Long but found {y.dtype}")
     if _xp(y) is not xp:
@@ -540,7 +540,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, *, reduction=
             raise RuntimeError("The function 'multi_margin_loss' is not differentiable with "
                                "respect to argument 'weight'. This input cannot have "
                                "requires_grad True.")
-        if weight.data.dtype != F32 or _xp(weight.data) is not xp:
+        if weight._data.dtype != F32 or _xp(weight._data) is not xp:
             raise TypeError("multi_margin_loss: weight must be a float32 tensor on the input's "
                             "device")
     y = y.reshape(nframe)
@@ -554,7 +554,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, *, reduction=
     active = (z > 0) & (xp.arange(dim) != y[:, None])
     h = xp.where(active, z if p == 1 else z * z, np.float32(0))
     if weight is not None:
-        scale = weight.data[y][:, None]
+        scale = weight._data[y][:, None]
         h = h * scale
     losses = h.sum(axis=1, dtype=F32) / np.float32(dim)
     if xp is not np:  # a class index out of range: nan, as nll_loss gives on the GPU

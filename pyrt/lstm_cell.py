@@ -53,9 +53,9 @@ def lstm_cell(gates, gates_h=None, c_prev=None):
     """(h, c) of one LSTM step from the gate pre-activations gates + gates_h (the input and
     the hidden projections, [N, 4 * hidden] each; gates_h None: gates alone) and c_prev
     [N, hidden] (None: zeros), tensors."""
-    gd = gates.data
-    hd = None if gates_h is None else gates_h.data
-    cd = None if c_prev is None else c_prev.data
+    gd = gates._data
+    hd = None if gates_h is None else gates_h._data
+    cd = None if c_prev is None else c_prev._data
     if gd.ndim != 2 or gd.shape[1] % 4:
         raise ValueError(f"lstm_cell: gates must be [N, 4 * hidden], got shape {gd.shape}")
     rows, hidden = gd.shape[0], gd.shape[1] // 4

@@ -95,7 +95,7 @@ def matmul(input, other):
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         # an array operand (`array @ t`) is a constant tensor, as in the other operators
         input, other = _as_tensor(input), _as_tensor(other)
-    a, b = input.data, other.data
+    a, b = input._data, other._data
     if a.ndim == 2 and b.ndim == 2 and a.dtype is F32 and b.dtype is F32:
         if a.shape[1] != b.shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"

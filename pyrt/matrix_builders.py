@@ -26,7 +26,7 @@ def vander(x, N=None, increasing=False):
         raise RuntimeError("N must be non-negative.")
     from pyrt.shapes import cat
 
-    x = x if x.data.dtype.kind == "f" else x.long()
+    x = x if x._data.dtype.kind == "f" else x.long()
     n = x.shape[0]
     if N == 0:
         return x.new_zeros((n, 0))

@@ -15,7 +15,7 @@ __all__ = ["dist", "renorm"]
 
 
 def _check_float(input, name):
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise RuntimeError(f"{name}: Expected a floating point tensor as input. Got "
                            f"{input.dtype}")
 

@@ -20,10 +20,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     [n, c, ...]; see the module's doc for which statistics."""
     _check_tensors("batch_norm", input=input, running_mean=running_mean,
                    running_var=running_var, weight=weight, bias=bias)
-    running = [None if t is None else t.data for t in (running_mean, running_var)]
-    w = None if weight is None else weight.data
-    y, mean, invstd = ops.batch_norm(input.data, *running, w,
-                                     None if bias is None else bias.data, training=training,
+    running = [None if t is None else t._data for t in (running_mean, running_var)]
+    w = None if weight is None else weight._data
+    y, mean, invstd = ops.batch_norm(input._data, *running, w,
+                                     None if bias is None else bias._data, training=training,
                                      momentum=momentum, eps=eps)
     if training:
         for array in running:
@@ -33,7 +33,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
     def backward(g):
         dx, dw, db = ops.batch_norm_backward(
-            g, input.data, w, mean, invstd, training=training,
+            g, input._data, w, mean, invstd, training=training,
             needs_input_grad=input._requires_grad,
             needs_weight_grad=weight is not None and weight._requires_grad,
             needs_bias_grad=bias is not None and bias._requires_grad)

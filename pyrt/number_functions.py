@@ -40,7 +40,7 @@ def float_power(input, exponent):
 def ldexp(input, other):
     """input * 2 ** other, in float32 as PyTorch computes it (other may be floating point, as
     there); gradients g 2^other and g out log(2)."""
-    if isinstance(other, _tensor()) and other.data.dtype.kind == "b":
+    if isinstance(other, _tensor()) and other._data.dtype.kind == "b":
         raise NotImplementedError('"ldexp" is not implemented for bool exponents: pass '
                                   'integers or floating point')
     return _binary("ldexp", input, other, lambda xp, a, b: a * xp.exp2(b),
@@ -83,8 +83,8 @@ def _integers(name, input, other):
         if not isinstance(x, _tensor()):
             raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not "
                             f"{type(x).__name__}")
-        if x.data.dtype != I64:
-            raise NotImplementedError(f'"{name}" is not implemented for {x.data.dtype} '
+        if x._data.dtype != I64:
+            raise NotImplementedError(f'"{name}" is not implemented for {x._data.dtype} '
                                       f'tensors: it takes int64')
     return _binary_setup(name, input, other, I64)
 

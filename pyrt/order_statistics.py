@@ -160,9 +160,9 @@ def _quantile(name, x, q, dim, keepdim, interpolation, skip_nan):
     else:
         if q.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
-        if q.data.dtype != xd.dtype:
+        if q._data.dtype != xd.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        qs = q.data.reshape(-1)
+        qs = q._data.reshape(-1)
     if qs.size and not bool(((qs >= 0) & (qs <= 1)).all()):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     # the slices to take quantiles of, along the last dim
@@ -175,7 +175,7 @@ def _quantile(name, x, q, dim, keepdim, interpolation, skip_nan):
         order = [d for d in range(lines.ndim) if d != at] + [at]
         lines = permute(lines, order)
     ordered = sort(lines, -1).values  # NaNs last
-    od = ordered.data
+    od = ordered._data
     n = od.shape[-1]
     nan = xp.isnan(od)
     count = (n - nan.sum(axis=-1, keepdims=True)) if skip_nan else xp.full(

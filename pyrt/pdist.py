@@ -74,7 +74,7 @@ def pdist(input, p=2):
                         f"{type(p).__name__}")
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
-    x = input.data
+    x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError("pdist only supports floating-point dtypes")
     p = float(p)

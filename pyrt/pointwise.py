@@ -63,11 +63,11 @@ __all__ = [
 
 def _input_array(x, name):
     """The array of tensor `x`, the input of function `name` (a TypeError for anything
-    else: NumPy arrays have a .data of their own)."""
+    else)."""
     if not isinstance(x, _tensor()):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
                         f"{type(x).__name__}")
-    return x.data
+    return x._data
 
 
 def checked_flag(value, name, argument):
@@ -209,7 +209,7 @@ def round(x, decimals=0):
                                   f'{x.dtype} tensors')
     # as PyTorch: scaled by a power of ten in the tensor's dtype, rounded, scaled back
     with np.errstate(over="ignore"):
-        scale = x.data.dtype.type(np.float64(10.0) ** builtins.abs(int(decimals)))
+        scale = x._data.dtype.type(np.float64(10.0) ** builtins.abs(int(decimals)))
     if decimals > 0:
         return _rounding(x, "round", lambda xp, v: xp.rint(v * scale) / scale)
     return _rounding(x, "round", lambda xp, v: xp.rint(v / scale) * scale)
@@ -314,7 +314,7 @@ def _operand(x, dtype):
     """Operand `x` of an op computed in `dtype`: a tensor's array, a number or an array of
     numbers, converted to `dtype`."""
     if isinstance(x, _tensor()):
-        return x.data.astype(dtype, copy=False)
+        return x._data.astype(dtype, copy=False)
     if isinstance(x, numbers.Number):
         return dtype.type(x)
     return np.asarray(x, dtype)
@@ -323,8 +323,8 @@ def _operand(x, dtype):
 def _binary_setup(op, a, b, dtype):
     """(xp, a's array, b's array) of ``a op b`` computed in `dtype`, the shapes checked."""
     tensors = [x for x in (a, b) if isinstance(x, _tensor())]
-    xp = _xp(tensors[0].data) if tensors else np
-    if builtins.any(_xp(t.data) is not xp for t in tensors):
+    xp = _xp(tensors[0]._data) if tensors else np
+    if builtins.any(_xp(t._data) is not xp for t in tensors):
         raise RuntimeError(f"{op}(): expected both tensors on the same device, got "
                            f"{a.device} and {b.device}")
     ad, bd = _operand(a, dtype), _operand(b, dtype)
@@ -516,7 +516,7 @@ def _floating_operands(name, tensors):
         if not isinstance(t, _tensor()):
             raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got "
                             f"{type(t).__name__}")
-        arrays.append(t.data)
+        arrays.append(t._data)
     first = arrays[0]
     for (arg, t), a in zip(tensors, arrays):
         if a.dtype != first.dtype:
@@ -574,8 +574,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
         if not isinstance(t, _tensor()):
             raise TypeError(f"addcmul(): argument '{arg}' must be a Tensor, got "
                             f"{type(t).__name__}")
-    if builtins.all(t.data.dtype.kind in "biu" for _, t in named):
-        xp, wide = _xp(input.data), [t.data.astype(I64) for _, t in named]
+    if builtins.all(t._data.dtype.kind in "biu" for _, t in named):
+        xp, wide = _xp(input._data), [t._data.astype(I64) for _, t in named]
         shape = broadcast_shape(broadcast_shape(wide[0].shape, wide[1].shape), wide[2].shape)
         out = wide[0] + I64.type(int(value)) * wide[1] * wide[2]
         return (_tensor())(_contiguous(xp.broadcast_to(out, shape)))

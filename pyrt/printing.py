@@ -210,7 +210,7 @@ def tensor_repr(tensor):
     """``tensor([...])`` as torch prints the tensor, under the current print options."""
     prefix = "tensor("
     indent = len(prefix)
-    values = tensor.data if isinstance(tensor.data, np.ndarray) else tensor.data.get()
+    values = tensor._data if isinstance(tensor._data, np.ndarray) else tensor._data.get()
     suffixes = []
     if tensor.device != "cpu":
         suffixes.append(f"device='{tensor.device}'")

@@ -28,7 +28,7 @@ def _operands(name, a, b, ndim, names):
     for t, what in zip((a, b), names):
         if t.ndim != ndim:
             raise RuntimeError(what.format(t.ndim))
-    if _xp(a.data) is not _xp(b.data):
+    if _xp(a._data) is not _xp(b._data):
         raise RuntimeError(f"{name}(): expected both tensors on the same device, got "
                            f"{a.device} and {b.device}")
     if a.dtype != b.dtype:
@@ -37,7 +37,7 @@ def _operands(name, a, b, ndim, names):
                            f"{da} and {db}")
     if a.dtype.kind == "b":
         raise RuntimeError(f'"{name}" is not implemented for bool tensors')
-    return a.data, b.data
+    return a._data, b._data
 
 
 def outer(input, vec2):

@@ -68,7 +68,7 @@ def unpack_state(new_state, name="set_rng_state"):
                 else type(new_state).__name__)
         raise TypeError(f"{name}(): new_state must be a uint8 tensor from "
                         f"get_rng_state(), got {what}")
-    data = new_state.data if isinstance(new_state.data, np.ndarray) else new_state.data.get()
+    data = new_state._data if isinstance(new_state._data, np.ndarray) else new_state._data.get()
     packed = bytes(np.ascontiguousarray(data).reshape(-1))
     if new_state.ndim != 1 or len(packed) < _FIXED + _SEED_BYTES:
         raise RuntimeError(f"{name}(): RNG state is wrong size: expected a 1-d tensor "

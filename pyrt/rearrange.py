@@ -54,8 +54,8 @@ def narrow(x, dim, start, length):
     if xd.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     for value, name in ((start, "start"), (length, "length")):
-        if not _integer(value) and not (isinstance(value, _tensor()) and value.data.ndim == 0
-                                        and value.data.dtype.kind in "iu"):
+        if not _integer(value) and not (isinstance(value, _tensor()) and value._data.ndim == 0
+                                        and value._data.dtype.kind in "iu"):
             raise TypeError(f"narrow(): argument '{name}' must be an int, got "
                             f"{type(value).__name__}")
     start, length = int(start), int(length)
@@ -164,7 +164,7 @@ def repeat_interleave(x, repeats, dim=None):
     xd = _input_array(x, "repeat_interleave")
     xp = _xp(xd)
     if isinstance(repeats, _tensor()):
-        counts = repeats.data
+        counts = repeats._data
         if counts.dtype.kind not in "iu" or counts.ndim > 1:
             raise RuntimeError("repeat_interleave: repeats must be an int or a 0-d or 1-d "
                                "integer tensor")
@@ -227,7 +227,7 @@ def rot90(x, k=1, dims=(0, 1)):
         return flip(x, (first, second))
     if turns == 3:
         return transpose(flip(x, (first,)), first, second)
-    return _make(_contiguous(x.data.copy()), (x,), lambda g: (g,), reads=False)
+    return _make(_contiguous(x._data.copy()), (x,), lambda g: (g,), reads=False)
 
 
 # ---- triangles and diagonals -----------------------------------------------------------------
@@ -329,11 +329,11 @@ def meshgrid(*tensors, indexing=None):
         along[0], along[1] = 1, 0
     shape = [0] * len(tensors)
     for t, d in zip(tensors, along):
-        shape[d] = t.data.size
+        shape[d] = t._data.size
     grids = []
     for t, d in zip(tensors, along):
         line = [1] * len(tensors)
-        line[d] = t.data.size
+        line[d] = t._data.size
         grids.append(expand(_reshape(t, tuple(line)), shape))
     return tuple(grids)
 
@@ -373,7 +373,7 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
         size = max(out.shape[at] - 1, 0)
         later, earlier = narrow(out, at, min(1, out.shape[at]), size), narrow(out, at, 0, size)
         if out.dtype == np.bool_:
-            out = (_tensor())(_xp(out.data).logical_xor(later.data, earlier.data))
+            out = (_tensor())(_xp(out._data).logical_xor(later._data, earlier._data))
         else:
             out = _sub(later, earlier)
     return out

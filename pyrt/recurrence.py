@@ -88,7 +88,7 @@ def _weight_gradient(dgates, h_prevs):
 def lstm_sequence(xw, weight_hh, h0, c0, reverse=False):
     """(output [L, N, hidden], h_n, c_n [N, hidden]) of one LSTM layer and direction; the
     arguments are CPU float32 tensors with C-contiguous data, L >= 1."""
-    x, w, h_init, c_init = xw.data, weight_hh.data, h0.data, c0.data
+    x, w, h_init, c_init = xw._data, weight_hh._data, h0._data, c0._data
     length, batch, gates = x.shape
     hidden = gates // 4
     Tensor = _tensor()
@@ -124,8 +124,8 @@ def lstm_sequence(xw, weight_hh, h0, c0, reverse=False):
 def gru_sequence(xw, weight_hh, bias_hh, h0, reverse=False):
     """(output [L, N, hidden], h_n [N, hidden]) of one GRU layer and direction; the
     arguments are CPU float32 tensors with C-contiguous data (bias_hh may be None), L >= 1."""
-    x, w, h_init = xw.data, weight_hh.data, h0.data
-    b = None if bias_hh is None else bias_hh.data
+    x, w, h_init = xw._data, weight_hh._data, h0._data
+    b = None if bias_hh is None else bias_hh._data
     length, batch, gates = x.shape
     hidden = gates // 3
     Tensor = _tensor()

@@ -23,15 +23,15 @@ def resize_(self, size):
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     shape = _shape(size)
-    xp = _xp(self.data)
+    xp = _xp(self._data)
     count = int(np.prod(shape, dtype=np.int64))
-    if count == self.data.size:
-        self.data = xp.ascontiguousarray(self.data).reshape(shape)
+    if count == self._data.size:
+        self._data = xp.ascontiguousarray(self._data).reshape(shape)
         return self
-    flat = xp.empty(count, self.data.dtype)
-    kept = min(count, self.data.size)
-    flat[:kept] = self.data.reshape(-1)[:kept]
-    self.data = flat.reshape(shape)
+    flat = xp.empty(count, self._data.dtype)
+    kept = min(count, self._data.size)
+    flat[:kept] = self._data.reshape(-1)[:kept]
+    self._data = flat.reshape(shape)
     return self
 
 

@@ -40,9 +40,9 @@ def _host(input, name, arg="input"):
     if not isinstance(input, _tensor()):
         raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got "
                         f"{type(input).__name__}")
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise RuntimeError(f"{name}(): expected a floating-point tensor, got {input.dtype}")
-    return np.asarray(_moved(input.data, "cpu"), np.float64)
+    return np.asarray(_moved(input._data, "cpu"), np.float64)
 
 
 def _like(values, input):
@@ -146,7 +146,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None):
                         f"{type(input).__name__}")
     if high is None:
         low, high = 0, low
-    return randint(low, high, input.shape, dtype=input.data.dtype if dtype is None else dtype,
+    return randint(low, high, input.shape, dtype=input._data.dtype if dtype is None else dtype,
                    device=input.device if device is None else device)
 
 
@@ -198,7 +198,7 @@ def random_(self, *bounds, **named):
     else:
         low = named.get("from", bounds[0] if bounds else 0)
         high = named.get("to", bounds[1] if len(bounds) > 1 else None)
-    dtype = self.data.dtype
+    dtype = self._data.dtype
     if dtype.kind == "b":
         top = 1
     elif dtype.kind == "f":
@@ -220,7 +220,7 @@ def random_(self, *bounds, **named):
 def cauchy_(self, median=0.0, sigma=1.0):
     """Every element drawn from the Cauchy distribution of `median` and scale `sigma`,
     median + sigma * tan(pi * (u - 1/2)) for u uniform in [0, 1), in place."""
-    if self.data.dtype.kind != "f":
+    if self._data.dtype.kind != "f":
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified {self.dtype}")
     self._check_random_fill("cauchy_", median, sigma)
@@ -241,7 +241,7 @@ def log_normal_(self, mean=1.0, std=2.0):
 def geometric_(self, p):
     """Every element drawn as the number of Bernoulli(p) trials up to and including the first
     success (1, 2, ...), in place; self may be floating point or int64."""
-    if self.data.dtype.kind == "b":
+    if self._data.dtype.kind == "b":
         raise NotImplementedError("geometric_(): not implemented for a bool tensor")
     if isinstance(p, bool) or not isinstance(p, numbers.Real):
         raise TypeError(f"geometric_(): argument 'p' must be a float, got {type(p).__name__}")

@@ -40,11 +40,11 @@ def _index_array(index, name, dtypes, error=RuntimeError):
     if not isinstance(index, _tensor()):
         raise TypeError(f"{name}(): argument 'index' must be a Tensor, got "
                         f"{type(index).__name__}")
-    if index.data.dtype not in dtypes:
+    if index._data.dtype not in dtypes:
         wanted = "int32/int64" if len(dtypes) > 1 else "int64"
         raise error(f"{name}(): Expected dtype {wanted} for index, but got "
-                    f"{_name(index.data.dtype)}")
-    return index.data
+                    f"{_name(index._data.dtype)}")
+    return index._data
 
 
 def _in_range(places, size, at, name, error=RuntimeError, negative=False):
@@ -91,11 +91,11 @@ def _scatter_places(name, xd, dim, idx, src_shape):
 def _checked_src(src, xd, name):
     if not isinstance(src, _tensor()):
         raise TypeError(f"{name}(): argument 'src' must be a Tensor, got {type(src).__name__}")
-    if src.data.dtype != xd.dtype:
+    if src._data.dtype != xd.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if _xp(src.data) is not _xp(xd):
+    if _xp(src._data) is not _xp(xd):
         raise RuntimeError(f"{name}(): expected src on the device of input")
-    return src.data
+    return src._data
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
@@ -280,7 +280,7 @@ def _source(name, xd, at, idx, source):
     if not isinstance(source, _tensor()):
         raise TypeError(f"{name}(): argument 'source' must be a Tensor, got "
                         f"{type(source).__name__}")
-    sd = source.data
+    sd = source._data
     if sd.dtype != xd.dtype:
         raise RuntimeError(f"{name}(): self ({_name(xd.dtype)}) and source ({_name(sd.dtype)}) "
                            f"must have the same scalar type")
@@ -368,11 +368,11 @@ def index_fill(input, dim, index, value):
     idx = _in_range(idx, line.shape[at], at, "", IndexError, negative=True)
     parents = (input,)
     if isinstance(value, _tensor()):
-        if value.data.ndim:
+        if value._data.ndim:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.data.ndim} dimension(s).")
+                               f"got tensor with {value._data.ndim} dimension(s).")
         parents = (input, value)
-        fill = scalar_as(value.data.item(), xd.dtype, "index_fill(): value")
+        fill = scalar_as(value._data.item(), xd.dtype, "index_fill(): value")
     else:
         fill = scalar_as(value, xd.dtype, "index_fill(): value")
     xp = _xp(xd)
@@ -405,11 +405,11 @@ def index_put(input, indices, values, accumulate=False):
                         f"{type(values).__name__}")
     key = []
     for i in indices:
-        if not isinstance(i, _tensor()) or i.data.dtype.kind not in "biu":
+        if not isinstance(i, _tensor()) or i._data.dtype.kind not in "biu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        key.append(i.data)
+        key.append(i._data)
     key = tuple(key)
-    vd = values.data
+    vd = values._data
     if vd.dtype != xd.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{_name(xd.dtype)} for the destination and {_name(vd.dtype)} for "
@@ -465,11 +465,11 @@ def take(input, index):
     xd = _input_array(input, "take")
     if not isinstance(index, _tensor()):
         raise TypeError(f"take(): argument 'index' must be Tensor, not {type(index).__name__}")
-    if index.data.dtype != I64:
+    if index._data.dtype != I64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{_name(index.data.dtype)}")
+                           f"{_name(index._data.dtype)}")
     n = xd.size
-    places = _flat_places(index.data, n)
+    places = _flat_places(index._data, n)
     xp = _xp(xd)
     out = _contiguous(xd.reshape(-1)[places])
 
@@ -489,9 +489,9 @@ def take_along_dim(input, indices, dim=None):
     if not isinstance(indices, _tensor()):
         raise TypeError(f"take_along_dim(): argument 'indices' must be Tensor, not "
                         f"{type(indices).__name__}")
-    if indices.data.dtype != I64:
+    if indices._data.dtype != I64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_name(indices.data.dtype)}")
+                           f"{_name(indices._data.dtype)}")
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))
     if xd.ndim != indices.ndim:

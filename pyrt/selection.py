@@ -21,20 +21,20 @@ def where(condition, input, other):
     taken as it is there); a float32 result carries gradients to `input` where the condition
     holds and to `other` elsewhere, summed back to their shapes."""
     Tensor = _tensor()
-    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if getattr(cond, "dtype", None) != np.bool_:
         raise TypeError(f"where(): condition must be a bool tensor, got "
                         f"{_describe(condition)}")
     dtype = result_dtype("where", input, other)
     for x, name in ((input, "input"), (other, "other")):
-        if dtype is F32 and isinstance(x, Tensor) and x.data.dtype not in (F32, np.bool_) \
-                and x.data.dtype.kind == "f":  # float64 would be rounded to float32 silently
+        if dtype is F32 and isinstance(x, Tensor) and x._data.dtype not in (F32, np.bool_) \
+                and x._data.dtype.kind == "f":  # float64 would be rounded to float32 silently
             raise TypeError(f"where(): {name} is {_describe(x)}, and pyrt computes where "
                             f"in float32: convert it with .float()")
     tensors = [x for x in (condition, input, other) if isinstance(x, Tensor)]
-    xp = _xp(tensors[0].data) if tensors else np
+    xp = _xp(tensors[0]._data) if tensors else np
     # a number converted as PyTorch converts it: 1e40 cannot become a float32 inf silently
-    a, b = (x.data if isinstance(x, Tensor)
+    a, b = (x._data if isinstance(x, Tensor)
             else scalar_as(x, dtype, f"where(): {name}") if isinstance(x, numbers.Number)
             else x
             for x, name in ((input, "input"), (other, "other")))
@@ -46,7 +46,7 @@ def where(condition, input, other):
         return Tensor(out)
     out = _contiguous(out)
     sides = [(x, holds) for x, holds in ((input, True), (other, False)) if isinstance(x, Tensor)]
-    if cond is getattr(condition, "data", None) and builtins.any(
+    if cond is getattr(condition, "_data", None) and builtins.any(
             x._requires_grad for x, _ in sides):
         cond = cond.copy()  # a later write to the condition must not move the gradient
 
@@ -94,24 +94,24 @@ def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill(): argument 'mask' must be a bool Tensor, got "
                         f"{type(mask).__name__}")
-    if mask.data.dtype != np.bool_:
+    if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.data.dtype}")
+                           f"{mask._data.dtype}")
     xp = _xp(xd)
-    if _xp(mask.data) is not xp:
+    if _xp(mask._data) is not xp:
         raise RuntimeError(f"masked_fill(): expected mask on the device of input, "
                            f"{input.device}, got {mask.device}")
     broadcast_shape(xd.shape, mask.shape)
     parents = (input,)
     if isinstance(value, Tensor):
-        if value.data.ndim:
+        if value._data.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.data.ndim} dimension(s).")
+                               f"got tensor with {value._data.ndim} dimension(s).")
         if value._requires_grad and xd.dtype == F32:  # (an integer result has no gradient)
             parents = (input, value)
-        value = value.data.item()
+        value = value._data.item()
     fill = scalar_as(value, xd.dtype, "masked_fill(): value").item()
-    m = mask.data.copy() if input._requires_grad or len(parents) == 2 else mask.data
+    m = mask._data.copy() if input._requires_grad or len(parents) == 2 else mask._data
     out = _contiguous(xp.where(m, fill, xd).astype(xd.dtype, copy=False))
 
     def backward(g):
@@ -130,12 +130,12 @@ def _bool_mask(mask, xd, name):
     if not isinstance(mask, _tensor()):
         raise TypeError(f"{name}(): argument 'mask' must be a bool Tensor, got "
                         f"{type(mask).__name__}")
-    if mask.data.dtype != np.bool_:
-        raise RuntimeError(f"{name}: expected BoolTensor for mask, got {mask.data.dtype}")
-    if _xp(mask.data) is not _xp(xd):
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"{name}: expected BoolTensor for mask, got {mask._data.dtype}")
+    if _xp(mask._data) is not _xp(xd):
         raise RuntimeError(f"{name}(): expected mask on the device of input")
     broadcast_shape(xd.shape, mask.shape)
-    return mask.data
+    return mask._data
 
 
 def masked_select(input, mask):
@@ -229,7 +229,7 @@ def bincount(input, weights=None, minlength=0):
                         f"{type(weights).__name__}")
     if weights.shape != xd.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
-    w = weights.data
+    w = weights._data
     dtype = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
     counts = xp.bincount(xd.astype(I64), weights=w.astype(np.float64), minlength=minlength)
     return Tensor(counts.astype(dtype))

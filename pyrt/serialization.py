@@ -50,7 +50,7 @@ def _encode(obj, arrays, depth=0, stored=None):
     stored once and loads as one array again, as torch.save keeps shared storage."""
     stored = {} if stored is None else stored
     if isinstance(obj, Tensor):
-        ref = {"__tensor__": _store(obj.data, arrays, stored, cpu=True)}
+        ref = {"__tensor__": _store(obj._data, arrays, stored, cpu=True)}
         if obj.requires_grad:
             ref["requires_grad"] = True
         return ref

@@ -41,9 +41,9 @@ def permute(x, dims):
     n = len(order)
     if n >= 2 and order[-2:] == (n - 1, n - 2) and order[:-2] == tuple(range(n - 2)):
         # the last two dims swapped (transpose(-2, -1), .mT): a matrix transpose, batched
-        return _make(swap_last_axes(x.data), (x,), lambda g: (swap_last_axes(g),), reads=False)
+        return _make(swap_last_axes(x._data), (x,), lambda g: (swap_last_axes(g),), reads=False)
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
-    out = _contiguous(x.data.transpose(order))
+    out = _contiguous(x._data.transpose(order))
     return _make(out, (x,), lambda g: (_contiguous(g.transpose(inverse)),), reads=False)
 
 
@@ -109,8 +109,8 @@ def cat(tensors, dim=0):
             raise RuntimeError(f"Sizes of tensors must match except in dimension {at}. "
                                f"Expected {first.shape} but got {t.shape} for tensor number "
                                f"{i} in the list.")
-    xp = _xp(first.data)
-    out = xp.concatenate([t.data for t in tensors], axis=at)
+    xp = _xp(first._data)
+    out = xp.concatenate([t._data for t in tensors], axis=at)
     bounds, edge = [], 0
     for t in tensors[:-1]:
         edge += t.shape[at]
@@ -131,8 +131,8 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape} "
                                f"at entry 0 and {t.shape} at entry {i}")
     at = dim_index(dim, len(shape) + 1)
-    xp = _xp(tensors[0].data)
-    out = xp.stack([t.data for t in tensors], axis=at)
+    xp = _xp(tensors[0]._data)
+    out = xp.stack([t._data for t in tensors], axis=at)
 
     def backward(g):
         return tuple(_contiguous(xp.take(g, i, axis=at)) for i in range(len(tensors)))
@@ -179,8 +179,8 @@ def expand(x, sizes):
                                f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
                                f"{list(sizes)}.  Tensor sizes: {list(x.shape)}")
         shape.append(n)
-    xp = _xp(x.data)
-    out = xp.array(xp.broadcast_to(x.data, tuple(shape)), order="C")
+    xp = _xp(x._data)
+    out = xp.array(xp.broadcast_to(x._data, tuple(shape)), order="C")
     in_shape = x.shape
     return _make(out, (x,), lambda g: (_unbroadcast(g, in_shape),), reads=False)
 
@@ -195,8 +195,8 @@ def repeat(x, sizes):
     if any(r < 0 for r in sizes):
         raise RuntimeError(f"repeat(): sizes must be non-negative, got {list(sizes)}")
     base = (1,) * (len(sizes) - x.ndim) + x.shape
-    xp = _xp(x.data)
-    out = _contiguous(xp.tile(x.data.reshape(base), sizes))
+    xp = _xp(x._data)
+    out = _contiguous(xp.tile(x._data.reshape(base), sizes))
     in_shape = x.shape
 
     def backward(g):
@@ -215,7 +215,7 @@ def repeat(x, sizes):
 def _piece(x, at, start, stop):
     """x[start:stop] along dim `at`; its gradient goes back to those places."""
     index = (slice(None),) * at + (slice(start, stop),)
-    xp = _xp(x.data)
+    xp = _xp(x._data)
     shape = x.shape
 
     def backward(g):
@@ -223,7 +223,7 @@ def _piece(x, at, start, stop):
         dx[index] = g
         return (dx,)
 
-    return _make(_contiguous(x.data[index]), (x,), backward, reads=False)
+    return _make(_contiguous(x._data[index]), (x,), backward, reads=False)
 
 
 def split(x, split_size_or_sections, dim=0):
@@ -305,7 +305,7 @@ def gather(x, dim, index):
     if not isinstance(index, Tensor):
         raise TypeError(f"gather(): argument 'index' must be a Tensor, got "
                         f"{type(index).__name__}")
-    xd, idx = x.data, index.data
+    xd, idx = x._data, index._data
     if idx.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"gather(): Expected dtype int32/int64 for index, got {idx.dtype}")
     xp = _xp(xd)
@@ -362,7 +362,7 @@ def sort(x, dim=-1, descending=False):
     from pyrt.tensor import Tensor
 
     at = dim_index(dim, x.ndim)
-    line = x.data.reshape(x.shape or (1,))
+    line = x._data.reshape(x.shape or (1,))
     order = _sort_order(line, at, checked_flag(descending, "sort", "descending"))
     values, backward = _taken(x, line, order, at)
     return sort_result(_make(_contiguous(values.reshape(x.shape)), (x,), backward, reads=False),
@@ -382,7 +382,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     if x.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes")
     at = dim_index(dim, x.ndim)
-    line = x.data.reshape(x.shape or (1,))
+    line = x._data.reshape(x.shape or (1,))
     n = line.shape[at]
     if not 0 <= k <= n:
         raise RuntimeError(f"selected index k out of range: k is {k}, but dim {at} has {n} "
@@ -411,12 +411,12 @@ def flip(x, dims):
             raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
     if x.ndim == 0:  # the one dim of a 0-d tensor holds one element: nothing moves
         axes = ()
-    xp = _xp(x.data)
+    xp = _xp(x._data)
 
     def flipped(a):
         return xp.flip(a, axis=axes).copy(order="C") if axes else a.copy()
 
-    return _make(flipped(x.data), (x,), lambda g: (flipped(g),), reads=False)
+    return _make(flipped(x._data), (x,), lambda g: (flipped(g),), reads=False)
 
 
 def index_select(x, dim, index):
@@ -428,18 +428,18 @@ def index_select(x, dim, index):
     if not isinstance(index, Tensor):
         raise TypeError(f"index_select(): argument 'index' must be a Tensor, got "
                         f"{type(index).__name__}")
-    idx = index.data
+    idx = index._data
     if idx.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"index_select(): Expected dtype int32/int64 for index, got "
                            f"{idx.dtype}")
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    xp = _xp(x.data)
+    xp = _xp(x._data)
     if _xp(idx) is not xp:
         raise RuntimeError(f"index_select(): expected index on the device of input, "
                            f"{x.device}, got {index.device}")
     at = dim_index(dim, x.ndim)
-    line = x.data.reshape(x.shape or (1,))
+    line = x._data.reshape(x.shape or (1,))
     n = line.shape[at]
     # a copy: a later write to index must not move the gradient
     places = idx.reshape(-1).astype(_I64)

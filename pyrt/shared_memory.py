@@ -23,9 +23,9 @@ def _mapping(array):
 
 def is_shared(tensor):
     """Whether the tensor's data is in shared memory: on the GPU, or share_memory_'s."""
-    if not isinstance(tensor.data, np.ndarray):
+    if not isinstance(tensor._data, np.ndarray):
         return True
-    return _mapping(tensor.data) is not None
+    return _mapping(tensor._data) is not None
 
 
 def share_memory_(tensor):
@@ -33,11 +33,11 @@ def share_memory_(tensor):
     is). Views made before the move keep the old memory."""
     if is_shared(tensor):
         return tensor
-    data = tensor.data
+    data = tensor._data
     shared = mmap.mmap(-1, max(data.nbytes, 1))  # anonymous: MAP_SHARED on POSIX
     array = np.frombuffer(shared, data.dtype, data.size).reshape(data.shape)
     array[...] = data
-    tensor.data = array
+    tensor._data = array
     return tensor
 
 
@@ -45,7 +45,7 @@ def pin_memory(tensor):
     """The tensor itself, once a CUDA device is present and the tensor is on the CPU."""
     from pyrt import cuda
 
-    if not isinstance(tensor.data, np.ndarray):
+    if not isinstance(tensor._data, np.ndarray):
         raise RuntimeError(  # noqa: TRY004 (torch's)
             f"cannot pin '{tensor.device}' tensors: only dense CPU tensors "
             f"can be pinned")

@@ -30,9 +30,8 @@ PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
 def _check_tensors(op, **tensors):
-    """TypeError unless each of `tensors` (None for an absent bias) is a Tensor: an array has
-    a .data of its own, which would be taken for one. The first is named "input", as in
-    PyTorch's functions and pyrt's layers."""
+    """TypeError unless each of `tensors` (None for an absent bias) is a Tensor. The first is
+    named "input", as in PyTorch's functions and pyrt's layers."""
     Tensor = _tensor()
     for name, t in tensors.items():
         if t is not None and not isinstance(t, Tensor):
@@ -73,29 +72,29 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     kernel's taps; `padding` is an int, a pair, "valid" or "same"."""
     _check_tensors("conv2d", input=x, weight=weight, bias=bias)
     if isinstance(padding, str):
-        wd = weight.data
+        wd = weight._data
         kernel = wd.shape[2:] if wd.ndim == 4 else (1, 1)  # (the op names a bad weight)
         padding, (bottom, right) = conv_padding(padding, kernel, stride, dilation)
         if bottom or right:
             x = pad(x, (0, right, 0, bottom))
     options = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-    b = None if bias is None else bias.data
+    b = None if bias is None else bias._data
     backward_op = ops.conv2d_backward
-    if weight._requires_grad and is_grad_enabled() and _xp(weight.data) is not np:
+    if weight._requires_grad and is_grad_enabled() and _xp(weight._data) is not np:
         # on the GPU the forward's column matrix of x serves the weight gradient too (the
         # CUDA op refuses x and weight on different devices, as ops.conv2d would)
         from pyrt.cuda.ops import conv as cuda_conv
 
-        y, columns = cuda_conv.conv2d_keeping_columns(x.data, weight.data, b, **options)
+        y, columns = cuda_conv.conv2d_keeping_columns(x._data, weight._data, b, **options)
         backward_op = cuda_conv.conv2d_backward
         if columns is not None:
             options["columns"] = columns
     else:
-        y = ops.conv2d(x.data, weight.data, b, **options)
+        y = ops.conv2d(x._data, weight._data, b, **options)
 
     def backward(g):
         dx, dw, db = backward_op(
-            x.data, weight.data, g, needs_input_grad=x._requires_grad,
+            x._data, weight._data, g, needs_input_grad=x._requires_grad,
             needs_weight_grad=weight._requires_grad,
             needs_bias_grad=bias is not None and bias._requires_grad, **options)
         return (dx, dw) if bias is None else (dx, dw, db)
@@ -127,8 +126,8 @@ def _max_pool2d(x, window, ceil_mode, return_indices, relu=False):
     options = {"ceil_mode": ceil_mode, "relu": relu} if relu else {"ceil_mode": ceil_mode}
     need = x._requires_grad and is_grad_enabled()
     if not (need or return_indices):
-        return _make(ops.max_pool2d(x.data, *window, **options), (x,), None)
-    y, idx = ops.max_pool2d(x.data, *window, return_indices=True, **options)
+        return _make(ops.max_pool2d(x._data, *window, **options), (x,), None)
+    y, idx = ops.max_pool2d(x._data, *window, return_indices=True, **options)
     shape = x.shape
     out = _make(y, (x,), lambda g: (
         ops.max_pool2d_backward(g, idx, shape, *window, ceil_mode=ceil_mode),))
@@ -141,7 +140,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     """The mean of each window of x [n, c, h, w], the padding counted as zeros in it unless
     count_include_pad is False."""
     _check_tensors("avg_pool2d", input=x)
-    y = ops.avg_pool2d(x.data, kernel_size, stride, padding, ceil_mode=ceil_mode,
+    y = ops.avg_pool2d(x._data, kernel_size, stride, padding, ceil_mode=ceil_mode,
                        count_include_pad=count_include_pad)
     shape = x.shape
     return _make(y, (x,), lambda g: (
@@ -215,7 +214,7 @@ def pad(input, pad, mode="constant", value=None):
         raise ValueError(f"Padding mode {mode!r} doesn't take in value argument")
     if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise TypeError(f"pad: value must be a real number, got {value!r}")
-    data = input.data
+    data = input._data
     xp = _xp(data)
     pairs = _pad_amounts(pad, data.ndim)
     first = data.ndim - len(pairs)
@@ -249,7 +248,7 @@ def pad(input, pad, mode="constant", value=None):
 
 def _pad_constant(input, xp, first, pairs, value):
     """Constant padding: negative amounts crop first, then the positive ones pad with value."""
-    data = input.data
+    data = input._data
     crop = [slice(None)] * data.ndim
     widths = [(0, 0)] * data.ndim
     for axis, (before, after) in enumerate(pairs, first):

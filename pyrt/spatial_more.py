@@ -231,7 +231,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                            f"dilation={dil}, padding={pad}, calculated shape of the array of "
                            f"sliding blocks as {tuple(max(b, 0) for b in blocks)}, but its "
                            f"components must be at least one.")
-    y = _make(_im2col(x.data, window, blocks), (x,),
+    y = _make(_im2col(x._data, window, blocks), (x,),
               lambda g: (_col2im(g, size, window, blocks),), reads=False)
     return y if input.ndim == 4 else y.reshape(y.shape[1:])
 
@@ -259,6 +259,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"to match the calculated number of sliding blocks {blocks[0]} * "
                            f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
-    y = _make(_col2im(x.data, size, window, blocks), (x,),
+    y = _make(_col2im(x._data, size, window, blocks), (x,),
               lambda g: (_im2col(g, window, blocks),), reads=False)
     return y if input.ndim == 3 else y.reshape(y.shape[1:])

@@ -112,7 +112,7 @@ def log1p(input):
 def expit(input):
     """The logistic sigmoid 1 / (1 + exp(-input)) (integers and bools as float32)."""
     input = _tensor_input(input, "expit")
-    return _sigmoid(input if input.data.dtype.kind == "f" else input.float())
+    return _sigmoid(input if input._data.dtype.kind == "f" else input.float())
 
 
 def logit(input, eps=None):

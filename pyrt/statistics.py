@@ -37,7 +37,7 @@ def _weights(weights, name, observations, integral):
     if weights.ndim > 1:
         raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                            f"{name} with {weights.ndim} dimensions")
-    kind = weights.data.dtype.kind
+    kind = weights._data.dtype.kind
     if integral and kind not in "iu":
         raise RuntimeError(f"cov(): expected {name} to have integral dtype but got {name} "
                            f"with {weights.dtype} dtype")
@@ -48,7 +48,7 @@ def _weights(weights, name, observations, integral):
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                            f"observations in the input but got {weights.numel()} != "
                            f"{observations}")
-    if weights.numel() and bool((weights.data < 0).any()):
+    if weights.numel() and bool((weights._data < 0).any()):
         raise RuntimeError(f"cov(): {name} cannot be negative")
     return weights.reshape(-1).detach().to(np.float32)
 
@@ -77,9 +77,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w_sum = float(observations)
         norm = w_sum - correction
     else:
-        w_sum = float(w.data.sum(dtype=np.float64))
+        w_sum = float(w._data.sum(dtype=np.float64))
         norm = w_sum - (correction if aw is None or correction == 0 else
-                        correction * float((w.data.astype(np.float64) * aw.data).sum())
+                        correction * float((w._data.astype(np.float64) * aw._data).sum())
                         / w_sum)
     if norm <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
@@ -108,7 +108,7 @@ def _check_samples(input, name):
     if not isinstance(input, _tensor()):
         raise TypeError(f"{name}(): argument 'input' must be a Tensor, got "
                         f"{type(input).__name__}")
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise NotImplementedError(f'"{name}" not implemented for {input.dtype}: histograms '
                                   f"take float32 samples")
 
@@ -141,10 +141,10 @@ def _edges(points, bins, range, name, xp):
                 raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 "
                                    f"element, but got 0 elements in the bins tensor for "
                                    f"dimension {k}")
-            if b.data.dtype != np.float32:
+            if b._data.dtype != np.float32:
                 raise RuntimeError(f"{name}: input tensor and bins tensors should have the "
                                    f"same dtype, but got input float32 and bins {b.dtype}")
-            edges.append(xp.asarray(b.data))
+            edges.append(xp.asarray(b._data))
             continue
         if not _integer(b):
             raise TypeError(f"{name}(): argument 'bins' must be an int or a Tensor of bin "
@@ -177,7 +177,7 @@ def _edges(points, bins, range, name, xp):
                 lo, hi = lo - 0.5, hi + 0.5
         from pyrt.tensor import linspace
 
-        edges.append(xp.asarray(linspace(lo, hi, int(b) + 1).data))
+        edges.append(xp.asarray(linspace(lo, hi, int(b) + 1)._data))
     return edges
 
 
@@ -220,7 +220,7 @@ def _weight_array(weight, expected, input_shape, xp):
                            f"the same shape as the input tensor excluding its innermost "
                            f"dimension, but got input with shape {list(input_shape)} and "
                            f"weight with shape {list(weight.shape)}")
-    return xp.asarray(weight.data).reshape(-1)
+    return xp.asarray(weight._data).reshape(-1)
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):
@@ -229,8 +229,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     bounds; each value counted once or with its `weight`; with `density`, normalised to
     integrate to 1. Returns (hist, bin_edges), float32 (torch.histogram)."""
     _check_samples(input, "histogram")
-    xp = _xp(input.data)
-    points = input.data.reshape(-1, 1)
+    xp = _xp(input._data)
+    points = input._data.reshape(-1, 1)
     w = _weight_array(weight, input.shape, (*input.shape, 1), xp)
     edges = _edges(points, [bins], range, "histogram", xp)
     hist = _counts(points, edges, w, bool(density), xp)
@@ -245,8 +245,8 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     _check_samples(input, "histogramdd")
     if input.ndim < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
-    xp = _xp(input.data)
-    points = input.data.reshape(-1, input.shape[-1])
+    xp = _xp(input._data)
+    points = input._data.reshape(-1, input.shape[-1])
     w = _weight_array(weight, input.shape[:-1], input.shape, xp)
     edges = _edges(points, bins, range, "histogramdd", xp)
     hist = _counts(points, edges, w, bool(density), xp)

@@ -66,7 +66,7 @@ def _geometry(input, size, stride, storage_offset):
     if any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
                            f"got strides: {list(stride)}")
-    flat, own_offset = _storage(input.data)
+    flat, own_offset = _storage(input._data)
     if storage_offset is None:
         offset = own_offset
     elif not isinstance(storage_offset, numbers.Integral) or isinstance(storage_offset, bool):
@@ -79,7 +79,7 @@ def _geometry(input, size, stride, storage_offset):
     if all(size):
         needed = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
         if needed > flat.size:
-            itemsize = input.data.itemsize
+            itemsize = input._data.itemsize
             raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, "
                                f"storage offset {offset}, and itemsize {itemsize} requiring a "
                                f"storage size of {needed * itemsize} are out of bounds for "
@@ -120,7 +120,7 @@ def as_strided(input, size, stride, storage_offset=None):
     module docstring)."""
     flat, own_offset, size, stride, offset = _geometry(input, size, stride, storage_offset)
     out = _view(flat, size, stride, offset)
-    in_shape, in_array = input.shape, input.data
+    in_shape, in_array = input.shape, input._data
 
     def backward(g):
         xp = _xp(g)
@@ -166,12 +166,12 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     if tuple(src.shape) != size:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size "
                            f"= {list(src.shape)}, slice size = {list(size)}")
-    if src.data.dtype != input.data.dtype:
+    if src._data.dtype != input._data.dtype:
         raise RuntimeError(f"expected src to have the same dtype as self, got {src.dtype} and "
                            f"{input.dtype}")
     copy = flat.copy()
-    steps = tuple(s // input.data.itemsize for s in input.data.strides)
-    _view(copy, size, stride, offset)[...] = src.data
+    steps = tuple(s // input._data.itemsize for s in input._data.strides)
+    _view(copy, size, stride, offset)[...] = src._data
     out = _view(copy, input.shape, steps, own_offset)
     in_shape = input.shape
 

@@ -129,9 +129,9 @@ def _assigned(old, index, value):
     in-place writes recorded in a graph: the gradient of old is the incoming one with the
     written positions zeroed, value's the incoming one at those positions, summed over what
     value was broadcast across."""
-    out = old.data.copy()
+    out = old._data.copy()
     tensor_value = value if isinstance(value, Tensor) else None
-    out[index] = value.data if tensor_value is not None else value
+    out[index] = value._data if tensor_value is not None else value
 
     def backward(g):
         d_old = d_value = None
@@ -141,7 +141,7 @@ def _assigned(old, index, value):
         if tensor_value is not None and tensor_value._requires_grad:
             picked = F._xp(g).ascontiguousarray(g[index])
             d_value = F._unbroadcast(picked, tensor_value.shape).astype(
-                tensor_value.data.dtype, copy=False)
+                tensor_value._data.dtype, copy=False)
         return (d_old,) if tensor_value is None else (d_old, d_value)
 
     parents = (old,) if tensor_value is None else (old, tensor_value)
@@ -152,9 +152,9 @@ def _array_index(index):
     """An index of tensors' values: each Tensor in it (a mask, integer positions) replaced by
     its array."""
     if isinstance(index, Tensor):
-        return index.data
+        return index._data
     if type(index) is tuple and any(isinstance(i, Tensor) for i in index):
-        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
     return index
 
 
@@ -181,12 +181,12 @@ class Tensor:
     __slots__ = (
         "__weakref__",
         "_backward",
+        "_data",
         "_epoch",
         "_grad",
         "_parents",
         "_requires_grad",
         "_used",
-        "data",
     )
 
     def __init__(self, data, requires_grad=False):
@@ -194,7 +194,7 @@ class Tensor:
         # every tensor this way, so this test is all the constructor adds to their cost
         if type(data) is not _ndarray and not hasattr(data, "__cuda_array_interface__"):
             data = _constructor_data(data)
-        self.data = data
+        self._data = data
         self._grad = None
         self._requires_grad = requires_grad
         self._parents = ()
@@ -230,25 +230,25 @@ class Tensor:
 
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def device(self):
         """pyrt.device("cpu"), or pyrt.device("cuda:0") for a tensor whose data is a CuPy
         array (each equal to its name as a string)."""
-        return _CPU if isinstance(self.data, np.ndarray) else _CUDA
+        return _CPU if isinstance(self._data, np.ndarray) else _CUDA
 
     @property
     def is_cuda(self):
-        return not isinstance(self.data, np.ndarray)
+        return not isinstance(self._data, np.ndarray)
 
     @property
     def is_leaf(self):
@@ -262,25 +262,25 @@ class Tensor:
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        if self.data.ndim == 0:
+            return self._data.shape
+        if self._data.ndim == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        return self.data.shape[shapes.dim_index(dim, self.data.ndim)]
+        return self._data.shape[shapes.dim_index(dim, self._data.ndim)]
 
     def dim(self):
-        return self.data.ndim
+        return self._data.ndim
 
     def numel(self):
-        return self.data.size
+        return self._data.size
 
     def __len__(self):
-        return len(self.data)
+        return len(self._data)
 
     def __bool__(self):
-        if self.data.size != 1:
-            what = "no values" if self.data.size == 0 else "more than one value"
+        if self._data.size != 1:
+            what = "no values" if self._data.size == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
-        return bool(self.data.reshape(()).item())
+        return bool(self._data.reshape(()).item())
 
     # comparisons are elementwise (so a tensor hashes by identity, as in PyTorch: the
     # optimizer's state is keyed by parameter)
@@ -302,10 +302,10 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
-        if not isinstance(self.data, np.ndarray):
+        if not isinstance(self._data, np.ndarray):
             raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
                             "Tensor.cpu() to copy the tensor to host memory first.")
-        return self.data
+        return self._data
 
     def __array__(self, dtype=None, copy=None):
         """np.asarray(tensor): the data (as numpy() gives it; a copy when `dtype` differs or
@@ -316,18 +316,18 @@ class Tensor:
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def item(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError(f"only one-element tensors can be converted to a Python scalar, "
                              f"got shape {self.shape}")
-        return self.data.reshape(()).item()
+        return self._data.reshape(()).item()
 
     def tolist(self):
-        return self.data.tolist()
+        return self._data.tolist()
 
     def _scalar_value(self):
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return self.data.reshape(()).item()
+        return self._data.reshape(()).item()
 
     def __float__(self):
         return float(self._scalar_value())
@@ -337,28 +337,28 @@ class Tensor:
 
     def __index__(self):
         """An integer tensor of one element as an index (range(t), a list's [t])."""
-        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+        if self._data.dtype.kind not in "biu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
-        return int(self.data.reshape(()).item())
+        return int(self._data.reshape(()).item())
 
     def float(self):
         """This tensor as float32: itself if it is float32 already, else a converted copy."""
-        if self.data.dtype == np.float32:
+        if self._data.dtype == np.float32:
             return self
-        return Tensor(self.data.astype(np.float32))
+        return Tensor(self._data.astype(np.float32))
 
     def long(self):
         """A copy as int64 (floats rounded toward zero), outside autograd."""
-        return Tensor(self.data.astype(np.int64))
+        return Tensor(self._data.astype(np.int64))
 
     def int(self):
         """A copy as int32 (floats rounded toward zero), outside autograd, as torch's int()."""
-        return Tensor(self.data.astype(np.int32))
+        return Tensor(self._data.astype(np.int32))
 
     def bool(self):
         """A copy as bool (nonzero, NaN included, is True)."""
-        return Tensor(self.data.astype(np.bool_))
+        return Tensor(self._data.astype(np.bool_))
 
     def double(self):
         """A float64 copy, outside autograd: pyrt stores float64 but computes gradients in
@@ -371,30 +371,41 @@ class Tensor:
         return self.to(np.float64)
 
     def is_floating_point(self):
-        return self.data.dtype.kind == "f"
+        return self._data.dtype.kind == "f"
 
     def is_contiguous(self, memory_format=None):
         """Whether the data lies in memory in C order, or as `memory_format` lays it out."""
         if memory_format is None:
-            return bool(self.data.flags.c_contiguous)
+            return bool(self._data.flags.c_contiguous)
         from pyrt import layouts
 
-        return layouts.is_contiguous_as(self.data, memory_format)
+        return layouts.is_contiguous_as(self._data, memory_format)
 
     def stride(self, dim=None):
         """The steps between neighbouring elements of each dim, in elements."""
-        steps = tuple(s // self.data.itemsize for s in self.data.strides)
-        return steps if dim is None else steps[shapes.dim_index(dim, self.data.ndim)]
+        steps = tuple(s // self._data.itemsize for s in self._data.strides)
+        return steps if dim is None else steps[shapes.dim_index(dim, self._data.ndim)]
 
     def element_size(self):
         """The size of one element in bytes."""
-        return self.data.itemsize
+        return self._data.itemsize
 
     def nelement(self):
-        return self.data.size
+        return self._data.size
 
     def detach(self):
-        return Tensor(self.data)
+        return Tensor(self._data)
+
+    def _set_data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._data = value._data
+
+    data = property(detach, _set_data, doc="""This tensor's values as a tensor outside
+    autograd sharing its memory, as torch's Tensor.data: in-place ops on it change this tensor
+    without being recorded (backward() still refuses a value an op of its graph read and that
+    was overwritten since). Assigning a tensor makes this one share that tensor's memory,
+    whatever its shape.""")
 
     def clone(self, *, memory_format=None):
         """A copy (in the graph: the gradient passes back). `memory_format` is checked as
@@ -402,8 +413,8 @@ class Tensor:
         if memory_format is not None:
             from pyrt import layouts
 
-            layouts.check_memory_format(memory_format, self.data.ndim, "clone")
-        return F.mul(self, 1.0) if self.requires_grad else Tensor(self.data.copy())
+            layouts.check_memory_format(memory_format, self._data.ndim, "clone")
+        return F.mul(self, 1.0) if self.requires_grad else Tensor(self._data.copy())
 
     def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False,
            memory_format=None):
@@ -417,7 +428,7 @@ class Tensor:
         if memory_format is not None:
             from pyrt import layouts
 
-            layouts.check_memory_format(memory_format, self.data.ndim, "to")
+            layouts.check_memory_format(memory_format, self._data.ndim, "to")
         if len(args) > 2:
             raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
         if len(args) == 1 and isinstance(args[0], Tensor):
@@ -434,12 +445,12 @@ class Tensor:
         out = self
         if dtype is not None:
             dtype = _checked_dtype(dtype)
-            if dtype != self.data.dtype:
-                out = Tensor(self.data.astype(dtype))
+            if dtype != self._data.dtype:
+                out = Tensor(self._data.astype(dtype))
         if device is not None:
             name = _check_device(device)
             if name != out.device:
-                out = Tensor(_move(out.data, name),
+                out = Tensor(_move(out._data, name),
                              requires_grad=out is self and self.requires_grad)
         return self.clone() if copy and out is self else out
 
@@ -456,7 +467,7 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if requires_grad:
-            _check_can_require_grad(self.data.dtype)
+            _check_can_require_grad(self._data.dtype)
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -499,7 +510,7 @@ class Tensor:
         op's out-of-place result compute(that tensor) is computed, and self takes the result's
         values and history. The result must keep self's shape and cast to its dtype."""
         old = Tensor.__new__(Tensor)
-        old.data = self.data
+        old._data = self._data
         old._grad = None
         old._take_history(self)
         result = compute(old)
@@ -508,14 +519,14 @@ class Tensor:
         if result.shape != self.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
-        if not np.can_cast(result.data.dtype, self.data.dtype, "same_kind"):
+        if not np.can_cast(result._data.dtype, self._data.dtype, "same_kind"):
             raise RuntimeError(f"result type {_GRAD_DTYPES.get(result.dtype, result.dtype)} "
                                f"can't be cast to the desired output type "
                                f"{_GRAD_DTYPES.get(self.dtype, self.dtype)}")
-        data = result.data
-        if data is old.data or data.dtype != self.data.dtype:
-            data = data.astype(self.data.dtype)  # a copy: self's old array stays old's
-        self.data = data
+        data = result._data
+        if data is old._data or data.dtype != self._data.dtype:
+            data = data.astype(self._data.dtype)  # a copy: self's old array stays old's
+        self._data = data
         self._take_history(result)
         return self
 
@@ -547,19 +558,19 @@ class Tensor:
         self's array: `other` broadcasts to self's shape, and the result must keep self's
         dtype."""
         graph = self._in_graph(other)
-        src = other.data if isinstance(other, Tensor) else other
+        src = other._data if isinstance(other, Tensor) else other
         name = op + "_"
         result = F.result_dtype(op, self, other)
-        if not np.can_cast(result, self.data.dtype, "same_kind"):
+        if not np.can_cast(result, self._data.dtype, "same_kind"):
             raise RuntimeError(f"result type {_GRAD_DTYPES.get(result, result)} can't be cast "
                                f"to the desired output type "
-                               f"{_GRAD_DTYPES.get(self.data.dtype, self.data.dtype)}")
-        xp = F._xp(self.data)
+                               f"{_GRAD_DTYPES.get(self._data.dtype, self._data.dtype)}")
+        xp = F._xp(self._data)
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)):
             raise TypeError(f"{name}(): argument 'alpha' must be a real number, got "
                             f"{type(alpha).__name__}")
         if alpha is not None and alpha != 1:
-            if self.data.dtype.kind != "f" and not isinstance(alpha, numbers.Integral):
+            if self._data.dtype.kind != "f" and not isinstance(alpha, numbers.Integral):
                 raise RuntimeError("For integral input tensors, argument alpha must not be a "
                                    "floating point number.")
             src = xp.multiply(src, alpha)
@@ -575,8 +586,8 @@ class Tensor:
             if alpha is not None and alpha != 1:
                 other = F.mul(other, alpha) if isinstance(other, Tensor) else src
             return self._rebase(lambda old: getattr(F, op)(old, other))
-        getattr(xp, F._UFUNCS[op])(self.data, src, out=self.data, casting="same_kind")
-        mark_modified(self.data)
+        getattr(xp, F._UFUNCS[op])(self._data, src, out=self._data, casting="same_kind")
+        mark_modified(self._data)
         return self
 
     def add_(self, other, *, alpha=1):
@@ -611,22 +622,22 @@ class Tensor:
         would broadcast an array, and write None as NaN)."""
         graph = self._in_graph(value)
         if isinstance(value, Tensor):
-            if value.data.ndim:
+            if value._data.ndim:
                 raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got "
-                                   f"tensor with {value.data.ndim} dimensions.")
+                                   f"tensor with {value._data.ndim} dimensions.")
         elif not isinstance(value, numbers.Real):
             raise TypeError(f"fill_(): value must be a real number or a 0-d tensor, got "
                             f"{type(value).__name__}")
         if graph:
             return self._rebase(lambda old: _assigned(old, Ellipsis, value))
-        self.data[...] = value.data if isinstance(value, Tensor) else value
-        mark_modified(self.data)
+        self._data[...] = value._data if isinstance(value, Tensor) else value
+        mark_modified(self._data)
         return self
 
     def copy_(self, other):
         graph = self._in_graph(other)
-        src = other.data if isinstance(other, Tensor) else np.asarray(other)
-        if isinstance(src, np.ndarray) is not isinstance(self.data, np.ndarray):
+        src = other._data if isinstance(other, Tensor) else np.asarray(other)
+        if isinstance(src, np.ndarray) is not isinstance(self._data, np.ndarray):
             src = _move(src, self.device)
         if src.shape != self.shape:
             raise ValueError(f"copy_: shape {src.shape} does not match {self.shape}")
@@ -634,8 +645,8 @@ class Tensor:
             if not isinstance(other, Tensor) or other.device != self.device:
                 other = Tensor(src)
             return self._rebase(lambda old: _assigned(old, Ellipsis, other))
-        self.data[...] = src
-        mark_modified(self.data)
+        self._data[...] = src
+        mark_modified(self._data)
         return self
 
     def _write_result(self, compute, *operands, floating=False):
@@ -644,8 +655,8 @@ class Tensor:
         result must keep self's shape and cast to self's dtype (same kind: `floating` ops
         cannot write into integers), as in PyTorch."""
         graph = self._in_graph(*operands)
-        name = _GRAD_DTYPES.get(self.data.dtype, self.data.dtype)
-        if floating and self.data.dtype.kind != "f":
+        name = _GRAD_DTYPES.get(self._data.dtype, self._data.dtype)
+        if floating and self._data.dtype.kind != "f":
             raise RuntimeError(f"result type Float can't be cast to the desired output type "
                                f"{name}")
         if graph:
@@ -656,11 +667,11 @@ class Tensor:
         if result.shape != self.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
-        if not np.can_cast(result.dtype, self.data.dtype, "same_kind"):
+        if not np.can_cast(result.dtype, self._data.dtype, "same_kind"):
             raise RuntimeError(f"result type {_GRAD_DTYPES.get(result.dtype, result.dtype)} "
                                f"can't be cast to the desired output type {name}")
-        self.data[...] = result.data
-        mark_modified(self.data)
+        self._data[...] = result._data
+        mark_modified(self._data)
         return self
 
     def exp_(self):
@@ -787,20 +798,20 @@ class Tensor:
 
     def _check_random_fill(self, name, *numbers_):
         self._check_in_place()
-        if self.data.dtype.kind != "f":
+        if self._data.dtype.kind != "f":
             raise NotImplementedError(f"{name}(): numbers are drawn in floating point, not "
-                                      f"into a {self.data.dtype} tensor")
+                                      f"into a {self._data.dtype} tensor")
         for value in numbers_:
             if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 raise TypeError(f"{name}(): arguments must be real numbers, got "
                                 f"{type(value).__name__}")
 
     def _draw_dtype(self):
-        return np.float64 if self.data.dtype == np.float64 else np.float32
+        return np.float64 if self._data.dtype == np.float64 else np.float32
 
     def _fill_drawn(self, draw):
-        self.data[...] = _move(draw.astype(self.data.dtype, copy=False), self.device)
-        mark_modified(self.data)
+        self._data[...] = _move(draw.astype(self._data.dtype, copy=False), self.device)
+        mark_modified(self._data)
         return self
 
     # ---- autograd ----------------------------------------------------------------------------
@@ -844,16 +855,16 @@ class Tensor:
             raise RuntimeError("element 0 of tensors does not require grad and does not have "
                                "a grad_fn")
         if gradient is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs: "
                                    f"pass gradient= for shape {self.shape}")
-            g = _ONE.copy() if self.data.ndim == 0 else np.ones(self.shape, np.float32)
-            if not isinstance(self.data, np.ndarray):
+            g = _ONE.copy() if self._data.ndim == 0 else np.ones(self.shape, np.float32)
+            if not isinstance(self._data, np.ndarray):
                 from pyrt.cuda.autograd import implicit_gradient
 
                 g = implicit_gradient(self.shape)
         else:
-            g = gradient.data if isinstance(gradient, Tensor) else gradient
+            g = gradient._data if isinstance(gradient, Tensor) else gradient
             if not hasattr(g, "shape"):
                 g = np.asarray(g, np.float32)
             if g.shape != self.shape:
@@ -950,11 +961,11 @@ class Tensor:
         if other is None:  # t == None is False, t != None True, as in PyTorch
             return op is operator.ne
         if isinstance(other, Tensor):
-            other = other.data
+            other = other._data
         elif not isinstance(other, (numbers.Real, np.ndarray)):
             return NotImplemented
         # of 0-d data NumPy gives a scalar: kept an array
-        return Tensor(F._xp(self.data).asarray(op(self.data, other)))
+        return Tensor(F._xp(self._data).asarray(op(self._data, other)))
 
     def __eq__(self, other):
         return self._compare(other, operator.eq)
@@ -995,14 +1006,14 @@ class Tensor:
             raise TypeError(f"can't assign a {type(value).__name__} to a tensor: the value "
                             "must be a number, an array or a tensor")
         if isinstance(value, Tensor):
-            if F._xp(value.data) is not F._xp(self.data):
+            if F._xp(value._data) is not F._xp(self._data):
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found "
                                    f"at least two devices, {self.device} and {value.device}!")
         if graph:
             self._rebase(lambda old: _assigned(old, _array_index(index), value))
             return
-        self.data[_array_index(index)] = value.data if isinstance(value, Tensor) else value
-        mark_modified(self.data)
+        self._data[_array_index(index)] = value._data if isinstance(value, Tensor) else value
+        mark_modified(self._data)
 
     def matmul(self, other):
         return _matmul(self, other)
@@ -1479,19 +1490,19 @@ class Tensor:
 
     def _exact(self):
         """Whether the data holds integers or bools, reduced without autograd."""
-        return self.data.dtype.kind in "biu"
+        return self._data.dtype.kind in "biu"
 
     def sum(self, dim=None, keepdim=False):
         if self._exact():
-            dim = None if dim is None else F.reduction_axes(dim, self.data.ndim, True)
-            xp = F._xp(self.data)  # a full sum is a NumPy scalar: kept an array
-            return Tensor(xp.asarray(xp.sum(self.data, axis=dim, keepdims=keepdim,
+            dim = None if dim is None else F.reduction_axes(dim, self._data.ndim, True)
+            xp = F._xp(self._data)  # a full sum is a NumPy scalar: kept an array
+            return Tensor(xp.asarray(xp.sum(self._data, axis=dim, keepdims=keepdim,
                                             dtype=np.int64)))
         return F.sum(self, dim, keepdim)
 
     def mean(self, dim=None, keepdim=False):
         if self._exact():
-            name = _DTYPE_NAMES.get(self.data.dtype, str(self.data.dtype))
+            name = _DTYPE_NAMES.get(self._data.dtype, str(self._data.dtype))
             raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be "
                                f"either a floating point or complex dtype. Got: {name}")
         return F.mean(self, dim, keepdim)
@@ -1534,11 +1545,11 @@ class Tensor:
             raise TypeError(f"{name}(): correction must be a number, got "
                             f"{type(correction).__name__}")
         # an empty list of dims is all of them, as torch.var reads it
-        axes = None if dim is None else F.reduction_axes(dim, self.data.ndim, True)
+        axes = None if dim is None else F.reduction_axes(dim, self._data.ndim, True)
         if axes is None:
-            n = self.data.size
+            n = self._data.size
         else:
-            n = math.prod(self.data.shape[a] for a in
+            n = math.prod(self._data.shape[a] for a in
                           (axes if isinstance(axes, tuple) else (axes,)))
         return axes, keepdim, n - correction
 
@@ -1548,13 +1559,13 @@ class Tensor:
         times a zero deviation."""
         variance, axes, keepdim, divisor = self._variance("std", dim, unbiased, keepdim,
                                                           correction)
-        xp = F._xp(variance.data)
-        out = F._contiguous(xp.sqrt(variance.data))
+        xp = F._xp(variance._data)
+        out = F._contiguous(xp.sqrt(variance._data))
         if divisor > 0 and xp.isinf(out).any():
             # deviations beyond 1.8e19 overflow float32's squares, not always their root:
             # the root of a float64 sum of squares there, as PyTorch accumulates (the
             # gradient, g times the deviation over divisor times this root, stays finite)
-            wide = self.data.astype(np.float64)
+            wide = self._data.astype(np.float64)
             squares = xp.square(wide - wide.mean(axis=axes, keepdims=True))
             root = xp.sqrt(squares.sum(axis=axes, keepdims=keepdim) / divisor)
             with np.errstate(over="ignore"):
@@ -1597,63 +1608,63 @@ class Tensor:
 
     def _check_reducible(self, dim, name):
         """PyTorch's errors for max or min over no elements: there is no value to give."""
-        if self.data.size:
+        if self._data.size:
             return
         if dim is None:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument.")
-        axes = F.reduction_axes(dim, self.data.ndim)
+        axes = F.reduction_axes(dim, self._data.ndim)
         for axis in axes if isinstance(axes, tuple) else (axes,):
-            if axis is not None and self.data.shape[axis] == 0:
+            if axis is not None and self._data.shape[axis] == 0:
                 raise IndexError(f"{name}(): Expected reduction dim {axis} to have non-zero "
                                  f"size.")
 
     def _exact_extreme(self, dim, keepdim, name, result):
-        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
-        xp = F._xp(self.data)
-        if self.data.ndim == 0 and dim is not None:  # its one dim is all of it
-            return result(Tensor(self.data.copy()), Tensor(xp.zeros((), np.int64)))
-        values = xp.asarray(getattr(xp, name)(self.data, axis=dim, keepdims=keepdim))
+        dim = None if dim is None else F.dim_index(dim, self._data.ndim)
+        xp = F._xp(self._data)
+        if self._data.ndim == 0 and dim is not None:  # its one dim is all of it
+            return result(Tensor(self._data.copy()), Tensor(xp.zeros((), np.int64)))
+        values = xp.asarray(getattr(xp, name)(self._data, axis=dim, keepdims=keepdim))
         if dim is None:
             return Tensor(values)
-        indices = getattr(xp, "arg" + name)(self.data, axis=dim, keepdims=keepdim)
+        indices = getattr(xp, "arg" + name)(self._data, axis=dim, keepdims=keepdim)
         return result(Tensor(values), Tensor(indices.astype(np.int64, copy=False)))
 
     def argmax(self, dim=None, keepdim=False):
-        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
-        if self.data.size == 0:  # PyTorch's IndexError rather than NumPy's ValueError
-            if dim is None or self.data.ndim == 0:
+        dim = None if dim is None else F.dim_index(dim, self._data.ndim)
+        if self._data.size == 0:  # PyTorch's IndexError rather than NumPy's ValueError
+            if dim is None or self._data.ndim == 0:
                 raise IndexError("argmax(): Expected reduction dim to be specified for "
                                  "input.numel() == 0.")
-            if self.data.shape[dim] == 0:
+            if self._data.shape[dim] == 0:
                 raise IndexError(f"argmax(): Expected reduction dim {dim} to have non-zero "
                                  f"size.")
         if self._exact():
-            xp = F._xp(self.data)
-            return Tensor(xp.asarray(xp.argmax(self.data, axis=dim, keepdims=keepdim),
+            xp = F._xp(self._data)
+            return Tensor(xp.asarray(xp.argmax(self._data, axis=dim, keepdims=keepdim),
                                      dtype=np.int64))
         from pyrt import ops
 
-        return Tensor(ops.argmax(self.data, dim, keepdims=keepdim))
+        return Tensor(ops.argmax(self._data, dim, keepdims=keepdim))
 
     def argmin(self, dim=None, keepdim=False):
         """The index of the first smallest element (the first NaN, if there is one) in the
         flattened tensor, or along `dim`; int64. Bools and empty reductions are refused, as
         PyTorch refuses them."""
-        if self.data.dtype == np.bool_:
+        if self._data.dtype == np.bool_:
             raise RuntimeError("argmin(): does not support bool input")
         keepdim = _flag(keepdim, "argmin", "keepdim")
-        dim = None if dim is None else F.dim_index(dim, self.data.ndim)
-        if self.data.ndim == 0:
+        dim = None if dim is None else F.dim_index(dim, self._data.ndim)
+        if self._data.ndim == 0:
             dim = None  # its one dim is all of it
-        if dim is None and self.data.size == 0:
+        if dim is None and self._data.size == 0:
             raise IndexError("argmin(): Expected reduction dim to be specified for "
                              "input.numel() == 0.")
-        if dim is not None and self.data.shape[dim] == 0:
+        if dim is not None and self._data.shape[dim] == 0:
             raise IndexError(f"argmin(): Expected reduction dim {dim} to have non-zero size.")
-        xp = F._xp(self.data)
-        return Tensor(xp.asarray(xp.argmin(self.data, axis=dim, keepdims=keepdim),
+        xp = F._xp(self._data)
+        return Tensor(xp.asarray(xp.argmin(self._data, axis=dim, keepdims=keepdim),
                                  dtype=np.int64))
 
     def cumsum(self, dim, *, dtype=None):
@@ -1755,21 +1766,21 @@ class Tensor:
     def T(self):
         """The tensor with its dims reversed: the transpose of a matrix, itself for 0-D and
         1-D (PyTorch warns that reversing more than 2 dims this way is deprecated)."""
-        if self.data.ndim == 2:
+        if self._data.ndim == 2:
             return F.transpose(self)
-        if self.data.ndim < 2:
+        if self._data.ndim < 2:
             return self
         warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
                       "shape is deprecated; use x.permute(*range(x.ndim - 1, -1, -1))",
                       UserWarning, stacklevel=2)
-        return shapes.permute(self, range(self.data.ndim - 1, -1, -1))
+        return shapes.permute(self, range(self._data.ndim - 1, -1, -1))
 
     def _matrices_transposed(self, name):
         """The last two dims swapped (mT, and mH of a real tensor), or torch's error naming
         the attribute."""
-        if self.data.ndim < 2:
+        if self._data.ndim < 2:
             raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
-                               f"matrices. Got {self.data.ndim}-D tensor.")
+                               f"matrices. Got {self._data.ndim}-D tensor.")
         return shapes.transpose(self, -2, -1)
 
     mT = property(lambda self: self._matrices_transposed("mT"),
@@ -1782,21 +1793,21 @@ class Tensor:
     @property
     def H(self):
         """The conjugate transpose of a matrix: its transpose, for real tensors."""
-        if self.data.ndim != 2:
-            hint = (" For batches of matrices, consider using tensor.mH" if self.data.ndim > 2
+        if self._data.ndim != 2:
+            hint = (" For batches of matrices, consider using tensor.mH" if self._data.ndim > 2
                     else "")
             raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
-                               f"{self.data.ndim}-D tensor.{hint}")
+                               f"{self._data.ndim}-D tensor.{hint}")
         return F.transpose(self)
 
     def t(self):
         """The transpose of a matrix; a 0-D or 1-D tensor is returned as it is."""
-        if self.data.ndim == 2:
+        if self._data.ndim == 2:
             return F.transpose(self)
-        if self.data.ndim < 2:
+        if self._data.ndim < 2:
             return self
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{self.data.ndim}D")
+                           f"{self._data.ndim}D")
 
     def permute(self, *dims):
         if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -1863,23 +1874,23 @@ class Tensor:
 
     def _logical(self, name, dim, keepdim):
         keepdim = _flag(keepdim, name, "keepdim")
-        xp = F._xp(self.data)
-        axis = None if dim is None else F.dim_index(dim, self.data.ndim)
-        if self.data.ndim == 0:
+        xp = F._xp(self._data)
+        axis = None if dim is None else F.dim_index(dim, self._data.ndim)
+        if self._data.ndim == 0:
             axis = None
-        return Tensor(xp.asarray(getattr(xp, name)(self.data, axis=axis, keepdims=keepdim)))
+        return Tensor(xp.asarray(getattr(xp, name)(self._data, axis=axis, keepdims=keepdim)))
 
     def isnan(self):
         """Where the elements are NaN: a bool tensor."""
-        return Tensor(F._xp(self.data).isnan(self.data))
+        return Tensor(F._xp(self._data).isnan(self._data))
 
     def isinf(self):
         """Where the elements are +-inf: a bool tensor."""
-        return Tensor(F._xp(self.data).isinf(self.data))
+        return Tensor(F._xp(self._data).isinf(self._data))
 
     def isfinite(self):
         """Where the elements are neither NaN nor +-inf: a bool tensor."""
-        return Tensor(F._xp(self.data).isfinite(self.data))
+        return Tensor(F._xp(self._data).isfinite(self._data))
 
     def argsort(self, dim=-1, descending=False):
         """The indices that sort this tensor along `dim` (sort's indices)."""
@@ -1957,8 +1968,8 @@ class Tensor:
         if memory_format is not None:
             from pyrt import layouts
 
-            layouts.check_memory_format(memory_format, self.data.ndim, "contiguous")
-        if not self.data.flags.c_contiguous:
+            layouts.check_memory_format(memory_format, self._data.ndim, "contiguous")
+        if not self._data.flags.c_contiguous:
             return F.reshape(self, self.shape)
         return self
 
@@ -2513,23 +2524,23 @@ class Tensor:
     @property
     def nbytes(self):
         """The size of the elements in bytes."""
-        return self.data.nbytes
+        return self._data.nbytes
 
     @property
     def itemsize(self):
         """The size of one element in bytes."""
-        return self.data.itemsize
+        return self._data.itemsize
 
     def ndimension(self):
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def is_cpu(self):
-        return isinstance(self.data, np.ndarray)
+        return isinstance(self._data, np.ndarray)
 
     def get_device(self):
         """The GPU's index (0) for a CUDA tensor, -1 on the CPU."""
-        return -1 if isinstance(self.data, np.ndarray) else 0
+        return -1 if isinstance(self._data, np.ndarray) else 0
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """With no dtype, torch's name of this tensor's type ("torch.FloatTensor",
@@ -2559,10 +2570,10 @@ class Tensor:
         return is_nonzero(self)
 
     def is_signed(self):
-        return self.data.dtype.kind in "if"
+        return self._data.dtype.kind in "if"
 
     def is_complex(self):
-        return self.data.dtype.kind == "c"
+        return self._data.dtype.kind == "c"
 
     def is_inference(self):
         """False: pyrt's inference_mode records no graph but makes ordinary tensors, which
@@ -2631,7 +2642,7 @@ class Tensor:
         return foreign_memory.dlpack(self, **kwargs)
 
     def __dlpack_device__(self):
-        return self.data.__dlpack_device__()
+        return self._data.__dlpack_device__()
 
     # bit shifts: integer tensors, outside autograd (pyrt/bit_shifts.py)
     def bitwise_left_shift(self, other):
@@ -2766,7 +2777,7 @@ class Tensor:
 
     def isreal(self):
         """Where the elements are real: everywhere, for pyrt's real dtypes."""
-        return Tensor(F._xp(self.data).ones(self.data.shape, np.bool_))
+        return Tensor(F._xp(self._data).ones(self._data.shape, np.bool_))
 
     def adjoint(self):
         """The conjugate transpose of each matrix: mH."""
@@ -2814,7 +2825,7 @@ def _constructor_data(data):
 
 def _as_array(data, dtype):
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     arr = np.asarray(data)
     if dtype is not None:
         if np.dtype(dtype).kind not in "fiub":
@@ -2868,7 +2879,7 @@ def tensor(data, requires_grad=False, device=None, dtype=None):
     """A tensor holding a copy of `data`: floats become float32, integers int64."""
     device = _check_device(device)
     if isinstance(data, Tensor) and data.device != "cpu":
-        data = data.data.get()
+        data = data._data.get()
     arr = _as_array(data, dtype).copy()  # C-contiguous, 0-d data kept 0-d
     if requires_grad:
         _check_can_require_grad(arr.dtype)
@@ -2987,7 +2998,7 @@ def _number_of(value, name, error):
     than one element taken from it or item()'s message about elements."""
     if not isinstance(value, Tensor):
         return value
-    if value.data.ndim:
+    if value._data.ndim:
         raise error(f"{name} must be a number or a 0-dimensional tensor, got a tensor of "
                     f"shape {tuple(value.shape)}")
     return value.item()

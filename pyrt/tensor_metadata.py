@@ -24,7 +24,7 @@ def _tensor_class():
 
 def data_ptr(tensor):
     """The address of the tensor's first element."""
-    data = tensor.data
+    data = tensor._data
     if isinstance(data, np.ndarray):
         return int(data.__array_interface__["data"][0])
     return int(data.data.ptr)  # a CuPy array
@@ -40,7 +40,7 @@ def _root(array):
 def storage_offset(tensor):
     """How many elements into the memory it shares the tensor's first element lies (0 for
     a tensor that owns its memory; 3 for x[1:] of a 2 x 3 x)."""
-    data = tensor.data
+    data = tensor._data
     root = _root(data)
     if root is data:
         return 0
@@ -106,7 +106,7 @@ def new(tensor, args):
         if other.dtype != tensor.dtype or other.device != tensor.device:
             raise TypeError(f"new(): expected a tensor of dtype {tensor.dtype} on "
                             f"{tensor.device}, got {other.dtype} on {other.device}")
-        return Tensor(other.data)
+        return Tensor(other._data)
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         return make_tensor(list(args[0]), dtype=tensor.dtype, device=tensor.device)
     for size in args:

@@ -367,15 +367,15 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise TypeError(f"allclose(): argument 'equal_nan' must be a bool, got "
                         f"{type(equal_nan).__name__}")
     broadcast_shape(input.shape, other.shape)
-    xp = _xp(input.data)
-    return bool(xp.allclose(input.data, other.data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    xp = _xp(input._data)
+    return bool(xp.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def equal(input, other):
     """Whether the two tensors have the same shape and the same values."""
     _checked_pair("equal", input, other)
-    return input.shape == other.shape and bool(_xp(input.data).array_equal(input.data,
-                                                                           other.data))
+    return input.shape == other.shape and bool(_xp(input._data).array_equal(input._data,
+                                                                           other._data))
 
 
 def randperm(n, *, generator=None, dtype=None, device="cpu", requires_grad=False):

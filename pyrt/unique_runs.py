@@ -16,7 +16,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     if not isinstance(input, _tensor()):
         raise TypeError(f"unique_consecutive(): argument 'input' must be a Tensor, got "
                         f"{type(input).__name__}")
-    x = input.data
+    x = input._data
     xp = _xp(x)
     if dim is None:
         rows = x.reshape(-1)

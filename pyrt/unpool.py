@@ -87,9 +87,9 @@ def _max_unpool(input, indices, kernel, stride, pad, output_size, name):
     if input.ndim not in (k + 1, k + 2):
         raise RuntimeError(f"Input to {name} should be a {k + 1}d or {k + 2}d Tensor, but got "
                            f"a tensor with {input.ndim} dimensions.")
-    if input.data.dtype.kind != "f":
+    if input._data.dtype.kind != "f":
         raise NotImplementedError(f'"{name}" not implemented for {input.dtype}')
-    if indices.data.dtype != I64:
+    if indices._data.dtype != I64:
         raise RuntimeError(f"elements in indices should be type int64 but got: "
                            f"{indices.dtype}")
     if indices.shape != input.shape:
@@ -102,7 +102,7 @@ def _max_unpool(input, indices, kernel, stride, pad, output_size, name):
                                f"dimensions, but got {list(input.shape)} with dimension {dim} "
                                f"being empty.")
     size = _unpool_size(input.shape[-k:], kernel, stride, pad, output_size, name)
-    return _scatter_planes(input, indices.data, size)
+    return _scatter_planes(input, indices._data, size)
 
 
 def _unpool_size(in_size, kernel, stride, pad, output_size, name):
@@ -142,7 +142,7 @@ def _unpool_size(in_size, kernel, stride, pad, output_size, name):
 def _scatter_planes(input, idx, size):
     """A zero [*lead, *size] output with input's values at the flat positions idx of their
     planes (lead: the dims before the spatial ones); its gradient gathers from them."""
-    x = input.data
+    x = input._data
     xp = _xp(x)
     lead = input.shape[:input.ndim - len(size)]
     plane, planes = math.prod(size), math.prod(lead)

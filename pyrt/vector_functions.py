@@ -38,7 +38,7 @@ def one_hot(tensor, num_classes=-1):
     if isinstance(num_classes, (bool, np.bool_)) or not isinstance(num_classes, numbers.Integral):
         raise TypeError(f"one_hot(): argument 'num_classes' must be int, not "
                         f"{type(num_classes).__name__}")
-    labels = tensor.data
+    labels = tensor._data
     if labels.dtype != I64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     num_classes = int(num_classes)
@@ -68,18 +68,18 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 def _at_least(t, eps):
     """t raised to eps where it is below, the gradient passed through unchanged: PyTorch's
     clamp of the norms in cosine_similarity, done outside autograd."""
-    xp = _xp(t.data)
-    return _make(xp.maximum(t.data, F32.type(eps)), (t,), lambda g: (g,), reads=False)
+    xp = _xp(t._data)
+    return _make(xp.maximum(t._data, F32.type(eps)), (t,), lambda g: (g,), reads=False)
 
 
 def _float_operands(x1, x2, name):
     """x1 and x2 with integer and bool tensors as float32 copies (constants, which PyTorch
     promotes likewise); RuntimeError when neither is floating point."""
-    if x1.data.dtype.kind != "f" and x2.data.dtype.kind != "f":
+    if x1._data.dtype.kind != "f" and x2._data.dtype.kind != "f":
         raise RuntimeError(f"{name}(): expected common dtype to be floating point, yet common "
-                           f"dtype is {x1.dtype if x1.data.dtype == x2.data.dtype else I64}")
+                           f"dtype is {x1.dtype if x1._data.dtype == x2._data.dtype else I64}")
     Tensor = _tensor()
-    return tuple(x if x.data.dtype.kind == "f" else Tensor(x.data.astype(F32))
+    return tuple(x if x._data.dtype.kind == "f" else Tensor(x._data.astype(F32))
                  for x in (x1, x2))
 
 

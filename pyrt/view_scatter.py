@@ -26,7 +26,7 @@ def _scatter_into(name, input, src, view):
         if not isinstance(value, Tensor):
             raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got "
                             f"{type(value).__name__}")
-    x, s = input.data, src.data
+    x, s = input._data, src._data
     xp = _xp(x)
     if _xp(s) is not xp:
         raise RuntimeError(f"{name}(): expected input and src on the same device, got "

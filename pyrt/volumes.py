@@ -183,7 +183,7 @@ def _depth_columns(x, taps, out, groups):
     of channels: x [n, c, D, h, w] -> [n * out, groups * kd * c / groups, h, w], zeros where
     a tap reads the depth padding (_gather_taps; its gradient _scatter_taps)."""
     n, c, _, h, w = x.shape
-    cols = _gather_taps(x.data, taps, out, groups)
+    cols = _gather_taps(x._data, taps, out, groups)
 
     def backward(g):
         return (_scatter_taps(g.reshape(cols.shape), taps, out, x.shape),)
@@ -200,7 +200,7 @@ def _depth_fold(y, taps, shape, groups):
     n, k, _, h, w = shape
     slices = y.shape[0] // n
     cols_shape = (n, slices, groups, taps[0], k // groups, h, w)
-    out = _scatter_taps(y.data.reshape(cols_shape), taps, slices, shape)
+    out = _scatter_taps(y._data.reshape(cols_shape), taps, slices, shape)
 
     def backward(g):
         return (_gather_taps(g, taps, slices, groups).reshape(y.shape),)

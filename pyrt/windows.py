@@ -30,7 +30,7 @@ def _diagonal_index(rows, cols, offset):
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The elements input[..., i, i + offset] of the matrices in dims dim1 and dim2, those
     dims replaced by one last dim (torch.diagonal; a copy)."""
-    x = input.data
+    x = input._data
     d1, d2 = dim_index(dim1, x.ndim), dim_index(dim2, x.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -53,7 +53,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Matrices whose diagonal `offset` (in dims dim1 and dim2 of the result) holds input's
     last dim, zeros elsewhere (torch.diag_embed)."""
-    x = input.data
+    x = input._data
     if not _integer(offset):
         raise TypeError(f"diag_embed(): argument 'offset' must be an int, got "
                         f"{type(offset).__name__}")
@@ -80,7 +80,7 @@ def unfold(input, dimension, size, step):
     """The windows of `size` elements along `dimension`, `step` apart: that dim becomes the
     number of windows, (length - size) // step + 1, and a last dim of `size` holds each
     window (Tensor.unfold; a copy)."""
-    x = input.data
+    x = input._data
     if x.ndim == 0:
         raise RuntimeError("unfold(): expected a tensor of at least 1 dimension")
     d = dim_index(dimension, x.ndim)

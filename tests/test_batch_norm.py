@@ -198,7 +198,7 @@ def test_op_errors_name_the_argument():
 def _to_torch(torch, module, theirs):
     with torch.no_grad():
         for name, p in module.named_parameters():
-            getattr(theirs, name).copy_(torch.from_numpy(p.data.copy()))
+            getattr(theirs, name).copy_(torch.from_numpy(p._data.copy()))
 
 
 @pytest.mark.parametrize("layer,shape", [
@@ -219,34 +219,34 @@ def test_layers_match_torch_over_training_steps_and_evaluation(layer, shape, opt
     assert mine == repr(theirs)
     r = rng(3)
     for p in ours.parameters():  # not the default 1 and 0, so that both show in the gradients
-        p.data[...] = r.standard_normal(shape[1])
+        p._data[...] = r.standard_normal(shape[1])
     _to_torch(torch, ours, theirs)
     for step in range(4):
         x = (r.standard_normal(shape) * (step + 1) + step).astype(F32)
         g = r.standard_normal(shape).astype(F32)
         xp, xt = pyrt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         y, yt = ours(xp), theirs(xt)
-        np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(y._data, yt.detach().numpy(), rtol=1e-4, atol=1e-4)
         y.backward(pyrt.tensor(g))
         yt.backward(torch.from_numpy(g))
-        np.testing.assert_allclose(xp.grad.data, xt.grad.numpy(), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(xp.grad._data, xt.grad.numpy(), rtol=1e-3, atol=1e-4)
         for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
-            np.testing.assert_allclose(p.grad.data, tp.grad.numpy(), rtol=1e-4, atol=1e-4,
+            np.testing.assert_allclose(p.grad._data, tp.grad.numpy(), rtol=1e-4, atol=1e-4,
                                        err_msg=name)
             p.grad = None
             tp.grad = None
         for name, buf in ours.named_buffers():
-            np.testing.assert_allclose(buf.data, getattr(theirs, name).numpy(), rtol=1e-5,
+            np.testing.assert_allclose(buf._data, getattr(theirs, name).numpy(), rtol=1e-5,
                                        atol=1e-6, err_msg=name)
     ours.eval()
     theirs.eval()
     x = r.standard_normal(shape).astype(F32)
     xp, xt = pyrt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     y, yt = ours(xp), theirs(xt)
-    np.testing.assert_allclose(y.data, yt.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y._data, yt.detach().numpy(), rtol=1e-4, atol=1e-4)
     y.sum().backward()
     yt.sum().backward()
-    np.testing.assert_allclose(xp.grad.data, xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xp.grad._data, xt.grad.numpy(), rtol=1e-4, atol=1e-4)
     assert list(ours.state_dict()) == list(theirs.state_dict())
 
 
@@ -261,8 +261,8 @@ def test_state_dict_round_trip_and_torch_keys():
     again = nn.BatchNorm2d(3)
     again.load_state_dict(state)
     for name, buf in again.named_buffers():
-        assert np.array_equal(buf.data, getattr(ours, name).data)
-        assert np.array_equal(buf.data, getattr(theirs, name).numpy())
+        assert np.array_equal(buf._data, getattr(ours, name)._data)
+        assert np.array_equal(buf._data, getattr(theirs, name).numpy())
 
 
 def test_in_a_cnn_the_gradients_reach_every_parameter():
@@ -272,7 +272,7 @@ def test_in_a_cnn_the_gradients_reach_every_parameter():
     loss = nn.CrossEntropyLoss()(model(pyrt.randn(5, 1, 6, 6)), pyrt.tensor([0, 1, 2, 1, 0]))
     loss.backward()
     for name, p in model.named_parameters():
-        assert p.grad is not None and np.isfinite(p.grad.data).all(), name
+        assert p.grad is not None and np.isfinite(p.grad._data).all(), name
 
 
 def test_layer_errors_as_torch():

@@ -155,8 +155,8 @@ def test_loss_reductions_match_cpu(name, reduction):
         x = pyrt.tensor(z, requires_grad=True, device=device)
         loss = getattr(nn, name)(reduction=reduction)(x, pyrt.tensor(target, device=device))
         loss.backward(pyrt.tensor(f32(*loss.shape, seed=2), device=device))
-        losses.append(loss.data)
-        grads.append(x.grad.data)
+        losses.append(loss._data)
+        grads.append(x.grad._data)
     close(losses[1], losses[0])
     close(grads[1], grads[0])
 
@@ -188,7 +188,7 @@ def test_class_losses_match_cpu(settings, shape):
             loss = getattr(pyrt.nn.functional, op)(scores, pyrt.tensor(labels, device=device),
                                                    **kwargs)
             loss.sum().backward()
-            results.append((loss.data, x.grad.data))
+            results.append((loss._data, x.grad._data))
     for (dev_loss, dev_grad), (loss, grad) in zip(results[2:], results[:2]):
         close(dev_loss, loss)
         close(dev_grad, grad)
@@ -207,8 +207,8 @@ def test_fused_cross_entropy_skips_ignored_rows():
         ref = pyrt.tensor(z, requires_grad=True)
         ref_loss = nn.CrossEntropyLoss()(ref, pyrt.tensor(ignored))
         ref_loss.backward()
-        np.testing.assert_allclose(float(loss.data.get()), float(ref_loss.data), rtol=RTOL)
-        close(x.grad.data, ref.grad.data)
+        np.testing.assert_allclose(float(loss._data.get()), float(ref_loss._data), rtol=RTOL)
+        close(x.grad._data, ref.grad._data)
 
 
 def test_where_var_and_nll_rows_match_cpu():
@@ -221,14 +221,14 @@ def test_where_var_and_nll_rows_match_cpu():
         spread = x.std(1) + y.var()
         (out * out).sum().backward()
         spread.sum().backward()
-        results.append([out.data, spread.data, x.grad.data, y.grad.data])
+        results.append([out._data, spread._data, x.grad._data, y.grad._data])
     for dev, host in zip(*results[::-1]):
         close(dev, host)
     x = pyrt.tensor(f32(3, 4), requires_grad=True, device="cuda")
     labels = pyrt.tensor(np.array([0, 4, 1]), device="cuda")
     loss = nn.NLLLoss(reduction="none")(x, labels)
     loss.sum().backward()
-    assert np.isnan(loss.data.get()[1]) and np.isnan(x.grad.data.get()[1]).all()
+    assert np.isnan(loss._data.get()[1]) and np.isnan(x.grad._data.get()[1]).all()
 
 
 def test_save_and_load_across_devices(tmp_path):
@@ -237,8 +237,8 @@ def test_save_and_load_across_devices(tmp_path):
     on_cpu = pyrt.load(tmp_path / "w")["w"]
     on_gpu = pyrt.load(tmp_path / "w", map_location="cuda")["w"]
     assert on_cpu.device == "cpu" and on_gpu.device == "cuda:0" and on_gpu.requires_grad
-    np.testing.assert_array_equal(on_cpu.detach().numpy(), w.data.get())
-    np.testing.assert_array_equal(on_gpu.data.get(), w.data.get())
+    np.testing.assert_array_equal(on_cpu.detach().numpy(), w._data.get())
+    np.testing.assert_array_equal(on_gpu._data.get(), w._data.get())
 
 
 def test_cross_entropy_rows_out_of_range_are_nan():
@@ -246,13 +246,13 @@ def test_cross_entropy_rows_out_of_range_are_nan():
     labels = pyrt.tensor(np.array([0, 1, 3, 2]), device="cuda")
     loss = nn.CrossEntropyLoss(reduction="none")(x, labels)
     loss.sum().backward()
-    assert np.isnan(loss.data.get()[2]) and np.isfinite(loss.data.get()[[0, 1, 3]]).all()
-    assert np.isnan(x.grad.data.get()[2]).all()
+    assert np.isnan(loss._data.get()[2]) and np.isfinite(loss._data.get()[[0, 1, 3]]).all()
+    assert np.isnan(x.grad._data.get()[2]).all()
 
 
 def test_optimizer_refuses_a_parameter_that_is_not_c_contiguous():
     p = pyrt.tensor(f32(3, 4), requires_grad=True, device="cuda")
-    p.data = cupy.asfortranarray(p.data)
+    p._data = cupy.asfortranarray(p._data)
     p.grad = pyrt.tensor(f32(3, 4, seed=1), device="cuda")
     with pytest.raises(ValueError, match="param must be C-contiguous"):
         optim.SGD([p], lr=0.1).step()
@@ -424,14 +424,14 @@ def test_conv2d_layer_makes_its_columns_once_a_step(monkeypatch, input_grad):
     x = pyrt.tensor(f32(2, 3, 8, 8), requires_grad=input_grad, device="cuda")
     conv(x).sum().backward()
     assert len(made) == 1
-    assert conv.weight.grad.data.base is None
+    assert conv.weight.grad._data.base is None
     pyrt.manual_seed(0)
     host = nn.Conv2d(3, 4, 3, padding=1)
     xh = pyrt.tensor(f32(2, 3, 8, 8), requires_grad=input_grad)
     host(xh).sum().backward()
-    close(conv.weight.grad.data, host.weight.grad.numpy(), atol=1e-4)
+    close(conv.weight.grad._data, host.weight.grad.numpy(), atol=1e-4)
     if input_grad:
-        close(x.grad.data, xh.grad.numpy(), atol=1e-4)
+        close(x.grad._data, xh.grad.numpy(), atol=1e-4)
 
 
 @pytest.mark.parametrize("k,s,p", [(2, None, 0), (3, 1, 1), (3, 2, 1)])
@@ -546,10 +546,10 @@ def test_model_gradients_match_cpu(which):
     model.to("cuda")
     loss_d = crit(model(pyrt.tensor(x, device="cuda")), pyrt.tensor(labels, device="cuda"))
     loss_d.backward()
-    close(loss_d.data, loss.detach().numpy())
+    close(loss_d._data, loss.detach().numpy())
     for p, h in zip(model.parameters(), host_grads):
         assert p.device == "cuda:0"
-        close(p.grad.data, h, atol=1e-4)
+        close(p.grad._data, h, atol=1e-4)
 
 
 def test_module_to_round_trip_keeps_parameter_identity():
@@ -580,8 +580,8 @@ def test_item_assignment_on_the_device():
     t = pyrt.zeros(3, 4, device="cuda")
     t[1] = pyrt.tensor(np.arange(4, dtype=np.float32), device="cuda")
     t[pyrt.tensor([0, 2], device="cuda"), 0] = 5.0
-    np.testing.assert_array_equal(t.data.get()[:, 0], [5.0, 0.0, 5.0])
-    assert t.data.get()[1, 3] == 3.0
+    np.testing.assert_array_equal(t._data.get()[:, 0], [5.0, 0.0, 5.0])
+    assert t._data.get()[1, 3] == 3.0
     with pytest.raises(RuntimeError, match="same device"):
         t[0] = pyrt.ones(4)
 
@@ -594,7 +594,7 @@ def test_dropout_draws_the_cpu_mask():
         t = pyrt.tensor(x, requires_grad=True, device=device)
         y = nn.Dropout(0.3)(t)
         y.sum().backward()
-        outs.append((y.data, t.grad.data))
+        outs.append((y._data, t.grad._data))
     close(outs[1][0], outs[0][0])
     close(outs[1][1], outs[0][1])
 
@@ -607,8 +607,8 @@ def test_clip_grad_norm_on_the_device_matches_cpu():
                   for g in grads]
         for p, gr in zip(params, grads):
             p.grad = pyrt.tensor(gr, device=device)
-        totals.append(nn.utils.clip_grad_norm_(params, 1.0).data)
-        clipped.append([p.grad.data for p in params])
+        totals.append(nn.utils.clip_grad_norm_(params, 1.0)._data)
+        clipped.append([p.grad._data for p in params])
     close(totals[1], totals[0])
     for d, h in zip(*clipped[::-1]):
         close(d, h)
@@ -630,7 +630,7 @@ def test_conv2d_options_match_cpu(options):
         t = pyrt.tensor(x, requires_grad=True, device=device)
         y = conv(t)
         (y * y).sum().backward()
-        grads.append((y.data, t.grad.data, conv.weight.grad.data, conv.bias.grad.data))
+        grads.append((y._data, t.grad._data, conv.weight.grad._data, conv.bias.grad._data))
     for d, h in zip(grads[1], grads[0]):
         close(d, h, atol=1e-3)
 
@@ -648,8 +648,8 @@ def test_batch_norm_matches_cpu(layer, shape):
             y = bn(t)
             (y * y).sum().backward()
         ye = bn.eval()(pyrt.tensor(x, device=device))
-        results.append((y.data, t.grad.data, bn.weight.grad.data, bn.bias.grad.data,
-                        bn.running_mean.data, bn.running_var.data, ye.data))
+        results.append((y._data, t.grad._data, bn.weight.grad._data, bn.bias.grad._data,
+                        bn.running_mean._data, bn.running_var._data, ye._data))
     for d, h in zip(results[1], results[0]):
         close(d, h, atol=1e-4)
 

@@ -187,8 +187,8 @@ def test_memory_format_calls_as_torch(shape, seed, fmt):
                 call(ours, fmt)
             continue
         got = call(ours, fmt)
-        np.testing.assert_array_equal(got.data, expected.numpy())
-        assert got.data.flags.c_contiguous
+        np.testing.assert_array_equal(got._data, expected.numpy())
+        assert got._data.flags.c_contiguous
 
 
 @needs_torch
@@ -221,7 +221,7 @@ def test_memory_format_errors_and_empty():
     assert pyrt.empty(2, 3, memory_format=pyrt.contiguous_format).shape == (2, 3)
     y = pyrt.ones(2, 3, requires_grad=True)
     y.clone(memory_format=pyrt.preserve_format).sum().backward()
-    np.testing.assert_array_equal(y.grad.data, np.ones((2, 3)))
+    np.testing.assert_array_equal(y.grad._data, np.ones((2, 3)))
     assert y.to(memory_format=pyrt.contiguous_format) is y
     assert y.to(copy=True) is not y
 
@@ -321,13 +321,13 @@ def test_cond_takes_the_branch(pred):
         pred, pred) if isinstance(pred, str) else pred
     got = pyrt.cond(ours_pred, lambda a: a + 1, lambda a: a - 1, (pyrt.tensor(x),))
     expected = x + 1 if pred in (True, 1, "tensor_true") else x - 1
-    np.testing.assert_array_equal(got.data, expected)
+    np.testing.assert_array_equal(got._data, expected)
     if torch is not None:
         their_pred = {"tensor_true": torch.tensor(True),
                       "tensor_false": torch.tensor([False])}.get(pred, pred) \
             if isinstance(pred, str) else pred
         theirs = torch.cond(their_pred, lambda a: a + 1, lambda a: a - 1, (torch.tensor(x),))
-        np.testing.assert_array_equal(got.data, theirs.numpy())
+        np.testing.assert_array_equal(got._data, theirs.numpy())
 
 
 def test_cond_errors():
@@ -392,12 +392,12 @@ def test_fill_out_of_place_with_gradient():
     out = pyrt.fill(x, v)
     tx, tv = torch.ones(2, 3, requires_grad=True), torch.tensor(2.5, requires_grad=True)
     tout = torch.fill(tx, tv)
-    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    np.testing.assert_array_equal(out._data, tout.detach().numpy())
     (out * pyrt.tensor(np.arange(6.0).reshape(2, 3))).sum().backward()
     (tout * torch.arange(6.0).reshape(2, 3)).sum().backward()
-    np.testing.assert_allclose(v.grad.data, tv.grad.numpy())
-    assert x.grad is None or np.all(x.grad.data == 0)
-    np.testing.assert_array_equal(x.data, np.ones((2, 3)))
+    np.testing.assert_allclose(v.grad._data, tv.grad.numpy())
+    assert x.grad is None or np.all(x.grad._data == 0)
+    np.testing.assert_array_equal(x._data, np.ones((2, 3)))
     assert pyrt.fill(pyrt.ones(2, dtype=pyrt.int64), 3).tolist() == [3, 3]
     with pytest.raises(TypeError, match="'input' must be a Tensor"):
         pyrt.fill([1.0], 2)
@@ -418,7 +418,7 @@ def test_top_level_in_place_number_functions():
     assert pyrt.lcm_(a, pyrt.tensor([6, 4, 3])).tolist() == [12, 12, 6]
     f = pyrt.tensor([0.0, 1.0])
     pyrt.i0_(f)
-    np.testing.assert_allclose(f.data, np.i0([0.0, 1.0]), rtol=1e-6)
+    np.testing.assert_allclose(f._data, np.i0([0.0, 1.0]), rtol=1e-6)
     g = pyrt.tensor([1.0, 3.0])
     pyrt.ldexp_(g, pyrt.tensor([2, 3]))
     assert g.tolist() == [4.0, 24.0]
@@ -494,8 +494,8 @@ def test_binomial_statistics_and_seed():
     draws = pyrt.binomial(count, prob)
     pyrt.manual_seed(3)
     again = pyrt.binomial(count, prob)
-    np.testing.assert_array_equal(draws.data, again.data)
-    d = draws.data.astype(np.float64)
+    np.testing.assert_array_equal(draws._data, again._data)
+    d = draws._data.astype(np.float64)
     assert draws.dtype == pyrt.float32 and np.all((d >= 0) & (d <= 10) & (d == np.floor(d)))
     # the mean and variance of Binomial(10, 0.3), 3 and 2.1, within a few standard errors
     assert abs(d.mean() - 3.0) < 4 * np.sqrt(2.1 / d.size)
@@ -535,13 +535,13 @@ def test_embedding_renorm_against_a_reference_and_torch():
         norm = np.linalg.norm(expected[row])
         if norm > 1.5:
             expected[row] *= 1.5 / (norm + 1e-7)
-    np.testing.assert_allclose(ours.data, expected, rtol=1e-6)
+    np.testing.assert_allclose(ours._data, expected, rtol=1e-6)
     if torch is not None:
         theirs = torch.tensor(w)
         torch.embedding_renorm_(theirs, torch.tensor(idx), 1.5, 1.0)
         mine = pyrt.tensor(w)
         pyrt.embedding_renorm_(mine, pyrt.tensor(idx), 1.5, 1.0)
-        np.testing.assert_allclose(mine.data, theirs.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(mine._data, theirs.numpy(), rtol=1e-5)
     with pytest.raises(RuntimeError, match="'indices' to have one of the following"):
         pyrt.embedding_renorm_(ours, pyrt.tensor([0.0]), 1.0, 2.0)
     with pytest.raises(IndexError, match="out of range"):
@@ -552,7 +552,7 @@ def test_frombuffer_shares_memory():
     buf = bytearray(np.arange(6, dtype=np.float32).tobytes())
     t = pyrt.frombuffer(buf, dtype=pyrt.float32, count=3, offset=8)
     assert t.tolist() == [2.0, 3.0, 4.0]
-    t.data[0] = 9.0
+    t._data[0] = 9.0
     assert np.frombuffer(buf, np.float32)[2] == 9.0
     if torch is not None:
         theirs = torch.frombuffer(buf, dtype=torch.float32, count=3, offset=8)
@@ -573,13 +573,13 @@ def test_frombuffer_shares_memory():
 def test_dlpack_round_trips_with_numpy():
     a = np.arange(6, dtype=np.int64).reshape(2, 3)
     t = pyrt.from_dlpack(a)
-    t.data[0, 0] = 7
+    t._data[0, 0] = 7
     assert a[0, 0] == 7
     back = np.from_dlpack(t)
     back[1, 1] = -1
-    assert t.data[1, 1] == -1
+    assert t._data[1, 1] == -1
     u = pyrt.utils.dlpack.from_dlpack(pyrt.utils.dlpack.to_dlpack(t))
-    assert np.shares_memory(u.data, a)
+    assert np.shares_memory(u._data, a)
     with pytest.raises(RuntimeError, match="require gradient"):
         pyrt.to_dlpack(pyrt.ones(2, requires_grad=True))
     with pytest.raises(TypeError, match="float32, int64 or bool"):
@@ -596,7 +596,7 @@ def test_dlpack_round_trips_with_numpy():
 def test_dlpack_round_trips_with_torch():
     theirs = torch.arange(4.0)
     ours = pyrt.from_dlpack(theirs)
-    ours.data[0] = 5.0
+    ours._data[0] = 5.0
     assert theirs[0].item() == 5.0
     capsule = torch.utils.dlpack.to_dlpack(torch.arange(3))
     assert pyrt.utils.dlpack.from_dlpack(capsule).tolist() == [0, 1, 2]
@@ -605,7 +605,7 @@ def test_dlpack_round_trips_with_torch():
     shared[1] = 8.0
     assert mine.tolist() == [1.0, 8.0]
     via_capsule = torch.utils.dlpack.from_dlpack(pyrt.to_dlpack(mine))
-    assert via_capsule.data_ptr() == mine.data.ctypes.data
+    assert via_capsule.data_ptr() == mine._data.ctypes.data
 
 
 # ---- Tensor's small methods --------------------------------------------------------------------
@@ -619,9 +619,9 @@ def test_pinned_and_shared_memory():
     else:
         with pytest.raises(RuntimeError, match="accelerator"):
             t.pin_memory()
-    view = t.data
+    view = t._data
     assert t.share_memory_() is t and t.is_shared() and t.share_memory_() is t
-    assert t.tolist() == [[1.0] * 3] * 2 and view is not t.data
+    assert t.tolist() == [[1.0] * 3] * 2 and view is not t._data
     if "fork" in multiprocessing.get_all_start_methods():
         child = multiprocessing.get_context("fork").Process(target=_fill_with_seven, args=(t,))
         child.start()
@@ -644,7 +644,7 @@ def test_apply_and_maps_as_torch():
     theirs.map_(torch.tensor(other), lambda a, b: a + 10 * b)
     ours.map2_(pyrt.tensor(other), pyrt.tensor(third), lambda a, b, c: a * c - b)
     theirs.map2_(torch.tensor(other), torch.tensor(third), lambda a, b, c: a * c - b)
-    np.testing.assert_array_equal(ours.data, theirs.numpy())
+    np.testing.assert_array_equal(ours._data, theirs.numpy())
     ints = pyrt.tensor([1, 2, 3])
     assert ints.apply_(lambda v: v * 2.7).tolist() == (
         torch.tensor([1, 2, 3]).apply_(lambda v: v * 2.7).tolist())
@@ -679,7 +679,7 @@ def test_resize_keeps_values_in_order_as_torch(start, new):
     theirs.resize_(*new)
     kept = min(np.prod(start), np.prod(new))
     assert ours.shape == tuple(theirs.shape)
-    np.testing.assert_array_equal(ours.data.reshape(-1)[:kept], theirs.reshape(-1)[:kept])
+    np.testing.assert_array_equal(ours._data.reshape(-1)[:kept], theirs.reshape(-1)[:kept])
     template = pyrt.ones(3, 1)
     assert pyrt.tensor(x).resize_as_(template).shape == (3, 1)
 
@@ -701,15 +701,15 @@ def test_narrow_copy_hardshrink_prelu_methods():
     x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
     ours, theirs = pyrt.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
     got, expected = ours.narrow_copy(1, 1, 2), theirs.narrow_copy(1, 1, 2)
-    np.testing.assert_array_equal(got.data, expected.detach().numpy())
+    np.testing.assert_array_equal(got._data, expected.detach().numpy())
     (got * 2).sum().backward()
     (expected * 2).sum().backward()
-    np.testing.assert_array_equal(ours.grad.data, theirs.grad.numpy())
-    np.testing.assert_array_equal(pyrt.narrow_copy(pyrt.tensor(x), 0, 1, 1).data, x[1:2])
-    np.testing.assert_allclose(pyrt.tensor(x).hardshrink(0.7).data,
+    np.testing.assert_array_equal(ours.grad._data, theirs.grad.numpy())
+    np.testing.assert_array_equal(pyrt.narrow_copy(pyrt.tensor(x), 0, 1, 1)._data, x[1:2])
+    np.testing.assert_allclose(pyrt.tensor(x).hardshrink(0.7)._data,
                                torch.tensor(x).hardshrink(0.7).numpy())
     w = np.float32([0.25])
-    np.testing.assert_allclose(pyrt.tensor(x).prelu(pyrt.tensor(w)).data,
+    np.testing.assert_allclose(pyrt.tensor(x).prelu(pyrt.tensor(w))._data,
                                torch.tensor(x).prelu(torch.tensor(w)).numpy())
 
 
@@ -724,7 +724,7 @@ def test_complex_views_of_real_tensors():
         x.imag  # noqa: B018
     with pytest.raises(RuntimeError, match="non-complex"):
         pyrt.imag(x)
-    np.testing.assert_array_equal(pyrt.adjoint(x).data, x.data.T)
+    np.testing.assert_array_equal(pyrt.adjoint(x)._data, x._data.T)
     with pytest.raises(RuntimeError, match=r"tensor.adjoint\(\) is only supported on matrices"):
         pyrt.ones(3).adjoint()
     if torch is not None:

@@ -95,7 +95,7 @@ def run_pyrt(index, weight, offsets=None, grad=None, per_sample_weights=None, **
     out = embedding_bag(pyrt.tensor(index), w, o, per_sample_weights=p, **options)
     assert out.dtype == F32
     (out * pyrt.tensor(grad)).sum().backward()
-    return out.data, w.grad.data, None if p is None else p.grad.data
+    return out._data, w.grad._data, None if p is None else p.grad._data
 
 
 def run_torch(index, weight, offsets=None, grad=None, per_sample_weights=None, **options):
@@ -209,26 +209,26 @@ def test_bags_by_hand():
                          requires_grad=True)
     index, offsets = pyrt.tensor([1, 2, 3, 0, 3]), pyrt.tensor([0, 2, 2])
     out = embedding_bag(index, weight, offsets, mode="mean", padding_idx=0)
-    assert out.data.tolist() == [[15, 16], [0, 0], [30, 31]]
+    assert out._data.tolist() == [[15, 16], [0, 0], [30, 31]]
     out.sum().backward()
-    assert weight.grad.data[:, 0].tolist() == [0, 0.5, 0.5, 1]  # 3: twice, half each
+    assert weight.grad._data[:, 0].tolist() == [0, 0.5, 0.5, 1]  # 3: twice, half each
     out = embedding_bag(index, weight, offsets, mode="sum")
-    assert out.data.tolist() == [[30, 32], [0, 0], [60, 63]]
+    assert out._data.tolist() == [[30, 32], [0, 0], [60, 63]]
     out = embedding_bag(index, weight, offsets, mode="max", padding_idx=3)
-    assert out.data.tolist() == [[20, 21], [0, 0], [0, 1]]  # 0 alone: 3 is padding
+    assert out._data.tolist() == [[20, 21], [0, 0], [0, 1]]  # 0 alone: 3 is padding
     # include_last_offset: the last offset ends the last bag, index 3 after it is in none
     out = embedding_bag(index, weight, pyrt.tensor([0, 2, 4]), mode="sum",
                         include_last_offset=True)
-    assert out.data.tolist() == [[30, 32], [30, 32]]
+    assert out._data.tolist() == [[30, 32], [30, 32]]
     # fixed-length bags from a 2-D input; per_sample_weights scale the rows
     scales = pyrt.tensor(np.array([[2, -1], [0.5, 0.5]], F32), requires_grad=True)
     weight.grad = None
     out = embedding_bag(pyrt.tensor([[1, 2], [3, 3]]), weight, mode="sum",
                         per_sample_weights=scales)
-    assert out.data.tolist() == [[0, 1], [30, 31]]
+    assert out._data.tolist() == [[0, 1], [30, 31]]
     (out * pyrt.tensor(np.array([[1, 0], [0, 1]], F32))).sum().backward()
-    assert scales.grad.data.tolist() == [[10, 20], [31, 31]]
-    assert weight.grad.data[:, 1].tolist() == [0, 0, 0, 1]
+    assert scales.grad._data.tolist() == [[10, 20], [31, 31]]
+    assert weight.grad._data[:, 1].tolist() == [0, 0, 0, 1]
 
 
 def test_max_takes_the_first_of_equal_values_and_keeps_a_leading_nan():
@@ -261,11 +261,11 @@ def test_edge_shapes():
         out = embedding_bag(pyrt.tensor(np.array(index, np.int64)), weight,
                             pyrt.tensor(np.array(offsets, np.int64)), mode="max")
         assert out.shape == (bags, 2)
-        assert out.data.sum() == len(index) * 2
+        assert out._data.sum() == len(index) * 2
     out = embedding_bag(pyrt.tensor(np.zeros((3, 0), np.int64)), weight, mode="mean")
-    assert out.shape == (3, 2) and not out.data.any()
+    assert out.shape == (3, 2) and not out._data.any()
     out.sum().backward()
-    assert weight.grad.shape == (3, 2) and not weight.grad.data.any()
+    assert weight.grad.shape == (3, 2) and not weight.grad._data.any()
     for mode in MODES:
         out = embedding_bag(pyrt.tensor([[0, 2]]), pyrt.tensor(np.ones((3, 0), F32)),
                             mode=mode)
@@ -278,9 +278,9 @@ def test_entries_after_the_last_offset_are_in_no_bag():
     weight = pyrt.tensor(np.arange(8, dtype=F32).reshape(4, 2), requires_grad=True)
     out = embedding_bag(pyrt.tensor([1, 2, 3, 99]), weight, pyrt.tensor([0, 1, 3]),
                         mode="sum", include_last_offset=True)
-    assert out.data.tolist() == [[2, 3], [10, 12]]
+    assert out._data.tolist() == [[2, 3], [10, 12]]
     out.sum().backward()
-    assert weight.grad.data[:, 0].tolist() == [0, 1, 1, 1]
+    assert weight.grad._data[:, 0].tolist() == [0, 1, 1, 1]
 
 
 def test_later_writes():
@@ -289,9 +289,9 @@ def test_later_writes():
     weight = pyrt.tensor(np.ones((4, 2), F32), requires_grad=True)
     index = pyrt.tensor([1, 2, 1])
     out = embedding_bag(index, weight, pyrt.tensor([0]), mode="sum")
-    index.data[0] = 3
+    index._data[0] = 3
     out.sum().backward()
-    assert weight.grad.data[:, 0].tolist() == [0, 2, 1, 0]
+    assert weight.grad._data[:, 0].tolist() == [0, 2, 1, 0]
     scales = pyrt.tensor(np.ones(3, F32))
     out = embedding_bag(index, weight, pyrt.tensor([0]), mode="sum",
                         per_sample_weights=scales)
@@ -405,10 +405,10 @@ def test_module_init_state_and_repr():
     bag = EmbeddingBag(300, 200, padding_idx=-1)
     pyrt.manual_seed(11)
     same = Embedding(300, 200, padding_idx=-1)
-    assert np.array_equal(bag.weight.data, same.weight.data)
+    assert np.array_equal(bag.weight._data, same.weight._data)
     assert isinstance(bag.weight, pyrt.nn.Parameter) and bag.weight.requires_grad
-    assert bag.padding_idx == 299 and not bag.weight.data[299].any()
-    values = bag.weight.data[:299]
+    assert bag.padding_idx == 299 and not bag.weight._data[299].any()
+    values = bag.weight._data[:299]
     assert abs(values.mean()) < 0.01 and abs(values.std() - 1) < 0.01
     assert list(bag.state_dict()) == ["weight"]
     assert bag.mode == "mean" and bag.include_last_offset is False
@@ -426,17 +426,17 @@ def test_module_init_state_and_repr():
 def test_from_pretrained():
     table = pyrt.tensor(np.arange(15, dtype=F32).reshape(5, 3))
     frozen = EmbeddingBag.from_pretrained(table, mode="sum", padding_idx=1)
-    assert frozen.weight.data is table.data  # shared, the padding row kept
-    assert not frozen.weight.requires_grad and frozen.weight.data[1].tolist() == [3, 4, 5]
+    assert frozen.weight._data is table._data  # shared, the padding row kept
+    assert not frozen.weight.requires_grad and frozen.weight._data[1].tolist() == [3, 4, 5]
     out = frozen(pyrt.tensor([[0, 1, 2]]))
-    assert out.data.tolist() == [[6, 8, 10]] and not out.requires_grad
+    assert out._data.tolist() == [[6, 8, 10]] and not out.requires_grad
     assert repr(frozen) == "EmbeddingBag(5, 3, mode='sum', padding_idx=1)"
     trained = EmbeddingBag.from_pretrained(table, freeze=False, mode="max",
                                            include_last_offset=True)
     out = trained(pyrt.tensor([4, 0, 1]), pyrt.tensor([0, 1, 3]))
-    assert out.data.tolist() == [[12, 13, 14], [3, 4, 5]]
+    assert out._data.tolist() == [[12, 13, 14], [3, 4, 5]]
     out.sum().backward()
-    assert trained.weight.grad.data[:, 0].tolist() == [0, 1, 0, 0, 1]
+    assert trained.weight.grad._data[:, 0].tolist() == [0, 1, 0, 0, 1]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -449,12 +449,12 @@ def test_module_forward(mode):
     out = bag(index, offsets, per_sample_weights=scales)
     want = embedding_bag(index, bag.weight, offsets, mode=mode, include_last_offset=True,
                          padding_idx=2, per_sample_weights=scales)
-    assert out.shape == (3, 4) and np.array_equal(out.data, want.data)
+    assert out.shape == (3, 4) and np.array_equal(out._data, want._data)
     if torch is not None:
         theirs = torch.nn.EmbeddingBag(6, 4, mode=mode, include_last_offset=True,
                                        padding_idx=2)
         theirs.load_state_dict({k: torch.from_numpy(v.numpy())
                                 for k, v in bag.state_dict().items()})
-        got = theirs(torch.from_numpy(index.data), torch.from_numpy(offsets.data),
-                     None if scales is None else torch.from_numpy(scales.data))
-        assert_close(out.data, got.detach().numpy(), what="module output")
+        got = theirs(torch.from_numpy(index._data), torch.from_numpy(offsets._data),
+                     None if scales is None else torch.from_numpy(scales._data))
+        assert_close(out._data, got.detach().numpy(), what="module output")

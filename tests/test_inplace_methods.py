@@ -97,9 +97,9 @@ def out_of_place(name):
 def test_in_place_equals_out_of_place_and_torch(name, shape, seed):
     x, args = arguments(name, shape, seed, pyrt)
     t = pyrt.tensor(x)
-    kept = t.data
+    kept = t._data
     got = getattr(t, name)(*args)
-    assert got is t and t.data is kept  # written into self's own array
+    assert got is t and t._data is kept  # written into self's own array
     want = getattr(pyrt.tensor(x), out_of_place(name))(*args)
     np.testing.assert_array_equal(t.numpy(), want.numpy().astype(np.float32))
     assert t.dtype == pyrt.float32 and t.shape == shape

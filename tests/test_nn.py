@@ -56,11 +56,11 @@ def test_parameter_is_a_leaf_tensor_that_requires_grad():
     p = nn.Parameter(np.arange(6, dtype=np.float64).reshape(2, 3))
     assert isinstance(p, pyrt.Tensor)
     assert p.requires_grad and p.is_leaf
-    assert p.dtype == F32 and p.data.flags.c_contiguous
+    assert p.dtype == F32 and p._data.flags.c_contiguous
     assert not nn.Parameter(pyrt.zeros(2), requires_grad=False).requires_grad
     assert repr(nn.Parameter([1.0])).startswith("Parameter containing:\ntensor(")
     shared = np.zeros(3, F32)
-    assert nn.Parameter(shared).data is shared
+    assert nn.Parameter(shared)._data is shared
     assert type(p * 2.0) is pyrt.Tensor  # results of ops are plain tensors
 
 
@@ -163,7 +163,7 @@ def test_setattr_registers_replaces_and_deletes():
     assert list(m._parameters) == ["w"] and list(m._modules) == ["child"]
     assert "w" not in m.__dict__ and m.plain == 3
     m.w = nn.Parameter(np.ones(2, F32))  # replacing keeps the position
-    assert np.all(m.w.data == 1)
+    assert np.all(m.w._data == 1)
     with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'w'"):
         m.w = pyrt.ones(2)
     m.w = None
@@ -253,22 +253,22 @@ def test_buffers_load_copy_and_pickle():
         theirs[0].steps.fill_(5)
     ours = _with_buffers(nn)
     ours.load_state_dict(theirs.state_dict())
-    assert np.array_equal(ours[0].scale.data, [7.0, 8.0]) and int(ours[0].steps.item()) == 5
+    assert np.array_equal(ours[0].scale._data, [7.0, 8.0]) and int(ours[0].steps.item()) == 5
     x = rng(4).standard_normal((3, 2)).astype(F32)
-    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+    assert_close(ours(pyrt.tensor(x))._data, theirs(torch.from_numpy(x)).detach().numpy())
     state = ours.state_dict()
     del state["0.fc.offset"]
     with pytest.raises(RuntimeError, match='Missing key.*"0.fc.offset"'):
         ours.load_state_dict(state)
     clone = copy.deepcopy(ours)
-    assert np.array_equal(clone[0].scale.data, [7.0, 8.0])
+    assert np.array_equal(clone[0].scale._data, [7.0, 8.0])
     assert clone[0].scale is not ours[0].scale
     assert list(clone.state_dict()) == list(ours.state_dict())
     plain = nn.Sequential(nn.Linear(2, 2))
     plain[0].register_buffer("offset", pyrt.tensor([1.0, 2.0]))
     plain[0].register_buffer("mask", pyrt.tensor([1.0, 0.0]), persistent=False)
     clone = pickle.loads(pickle.dumps(plain))
-    assert np.array_equal(clone[0].offset.data, [1.0, 2.0])
+    assert np.array_equal(clone[0].offset._data, [1.0, 2.0])
     assert list(clone.state_dict()) == ["0.weight", "0.bias", "0.offset"]
     assert ours.to("cpu")[0].scale.device == "cpu"
 
@@ -346,7 +346,7 @@ def test_zero_grad():
     net(x).sum().backward()
     assert all(p.grad is not None for p in net.parameters())
     net.zero_grad(set_to_none=False)
-    assert all(p.grad is not None and not p.grad.data.any() for p in net.parameters())
+    assert all(p.grad is not None and not p.grad._data.any() for p in net.parameters())
     net.zero_grad()
     assert all(p.grad is None for p in net.parameters())
     net.zero_grad()  # no gradients: nothing to do
@@ -372,8 +372,8 @@ def test_state_dict_shares_memory_and_round_trips():
     assert list(state) == ["temperature"] + NET_NAMES[:-1]
     assert all(type(v) is pyrt.Tensor and v.dtype == pyrt.float32 and not v.requires_grad
                for v in state.values())
-    net.block.fc.weight.data += 1  # as torch's: the state dict's tensors follow the model
-    assert np.array_equal(state["block.fc.weight"].data, net.block.fc.weight.data)
+    net.block.fc.weight._data += 1  # as torch's: the state dict's tensors follow the model
+    assert np.array_equal(state["block.fc.weight"]._data, net.block.fc.weight._data)
     state = {k: v.clone() for k, v in state.items()}
 
     other = Net()
@@ -385,7 +385,7 @@ def test_state_dict_shares_memory_and_round_trips():
         assert np.array_equal(a, b), name
     x = pyrt.tensor(rng(2).standard_normal((3, 4)))
     net.load_state_dict(state)
-    assert np.array_equal(net(x).data, other(x).data)
+    assert np.array_equal(net(x)._data, other(x)._data)
 
 
 def test_modules_copy_and_pickle():
@@ -393,8 +393,8 @@ def test_modules_copy_and_pickle():
     for other in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
         assert repr(other) == repr(net)
         for (name, a), (_, b) in zip(other.named_parameters(), net.named_parameters()):
-            assert type(a) is nn.Parameter and a.data is not b.data, name
-            assert np.array_equal(a.data, b.data), name
+            assert type(a) is nn.Parameter and a._data is not b._data, name
+            assert np.array_equal(a._data, b._data), name
 
 
 @pytest.mark.parametrize("make_opt", [lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
@@ -418,19 +418,19 @@ def test_models_and_optimizers_copy_and_pickle_after_training(make_opt):
     for copier in (copy.deepcopy, lambda o: pickle.loads(pickle.dumps(o))):
         net2, opt2 = copier((net, opt))  # together, as a checkpoint holds them
         assert opt2.param_groups[0]["params"][0] is net2[0].weight
-        before = net2[0].weight.data.copy()
+        before = net2[0].weight._data.copy()
         step(net2, opt2)
         step(net, opt)
-        assert not np.array_equal(net2[0].weight.data, before)  # it trained on
+        assert not np.array_equal(net2[0].weight._data, before)  # it trained on
         for a, b in zip(net2.parameters(), net.parameters()):
-            assert a.data is not b.data and np.array_equal(a.data, b.data)
+            assert a._data is not b._data and np.array_equal(a._data, b._data)
 
 
 def test_load_state_dict_accepts_tensors_and_other_dtypes():
     lin = nn.Linear(2, 2)
     lin.load_state_dict({"weight": pyrt.tensor([[1.0, 2.0], [3.0, 4.0]]),
                          "bias": np.array([5, 6], np.int64)})
-    assert lin.weight.data.tolist() == [[1, 2], [3, 4]] and lin.bias.data.tolist() == [5, 6]
+    assert lin.weight._data.tolist() == [[1, 2], [3, 4]] and lin.bias._data.tolist() == [5, 6]
     assert lin.bias.dtype == F32
 
 
@@ -457,7 +457,7 @@ def test_load_state_dict_errors_like_torch():
     result = net.load_state_dict(bad, strict=False)
     assert result.missing_keys == ["0.weight", "2.bias"]
     assert result.unexpected_keys == ["3.weight"]
-    assert np.all(net[0].bias.data == 1)
+    assert np.all(net[0].bias._data == 1)
 
     with pytest.raises(RuntimeError, match="size mismatch for 0.bias"):
         net.load_state_dict({"0.bias": np.zeros(4, F32)}, strict=False)
@@ -489,7 +489,7 @@ def test_load_torch_state_dict():
     ours = nn.Sequential(nn.Linear(5, 4), nn.Sigmoid())
     ours.load_state_dict(theirs.state_dict())
     x = rng(3).standard_normal((2, 5)).astype(F32)
-    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+    assert_close(ours(pyrt.tensor(x))._data, theirs(torch.from_numpy(x)).detach().numpy())
 
 
 # ---- repr ------------------------------------------------------------------------------------
@@ -634,7 +634,7 @@ def test_sequential_fuses_linear_and_activation(act, monkeypatch):
     for module in model:
         y_ref = module(y_ref)
     y_ref.backward(g)
-    ref_grads = [p.grad.data.copy() for p in model.parameters()] + [x.grad.data.copy()]
+    ref_grads = [p.grad._data.copy() for p in model.parameters()] + [x.grad._data.copy()]
     model.zero_grad()
     x.grad = None
 
@@ -645,9 +645,9 @@ def test_sequential_fuses_linear_and_activation(act, monkeypatch):
     monkeypatch.setattr(F, name, lambda t: calls.append(1) or real(t))
     y = model(x)
     assert calls == []
-    assert np.array_equal(y.data, y_ref.data)
+    assert np.array_equal(y._data, y_ref._data)
     y.backward(g)
-    grads = [p.grad.data for p in model.parameters()] + [x.grad.data]
+    grads = [p.grad._data for p in model.parameters()] + [x.grad._data]
     for a, b in zip(grads, ref_grads):
         assert np.array_equal(a, b)
 
@@ -694,14 +694,14 @@ def test_sequential_pools_before_relu_with_the_same_values_and_gradients(
         y_ref = pool(F.relu(conv(xr)))
         g = r.standard_normal(y_ref.shape).astype(F32)
         y_ref.backward(g)
-        ref = [xr.grad.data.copy(), conv.weight.grad.data.copy(), conv.bias.grad.data.copy()]
+        ref = [xr.grad._data.copy(), conv.weight.grad._data.copy(), conv.bias.grad._data.copy()]
         conv.zero_grad()
         xs = pyrt.tensor(x, requires_grad=True)
         y = model(xs)
         y.backward(g)
-    assert np.array_equal(y.data, y_ref.data, equal_nan=True)
-    assert np.array_equal(np.signbit(y.data), np.signbit(y_ref.data))
-    for a, b in zip([xs.grad.data, conv.weight.grad.data, conv.bias.grad.data], ref):
+    assert np.array_equal(y._data, y_ref._data, equal_nan=True)
+    assert np.array_equal(np.signbit(y._data), np.signbit(y_ref._data))
+    for a, b in zip([xs.grad._data, conv.weight.grad._data, conv.bias.grad._data], ref):
         assert np.array_equal(a, b, equal_nan=True)
 
 
@@ -745,11 +745,11 @@ def check_module_against_torch(ours, theirs, x, seed):
     xp = pyrt.tensor(x, requires_grad=True)
     y = ours(xp)
     y.backward(g)
-    assert_close(y.data, yt.detach().numpy(), what="output")
-    assert_close(xp.grad.data, xt.grad.numpy(), what="input grad")
+    assert_close(y._data, yt.detach().numpy(), what="output")
+    assert_close(xp.grad._data, xt.grad.numpy(), what="input grad")
     for (name, p), (tname, tp) in zip(ours.named_parameters(), theirs.named_parameters()):
         assert name == tname
-        assert_close(p.grad.data, tp.grad.numpy(), what=f"{name} grad")
+        assert_close(p.grad._data, tp.grad.numpy(), what=f"{name} grad")
 
 
 @settings(max_examples=15, deadline=None)
@@ -760,16 +760,16 @@ def test_linear_against_numpy(n, fin, fout, bias, seed):
     lin = nn.Linear(fin, fout, bias=bias)
     x = r.standard_normal((n, fin)).astype(F32)
     g = r.standard_normal((n, fout)).astype(F32)
-    w = lin.weight.data.astype(np.float64)
-    b = lin.bias.data.astype(np.float64) if bias else 0.0
+    w = lin.weight._data.astype(np.float64)
+    b = lin.bias._data.astype(np.float64) if bias else 0.0
     xp = pyrt.tensor(x, requires_grad=True)
     y = lin(xp)
     y.backward(g)
-    assert_close(y.data, x @ w.T + b)
-    assert_close(xp.grad.data, g.astype(np.float64) @ w)
-    assert_close(lin.weight.grad.data, g.T.astype(np.float64) @ x)
+    assert_close(y._data, x @ w.T + b)
+    assert_close(xp.grad._data, g.astype(np.float64) @ w)
+    assert_close(lin.weight.grad._data, g.T.astype(np.float64) @ x)
     if bias:
-        assert_close(lin.bias.grad.data, g.sum(0, dtype=np.float64))
+        assert_close(lin.bias.grad._data, g.sum(0, dtype=np.float64))
 
 
 @pytest.mark.parametrize("shape,fin,fout,bias", [((8, 20), 20, 7, True), ((3, 5, 6), 6, 4, True),
@@ -798,11 +798,11 @@ def test_functional_linear_of_any_leading_dims(lead, fin, fout, bias, act, seed)
     pre = x.astype(np.float64) @ w.T.astype(np.float64) + (0.0 if b is None else b)
     ref = {None: pre, "relu": np.maximum(pre, 0), "tanh": np.tanh(pre)}[act]
     assert y.shape == ref.shape
-    np.testing.assert_allclose(y.data, ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(y._data, ref, rtol=1e-4, atol=1e-5)
     y.backward(g)
     gp = g * {None: 1.0, "relu": pre > 0, "tanh": 1 - np.tanh(pre) ** 2}[act]
-    np.testing.assert_allclose(xp.grad.data, gp @ w.astype(np.float64), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(wp.grad.data, gp.reshape(-1, fout).T
+    np.testing.assert_allclose(xp.grad._data, gp @ w.astype(np.float64), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(wp.grad._data, gp.reshape(-1, fout).T
                                @ x.reshape(-1, fin).astype(np.float64), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="at least 1 dimension"):
         F.linear(pyrt.tensor(1.0), wp)
@@ -830,9 +830,9 @@ def test_conv2d_against_numpy(n, c, k, h, w, kh, kw, stride, padding, bias, seed
     assert conv.weight.shape == (k, c, kh, kw)
     assert conv.kernel_size == (kh, kw) and conv.stride == (stride, stride)
     x = rng(seed).standard_normal((n, c, h, w)).astype(F32)
-    ref = conv2d_reference(x, conv.weight.data, conv.bias.data if bias else None,
+    ref = conv2d_reference(x, conv.weight._data, conv.bias._data if bias else None,
                            conv.stride, conv.padding)
-    assert_close(conv(pyrt.tensor(x)).data, ref)
+    assert_close(conv(pyrt.tensor(x))._data, ref)
 
 
 @pytest.mark.parametrize("c,k,ks,stride,padding,bias", [
@@ -857,11 +857,11 @@ def test_grouped_conv2d_against_torch(c, k, ks, stride, padding, groups, bias):
     theirs = torch.nn.Conv2d(c, k, ks, stride, padding, groups=groups, bias=bias)
     assert repr(ours) == repr(theirs) and ours.weight.shape == tuple(theirs.weight.shape)
     bound = 1 / math.sqrt(c // groups * math.prod(ours.kernel_size))
-    assert np.abs(ours.weight.data).max() <= bound
+    assert np.abs(ours.weight._data).max() <= bound
     check_module_against_torch(ours, theirs, x, 10)
     # the functional form, with an input that needs no gradient
     y = F.conv2d(pyrt.tensor(x), ours.weight, ours.bias, stride, padding, groups=groups)
-    assert_close(y.data, theirs(to_torch(x)).detach().numpy())
+    assert_close(y._data, theirs(to_torch(x)).detach().numpy())
 
 
 @pytest.mark.parametrize("options", [
@@ -918,8 +918,8 @@ def pool_reference(x, k, reduce):
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_pooling_against_numpy(k):
     x = rng(10).standard_normal((2, 3, 8, 7)).astype(F32)
-    assert_close(nn.MaxPool2d(k)(pyrt.tensor(x)).data, pool_reference(x, k, np.max))
-    assert_close(nn.AvgPool2d(k)(pyrt.tensor(x)).data, pool_reference(x, k, np.mean))
+    assert_close(nn.MaxPool2d(k)(pyrt.tensor(x))._data, pool_reference(x, k, np.max))
+    assert_close(nn.AvgPool2d(k)(pyrt.tensor(x))._data, pool_reference(x, k, np.mean))
     assert nn.MaxPool2d(k).stride == k and nn.MaxPool2d(3, 1).stride == 1
 
 
@@ -943,16 +943,16 @@ def test_dilated_max_pooling_and_its_indices_against_torch(args, options):
     ours, theirs = (nn.MaxPool2d(*args, return_indices=True, **options),
                     torch.nn.MaxPool2d(*args, return_indices=True, **options))
     (y, idx), (yt, it) = ours(pyrt.tensor(x)), theirs(to_torch(x))
-    assert idx.dtype == np.int64 and np.array_equal(idx.data, it.numpy())
-    assert_close(y.data, yt.numpy())
+    assert idx.dtype == np.int64 and np.array_equal(idx._data, it.numpy())
+    assert_close(y._data, yt.numpy())
     # the indices are the tensor's own: writing them moves no gradient
     xp = pyrt.tensor(x, requires_grad=True)
     y, idx = F.max_pool2d(xp, *args, return_indices=True, **options)
-    idx.data[...] = 0
+    idx._data[...] = 0
     y.sum().backward()
     xt = to_torch(x, requires_grad=True)
     torch.nn.functional.max_pool2d(xt, *args, **options).sum().backward()
-    assert_close(xp.grad.data, xt.grad.numpy())
+    assert_close(xp.grad._data, xt.grad.numpy())
 
 
 @pytest.mark.parametrize("pad,mode", [
@@ -965,12 +965,12 @@ def test_pad_against_torch(pad, mode):
     x = rng(55).standard_normal((2, 3, 11, 10)).astype(F32)
     xp, xt = pyrt.tensor(x, requires_grad=True), to_torch(x, requires_grad=True)
     y, yt = F.pad(xp, pad, mode=mode), torch.nn.functional.pad(xt, pad, mode=mode)
-    assert_close(y.data, yt.detach().numpy())
+    assert_close(y._data, yt.detach().numpy())
     g = rng(56).standard_normal(y.shape).astype(F32)
     y.backward(pyrt.tensor(g))
     yt.backward(torch.from_numpy(g))
-    assert_close(xp.grad.data, xt.grad.numpy())
-    value = F.pad(pyrt.tensor(x), pad, value=-2.5).data if mode == "constant" else None
+    assert_close(xp.grad._data, xt.grad.numpy())
+    value = F.pad(pyrt.tensor(x), pad, value=-2.5)._data if mode == "constant" else None
     if value is not None:
         assert_close(value, torch.nn.functional.pad(to_torch(x), pad, value=-2.5).numpy())
 
@@ -978,7 +978,7 @@ def test_pad_against_torch(pad, mode):
 def test_spatial_functions_take_tensors_only():
     x, w = np.ones((1, 1, 4, 4), F32), pyrt.randn(1, 1, 3, 3)
     for call, message in [(lambda: F.conv2d(x, w), "conv2d: input must be a Tensor"),
-                          (lambda: F.conv2d(pyrt.tensor(x), w.data), "conv2d: weight must be"),
+                          (lambda: F.conv2d(pyrt.tensor(x), w._data), "conv2d: weight must be"),
                           (lambda: F.conv2d(pyrt.tensor(x), w, np.ones(1, F32)),
                            "conv2d: bias must be a Tensor, got ndarray"),
                           (lambda: F.max_pool2d(x, 2), "max_pool2d: input must be a Tensor"),
@@ -1021,7 +1021,7 @@ def test_pooling_checks_arguments():
 def test_flatten(start, end):
     x = rng(14).standard_normal((2, 3, 4, 5)).astype(F32)
     ref = x.reshape(x.shape[:start] + (-1,) + x.shape[end % 4 + 1:])
-    assert np.array_equal(nn.Flatten(start, end)(pyrt.tensor(x)).data, ref)
+    assert np.array_equal(nn.Flatten(start, end)(pyrt.tensor(x))._data, ref)
     torch = pytest.importorskip("torch")
     check_module_against_torch(nn.Flatten(start, end), torch.nn.Flatten(start, end), x, 15)
 
@@ -1038,7 +1038,7 @@ def test_activations(name):
     x = rng(16).standard_normal((5, 7)).astype(F32)
     ref = {"ReLU": lambda v: np.maximum(v, 0), "Sigmoid": lambda v: 1 / (1 + np.exp(-v)),
            "Tanh": np.tanh}[name](x.astype(np.float64))
-    assert_close(getattr(nn, name)()(pyrt.tensor(x)).data, ref)
+    assert_close(getattr(nn, name)()(pyrt.tensor(x))._data, ref)
     torch = pytest.importorskip("torch")
     check_module_against_torch(getattr(nn, name)(), getattr(torch.nn, name)(), x, 17)
 
@@ -1065,11 +1065,11 @@ def test_losses_against_numpy():
     labels = r.integers(0, 4, 6)
     logp = z - np.log(np.exp(z).sum(1, keepdims=True))
     loss = nn.CrossEntropyLoss()(pyrt.tensor(z), pyrt.tensor(labels))
-    assert_close(loss.data, -logp[np.arange(6), labels].mean())
+    assert_close(loss._data, -logp[np.arange(6), labels].mean())
     t = r.random((6, 4))
     ref = np.mean(np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z))))
-    assert_close(nn.BCEWithLogitsLoss()(pyrt.tensor(z), pyrt.tensor(t)).data, ref)
-    assert_close(nn.MSELoss()(pyrt.tensor(z), pyrt.tensor(t)).data, np.mean((z - t) ** 2))
+    assert_close(nn.BCEWithLogitsLoss()(pyrt.tensor(z), pyrt.tensor(t))._data, ref)
+    assert_close(nn.MSELoss()(pyrt.tensor(z), pyrt.tensor(t))._data, np.mean((z - t) ** 2))
 
 
 @pytest.mark.parametrize("name", ["CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "MSELoss"])
@@ -1087,8 +1087,8 @@ def test_losses_against_torch(name):
     zt = to_torch(z, requires_grad=True)
     tloss = getattr(torch.nn, name)()(zt, torch.from_numpy(target))
     (tloss * 3.0).backward()
-    assert_close(loss.data, tloss.detach().numpy())
-    assert_close(zp.grad.data, zt.grad.numpy())
+    assert_close(loss._data, tloss.detach().numpy())
+    assert_close(zp.grad._data, zt.grad.numpy())
 
 
 def _loss_case(name, r, rows, cols):
@@ -1122,10 +1122,10 @@ def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target
     assert loss.shape == tuple(tloss.shape)
     ref = tloss.detach().numpy()
     if rows == 0 and reduction == "mean":  # the mean of nothing
-        assert np.isnan(ref) and np.isnan(loss.data)
+        assert np.isnan(ref) and np.isnan(loss._data)
     else:  # a row's loss is near |z| eps of float32 rounding, however small the loss
         scale = max(float(np.max(np.abs(ref), initial=0)), float(np.max(np.abs(z), initial=0)))
-        err = float(np.max(np.abs(loss.data - ref), initial=0))
+        err = float(np.max(np.abs(loss._data - ref), initial=0))
         assert err <= 2e-6 * scale, f"loss: max error {err:.3g}, scale {scale:.3g}"
     g = r.standard_normal(loss.shape).astype(F32)
     loss.backward(pyrt.tensor(g))
@@ -1134,15 +1134,15 @@ def test_loss_reductions_against_torch(name, reduction, rows, cols, seed, target
     # probability (about 1) times g, however small the difference
     scale = max(float(np.max(np.abs(zt.grad.numpy()), initial=0)),
                 float(np.max(np.abs(g), initial=0)))
-    err = float(np.max(np.abs(zp.grad.data - zt.grad.numpy()), initial=0))
+    err = float(np.max(np.abs(zp.grad._data - zt.grad.numpy()), initial=0))
     assert err <= 2e-6 * scale, f"input grad: max error {err:.3g}, scale {scale:.3g}"
     if target_grad:
-        assert_close(tp.grad.data, tt.grad.numpy(), rtol=2e-6, what="target grad")
+        assert_close(tp.grad._data, tt.grad.numpy(), rtol=2e-6, what="target grad")
     functional = {"CrossEntropyLoss": F.cross_entropy, "NLLLoss": F.nll_loss,
                   "BCEWithLogitsLoss": F.binary_cross_entropy_with_logits,
                   "MSELoss": F.mse_loss}[name]
     again = functional(pyrt.tensor(z), pyrt.tensor(target), reduction=reduction)
-    assert np.array_equal(again.data, loss.data, equal_nan=True)
+    assert np.array_equal(again._data, loss._data, equal_nan=True)
 
 
 def test_loss_reductions_against_numpy():
@@ -1153,19 +1153,19 @@ def test_loss_reductions_against_numpy():
     logp = z - np.log(np.exp(z).sum(1, keepdims=True))
     rows = -logp[np.arange(7), labels]
     ce = nn.CrossEntropyLoss(reduction="none")(pyrt.tensor(z), pyrt.tensor(labels))
-    assert_close(ce.data, rows)
-    assert_close(F.cross_entropy(pyrt.tensor(z), labels, reduction="sum").data, rows.sum())
+    assert_close(ce._data, rows)
+    assert_close(F.cross_entropy(pyrt.tensor(z), labels, reduction="sum")._data, rows.sum())
     t = r.random((7, 5))
     elements = np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))
-    assert_close(nn.BCEWithLogitsLoss(reduction="none")(pyrt.tensor(z), pyrt.tensor(t)).data,
+    assert_close(nn.BCEWithLogitsLoss(reduction="none")(pyrt.tensor(z), pyrt.tensor(t))._data,
                  elements)
-    assert_close(nn.MSELoss(reduction="sum")(pyrt.tensor(z), pyrt.tensor(t)).data,
+    assert_close(nn.MSELoss(reduction="sum")(pyrt.tensor(z), pyrt.tensor(t))._data,
                  ((z - t) ** 2).sum())
     # log_softmax then the negative log-likelihood is the cross-entropy
     logp32 = F.log_softmax(pyrt.tensor(z), 1)
-    assert_close(nn.NLLLoss(reduction="none")(logp32, pyrt.tensor(labels)).data, rows)
-    assert_close(F.nll_loss(logp32, labels).data, rows.mean())
-    assert_close(F.nll_loss(logp32, labels, reduction="sum").data, rows.sum())
+    assert_close(nn.NLLLoss(reduction="none")(logp32, pyrt.tensor(labels))._data, rows)
+    assert_close(F.nll_loss(logp32, labels)._data, rows.mean())
+    assert_close(F.nll_loss(logp32, labels, reduction="sum")._data, rows.sum())
 
 
 def test_loss_reductions_are_checked():
@@ -1234,7 +1234,7 @@ def test_nn_functional_reads_as_torch():
     ref = torch.nn.functional.cross_entropy(
         input=torch.relu(torch.from_numpy(x) @ torch.from_numpy(w).T),
         target=torch.from_numpy(labels), reduction="sum")
-    assert_close(loss.data, ref.numpy())
+    assert_close(loss._data, ref.numpy())
     with pytest.raises(TypeError):  # reduction is a keyword, as it is the 7th in torch
         NF.cross_entropy(pyrt.tensor(x), labels, "sum")
 
@@ -1261,23 +1261,23 @@ def test_dropout_masks_and_scales_while_training(p):
     drop = nn.Dropout(p)
     pyrt.manual_seed(3)
     y = drop(x)
-    kept = y.data != 0
+    kept = y._data != 0
     assert abs(1 - kept.mean() - p) < 0.01  # 100000 draws: the rate is within 4 sigma
     scale = F32(1) / F32(1 - p)  # torch's float32 factor
-    np.testing.assert_array_equal(y.data[kept], x.data[kept] * scale)
+    np.testing.assert_array_equal(y._data[kept], x._data[kept] * scale)
     g = rng(41).standard_normal(y.shape).astype(F32)
     y.backward(pyrt.tensor(g))
-    np.testing.assert_array_equal(x.grad.data, np.where(kept, g * scale, 0))
+    np.testing.assert_array_equal(x.grad._data, np.where(kept, g * scale, 0))
     # the same seed, the same mask, at any thread count
     for threads in THREADS:
         with pyrt.num_threads(threads):
             pyrt.manual_seed(3)
-            assert np.array_equal(drop(x).data, y.data)
+            assert np.array_equal(drop(x)._data, y._data)
     # evaluation mode, p = 0 and training=False pass the input itself
     assert drop.eval()(x) is x
     assert nn.Dropout(0.0)(x) is x and F.dropout(x, 0.7, training=False) is x
     z = nn.Dropout(1.0)(x)
-    assert not z.data.any()
+    assert not z._data.any()
 
 
 def test_dropout_is_checked_and_prints_as_torch():
@@ -1301,9 +1301,9 @@ def test_dropout_trains_in_a_sequential_and_evaluates_without():
     train_out = model(x)
     model.eval()
     a, b = model(x), model(x)
-    assert np.array_equal(a.data, b.data) and not np.array_equal(a.data, train_out.data)
+    assert np.array_equal(a._data, b._data) and not np.array_equal(a._data, train_out._data)
     no_dropout = nn.Sequential(model[0], model[1], nn.Identity(), model[3])
-    assert np.array_equal(no_dropout(x).data, a.data)
+    assert np.array_equal(no_dropout(x)._data, a._data)
 
 
 @pytest.mark.parametrize("cls", ["Softmax", "LogSoftmax"])
@@ -1322,11 +1322,11 @@ def test_softmax_modules_match_torch(cls, shape, dim):
             yt = theirs(zt)
     else:
         y, yt = ours(zp), theirs(zt)
-    assert_close(y.data, yt.detach().numpy())
+    assert_close(y._data, yt.detach().numpy())
     g = rng(44).standard_normal(shape).astype(F32)
     y.backward(pyrt.tensor(g))
     yt.backward(torch.from_numpy(g))
-    assert_close(zp.grad.data, zt.grad.numpy())
+    assert_close(zp.grad._data, zt.grad.numpy())
 
 
 def _module_list(lib):
@@ -1354,7 +1354,7 @@ def test_module_list_registers_its_modules_as_torch():
     assert repr(ours.layers) == repr(theirs.layers)
     theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
     x = rng(45).standard_normal((5, 4)).astype(F32)
-    assert_close(ours(pyrt.tensor(x)).data, theirs(torch.from_numpy(x)).detach().numpy())
+    assert_close(ours(pyrt.tensor(x))._data, theirs(torch.from_numpy(x)).detach().numpy())
     layers = ours.layers
     assert len(layers) == 5 and isinstance(layers[1], nn.Tanh) and layers[-1] is layers[4]
     assert isinstance(layers[1:3], nn.ModuleList) and len(layers[1:3]) == 2
@@ -1382,7 +1382,7 @@ def test_edge_cases_of_the_new_modules():
     loss = F.binary_cross_entropy_with_logits(z, pyrt.tensor(np.float32(0.5)), reduction="none")
     assert loss.shape == () and loss.device == "cpu"
     loss.backward()
-    assert isinstance(z.grad.data, np.ndarray) and z.grad.shape == ()
+    assert isinstance(z.grad._data, np.ndarray) and z.grad.shape == ()
     # a ModuleList extends with another ModuleList or a Sequential
     ml = nn.ModuleList(nn.ModuleList([nn.ReLU()]))
     ml.extend(nn.Sequential(nn.Tanh(), nn.Sigmoid()))
@@ -1429,11 +1429,11 @@ def test_pool_layers_take_torchs_options():
         assert repr(ours) == repr(theirs)
         xp, xt = pyrt.tensor(x, requires_grad=True), to_torch(x, requires_grad=True)
         y, yt = ours(xp), theirs(xt)
-        assert_close(y.data, yt.detach().numpy())
+        assert_close(y._data, yt.detach().numpy())
         g = rng(47).standard_normal(y.shape).astype(F32)
         y.backward(pyrt.tensor(g))
         yt.backward(torch.from_numpy(g))
-        assert_close(xp.grad.data, xt.grad.numpy())
+        assert_close(xp.grad._data, xt.grad.numpy())
     with pytest.raises(ValueError, match="dilation must be integers >= 1"):
         nn.MaxPool2d(2, dilation=0)
     with pytest.raises(TypeError, match="return_indices must be a bool"):
@@ -1459,9 +1459,9 @@ def test_clip_grad_norm_matches_torch(norm_type, max_norm):
     total = nn.utils.clip_grad_norm_(ours, max_norm, norm_type)
     ref = torch.nn.utils.clip_grad_norm_(theirs, max_norm, norm_type)
     assert total.shape == () and total.dtype == F32
-    assert_close(total.data, ref.numpy(), rtol=1e-6)
+    assert_close(total._data, ref.numpy(), rtol=1e-6)
     for p, t in zip(ours, theirs):
-        assert_close(p.grad.data, t.grad.numpy(), rtol=1e-6)
+        assert_close(p.grad._data, t.grad.numpy(), rtol=1e-6)
     assert ours[-1].grad is None
 
 
@@ -1473,12 +1473,12 @@ def test_clip_grad_value_and_errors_match_torch():
     p.grad, t.grad = pyrt.tensor(g.copy()), torch.from_numpy(g.copy())
     nn.utils.clip_grad_value_(p, 0.75)  # a single tensor, as torch takes it
     torch.nn.utils.clip_grad_value_(t, 0.75)
-    np.testing.assert_array_equal(p.grad.data, t.grad.numpy())
+    np.testing.assert_array_equal(p.grad._data, t.grad.numpy())
     p = pyrt.tensor(np.zeros(2, F32), requires_grad=True)
     p.grad = pyrt.tensor(np.array([np.inf, 1.0], F32))
     with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
         nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
-    assert p.grad.data[0] == np.inf  # nothing scaled
+    assert p.grad._data[0] == np.inf  # nothing scaled
     with pytest.raises(TypeError, match="max_norm must be a real number"):
         nn.utils.clip_grad_norm_([p], "1")
     with pytest.raises(TypeError, match="parameters must be Tensors"):
@@ -1501,7 +1501,7 @@ def test_default_init_bounds_are_torchs():
                           (nn.Conv2d(8, 16, 3), 72), (nn.Conv2d(1, 300, (2, 5)), 10)]:
         bound = 1 / math.sqrt(fan_in)
         for p in layer.parameters():
-            values = p.data.astype(np.float64)
+            values = p._data.astype(np.float64)
             assert np.all(np.abs(values) <= bound)
             if values.size >= 300:  # uniform: reaches near both ends, std = bound / sqrt(3)
                 assert values.max() > 0.95 * bound and values.min() < -0.95 * bound
@@ -1516,7 +1516,7 @@ def test_default_init_statistics_match_torch():
     for ours, theirs in [(nn.Linear(784, 128), torch.nn.Linear(784, 128)),
                          (nn.Conv2d(8, 16, 3), torch.nn.Conv2d(8, 16, 3))]:
         for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
-            a, b = p.data.astype(np.float64), tp.detach().numpy().astype(np.float64)
+            a, b = p._data.astype(np.float64), tp.detach().numpy().astype(np.float64)
             assert a.shape == b.shape, name
             # the same bound: both stay inside the other's range, to sampling precision
             bound = max(np.abs(a).max(), np.abs(b).max())
@@ -1538,11 +1538,11 @@ def test_init_functions():
     pyrt.manual_seed(22)
     t = pyrt.empty(200, 300)
     assert nn.init.uniform_(t, -2.0, 3.0) is t
-    assert t.data.min() >= -2.0 and t.data.max() <= 3.0 and abs(t.data.mean() - 0.5) < 0.05
+    assert t._data.min() >= -2.0 and t._data.max() <= 3.0 and abs(t._data.mean() - 0.5) < 0.05
     nn.init.normal_(t, 1.0, 2.0)
-    assert abs(t.data.mean() - 1.0) < 0.05 and abs(t.data.std() - 2.0) < 0.05
-    assert np.all(nn.init.zeros_(t).data == 0) and np.all(nn.init.ones_(t).data == 1)
-    assert np.all(nn.init.constant_(t, 0.5).data == 0.5)
+    assert abs(t._data.mean() - 1.0) < 0.05 and abs(t._data.std() - 2.0) < 0.05
+    assert np.all(nn.init.zeros_(t)._data == 0) and np.all(nn.init.ones_(t)._data == 1)
+    assert np.all(nn.init.constant_(t, 0.5)._data == 0.5)
     # kaiming_uniform_: bound = gain * sqrt(3 / fan), gain = sqrt(2 / (1 + a^2)) for leaky_relu
     w = pyrt.empty(300, 20, 3, 3)
     for a, mode, nonlinearity, fan in [(0, "fan_in", "relu", 180), (0, "fan_out", "relu", 2700),
@@ -1550,11 +1550,11 @@ def test_init_functions():
         gain = nn.init.calculate_gain(nonlinearity, a)
         bound = gain * math.sqrt(3 / fan)
         nn.init.kaiming_uniform_(w, a=a, mode=mode, nonlinearity=nonlinearity)
-        assert np.abs(w.data).max() <= bound and np.abs(w.data).max() > 0.99 * bound
+        assert np.abs(w._data).max() <= bound and np.abs(w._data).max() > 0.99 * bound
     nn.init.kaiming_normal_(w, nonlinearity="relu")
-    assert abs(w.data.std() - math.sqrt(2 / 180)) < 0.01 * math.sqrt(2 / 180)
+    assert abs(w._data.std() - math.sqrt(2 / 180)) < 0.01 * math.sqrt(2 / 180)
     nn.init.xavier_uniform_(w)
-    assert np.abs(w.data).max() <= math.sqrt(6 / (180 + 2700))
+    assert np.abs(w._data).max() <= math.sqrt(6 / (180 + 2700))
     with pytest.raises(ValueError, match="fewer than 2 dimensions"):
         nn.init.kaiming_uniform_(pyrt.empty(5))
     with pytest.raises(ValueError, match="Mode fan_avg not supported"):
@@ -1640,7 +1640,7 @@ def test_training_matches_torch(model_name, opt_name):
     # the weights to 1e-4 of their largest value: Adam divides by sqrt(v), so where a gradient
     # is nearly zero its rounding noise moves a weight by up to lr; measured 1e-5, 3e-7 for SGD
     for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
-        assert_close(p.data, tp.detach().numpy(), rtol=1e-4, what=name)
+        assert_close(p._data, tp.detach().numpy(), rtol=1e-4, what=name)
 
 
 @pytest.mark.parametrize("model_name,opt_name", [("mlp", "sgd"), ("cnn", "adam")])
@@ -1668,7 +1668,7 @@ def test_optimizer_sees_model_parameters_after_load_state_dict():
     model.load_state_dict(mlp(pyrt).state_dict())
     before = copy.deepcopy(model.state_dict())
     train_pyrt(model, opt, batches("mlp", 1, 28))
-    assert not np.array_equal(model[0].weight.data, before["0.weight"])
+    assert not np.array_equal(model[0].weight._data, before["0.weight"])
 
 
 # ---- manual updates, learnable scalars, losses between two networks ---------------------------
@@ -1766,4 +1766,4 @@ def test_losses_between_two_networks_train_both_like_torch(name):
                               target(t_teacher(torch.tensor(x)))).backward()
     for ours, theirs in ((student, t_student), (teacher, t_teacher)):
         for (pname, p), tp in zip(ours.named_parameters(), theirs.parameters()):
-            assert_close(p.grad.data, tp.grad.numpy(), what=pname)
+            assert_close(p.grad._data, tp.grad.numpy(), what=pname)

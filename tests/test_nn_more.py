@@ -96,11 +96,11 @@ def test_activations_against_torch(name, module, kwargs, shape, seed, scale):
     assert y.dtype == F32 and xp.grad.dtype == F32
     # PyTorch's GELU is 0.5 x (1 + erf(x / sqrt(2))) in float32: in the left tail the sum
     # cancels, and its error is a few units of 1 + erf, times x (pyrt's is exact there)
-    assert_close(y.data, yt.detach().numpy(), size if name == "gelu" else 0.1 * size,
+    assert_close(y._data, yt.detach().numpy(), size if name == "gelu" else 0.1 * size,
                  what="value")
-    assert_close(xp.grad.data, xt.grad.numpy(), np.abs(w) * size, what="gradient")
+    assert_close(xp.grad._data, xt.grad.numpy(), np.abs(w) * size, what="gradient")
     again = getattr(nn, module)(**kwargs)(pyrt.tensor(x))
-    assert np.array_equal(again.data, y.data, equal_nan=True)
+    assert np.array_equal(again._data, y._data, equal_nan=True)
 
 
 @pytest.mark.parametrize("name,module,kwargs", ACTIVATIONS)
@@ -112,8 +112,8 @@ def test_activation_layers_print_and_pick_slopes_as_torch(name, module, kwargs):
     getattr(NF, name)(xp, **kwargs).sum().backward()
     getattr(torch.nn.functional, name)(xt, **kwargs).sum().backward()
     kinks = slice(0, 6)
-    np.testing.assert_allclose(xp.grad.data[kinks], xt.grad.numpy()[kinks], rtol=1e-6)
-    y = getattr(NF, name)(pyrt.tensor(x), **kwargs).data
+    np.testing.assert_allclose(xp.grad._data[kinks], xt.grad.numpy()[kinks], rtol=1e-6)
+    y = getattr(NF, name)(pyrt.tensor(x), **kwargs)._data
     ref = getattr(torch.nn.functional, name)(torch.from_numpy(x), **kwargs).numpy()
     if name == "gelu":
         # PyTorch's vectorised GELU gives nan at +inf on some CPUs (inf * 0.5 * (1 + erf)
@@ -142,13 +142,13 @@ def test_activations_take_0d_and_strided_inputs():
         yt = getattr(torch.nn.functional, name)(xt, **kwargs)
         yt.backward()
         assert y.shape == () and xp.grad.shape == ()
-        assert_close(y.data, yt.detach().numpy(), 1e-7, what=name)
-        assert_close(xp.grad.data, xt.grad.numpy(), 1e-7, what=name)
+        assert_close(y._data, yt.detach().numpy(), 1e-7, what=name)
+        assert_close(xp.grad._data, xt.grad.numpy(), 1e-7, what=name)
     base = rng(3).standard_normal((4, 6)).astype(F32)
     strided = pyrt.tensor(base)[:, ::2]  # a view, not contiguous
     y = NF.gelu(strided)
-    assert y.data.flags.c_contiguous
-    assert_close(y.data, torch.nn.functional.gelu(torch.from_numpy(base)[:, ::2]).numpy(), 1e-7)
+    assert y._data.flags.c_contiguous
+    assert_close(y._data, torch.nn.functional.gelu(torch.from_numpy(base)[:, ::2]).numpy(), 1e-7)
 
 
 def test_activation_errors_name_the_argument():
@@ -174,7 +174,7 @@ def test_activation_errors_name_the_argument():
         nn.GELU("Tanh")
     with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
         NF.hardtanh(x, 2.0, 1.0)
-    assert np.all(NF.hardtanh(x, 0.5, 0.5).data == 0.5)  # equal bounds: allowed, as in torch
+    assert np.all(NF.hardtanh(x, 0.5, 0.5)._data == 0.5)  # equal bounds: allowed, as in torch
     for bounds in ((2.0, 1.0), (1.0, 1.0)):
         with pytest.raises(ValueError, match="must be greater than min_val"):
             nn.Hardtanh(*bounds)
@@ -268,7 +268,7 @@ def test_losses_against_torch(name, module, kwargs, shape, seed, target_grad, da
         ref = getattr(torch.nn.functional, name)(xt, tt, reduction=reduction, **kwargs)
     terms = loss_terms(name, kwargs, x, t)
     assert loss.shape == tuple(ref.shape) and loss.dtype == F32
-    assert np.array_equal(again.data, loss.data, equal_nan=True)
+    assert np.array_equal(again._data, loss._data, equal_nan=True)
     if reduction in ("none", "sum"):
         divisor = 1
     elif reduction == "batchmean":
@@ -276,18 +276,18 @@ def test_losses_against_torch(name, module, kwargs, shape, seed, target_grad, da
     else:
         divisor = math.prod(shape)
     if divisor == 0:  # the mean of nothing
-        assert np.isnan(loss.data) and np.isnan(ref.detach().numpy())
+        assert np.isnan(loss._data) and np.isnan(ref.detach().numpy())
     else:
         scale = terms if reduction == "none" else terms.sum() / divisor
-        assert_close(loss.data, ref.detach().numpy(), scale + 1e-30, what="loss")
+        assert_close(loss._data, ref.detach().numpy(), scale + 1e-30, what="loss")
     g = rng(seed + 1).standard_normal(loss.shape).astype(F32)
     loss.backward(pyrt.tensor(g))
     ref.backward(torch.from_numpy(g))
     ge = np.abs(g) / max(divisor, 1)
     sizes = np.maximum(np.maximum(np.abs(x), np.abs(t)), 1)
-    assert_close(xp.grad.data, xt.grad.numpy(), ge * sizes * 4, what="input gradient")
+    assert_close(xp.grad._data, xt.grad.numpy(), ge * sizes * 4, what="input gradient")
     if target_grad:
-        assert_close(tp.grad.data, tt.grad.numpy(), ge * sizes * 4, what="target gradient")
+        assert_close(tp.grad._data, tt.grad.numpy(), ge * sizes * 4, what="target gradient")
     else:
         assert tp.grad is None
 
@@ -313,8 +313,8 @@ def test_loss_modules_print_and_check_as_torch(name, module, kwargs):
     with pytest.raises(TypeError, match="input must be a float32 tensor, got int64"):
         getattr(NF, name)(pyrt.tensor([0, 1]), x, **kwargs)
     # a target that is not a Tensor: a constant, as in mse_loss
-    assert np.array_equal(getattr(NF, name)(x, [0.5, 0.25], **kwargs).data,
-                          getattr(NF, name)(x, pyrt.tensor([0.5, 0.25]), **kwargs).data)
+    assert np.array_equal(getattr(NF, name)(x, [0.5, 0.25], **kwargs)._data,
+                          getattr(NF, name)(x, pyrt.tensor([0.5, 0.25]), **kwargs)._data)
 
 
 def test_loss_options_are_checked_as_torch():
@@ -348,7 +348,7 @@ def test_binary_cross_entropy_ranges_clamps_and_weights_as_torch():
             torch.nn.functional.binary_cross_entropy(*(torch.tensor(a) for a in args))
     # log(0) floored at -100: certainty that is wrong costs 100, as in torch
     x, t = np.array([0.0, 1.0, 0.0, 1.0], F32), np.array([1.0, 0.0, 0.0, 1.0], F32)
-    assert NF.binary_cross_entropy(pyrt.tensor(x), pyrt.tensor(t), reduction="none").data.tolist() \
+    assert NF.binary_cross_entropy(pyrt.tensor(x), pyrt.tensor(t), reduction="none")._data.tolist() \
         == [100.0, 100.0, 0.0, 0.0]
     # weight broadcasts to the input's shape; the module keeps it as a buffer, as torch's
     r = rng(5)
@@ -358,10 +358,10 @@ def test_binary_cross_entropy_ranges_clamps_and_weights_as_torch():
         xp, xt = pair(x)
         loss = nn.BCELoss(pyrt.tensor(w), reduction=reduction)(xp, pyrt.tensor(t))
         ref = torch.nn.BCELoss(torch.from_numpy(w), reduction=reduction)(xt, torch.from_numpy(t))
-        assert_close(loss.data, ref.detach().numpy(), 1e-6)
+        assert_close(loss._data, ref.detach().numpy(), 1e-6)
         loss.sum().backward()
         ref.sum().backward()
-        assert_close(xp.grad.data, xt.grad.numpy(), 1e-6)
+        assert_close(xp.grad._data, xt.grad.numpy(), 1e-6)
     module = nn.BCELoss(pyrt.tensor(w))
     assert list(module.state_dict()) == ["weight"] and list(module.parameters()) == []
     assert list(nn.BCELoss().state_dict()) == []
@@ -387,13 +387,13 @@ def test_kl_div_warns_and_reduces_as_torch():
         total = NF.kl_div(pyrt.tensor(x), pyrt.tensor(t), reduction="sum")
         ref = torch.nn.functional.kl_div(torch.from_numpy(x), torch.from_numpy(t),
                                          reduction="batchmean")
-    assert_close(batchmean.data, ref.numpy(), 1e-6)
-    assert_close(batchmean.data * 4, total.data, 1e-6)
-    assert_close(mean.data * 20, total.data, 1e-6)
+    assert_close(batchmean._data, ref.numpy(), 1e-6)
+    assert_close(batchmean._data * 4, total._data, 1e-6)
+    assert_close(mean._data * 20, total._data, 1e-6)
     # the divergence of a distribution from itself is 0; a 0-d batchmean is the sum
     assert abs(float(NF.kl_div(pyrt.tensor(np.log(t)), pyrt.tensor(t), reduction="sum"))) < 1e-5
     zero_d = NF.kl_div(pyrt.tensor(F32(-1.0)), pyrt.tensor(F32(0.5)), reduction="batchmean")
-    assert_close(zero_d.data, torch.nn.functional.kl_div(
+    assert_close(zero_d._data, torch.nn.functional.kl_div(
         torch.tensor(-1.0), torch.tensor(0.5), reduction="batchmean").numpy(), 1e-6)
     assert np.isnan(float(NF.kl_div(pyrt.zeros(0, 3), pyrt.zeros(0, 3), reduction="batchmean")))
     with pytest.raises(ValueError, match="expected 'mean', 'batchmean', 'sum' or 'none'"):
@@ -411,7 +411,7 @@ def test_losses_of_empty_tensors_are_torchs():
                 ref = getattr(torch.nn.functional, name)(torch.zeros(0, 3), torch.zeros(0, 3),
                                                          reduction=reduction, **kwargs)
             assert loss.shape == tuple(ref.shape)
-            assert np.array_equal(loss.data, ref.numpy(), equal_nan=True), (name, reduction)
+            assert np.array_equal(loss._data, ref.numpy(), equal_nan=True), (name, reduction)
             loss.sum().backward()
             assert xp.grad.shape == (0, 3)
 
@@ -438,21 +438,21 @@ def test_embedding_against_torch(index_shape, rows, dim, padding, seed):
     (y * pyrt.tensor(w)).sum().backward()
     yt = theirs(torch.from_numpy(index))
     (yt * torch.from_numpy(w)).sum().backward()
-    assert y.shape == index_shape + (dim,) and np.array_equal(y.data, yt.detach().numpy())
+    assert y.shape == index_shape + (dim,) and np.array_equal(y._data, yt.detach().numpy())
     # each row's gradient sums the rows of w of its index: rounded to the size of those
     sizes = np.zeros((rows, dim))
     np.add.at(sizes, index.reshape(-1), np.abs(w).reshape(index.size, dim))
-    assert_close(ours.weight.grad.data, theirs.weight.grad.numpy(), sizes, 1e-6)
+    assert_close(ours.weight.grad._data, theirs.weight.grad.numpy(), sizes, 1e-6)
     if padding is not None:
-        assert not ours.weight.data[padding].any() and not ours.weight.grad.data[padding].any()
+        assert not ours.weight._data[padding].any() and not ours.weight.grad._data[padding].any()
     table = r.standard_normal((rows, dim)).astype(F32)
     tp, tt = pair(table)
     y = NF.embedding(pyrt.tensor(index), tp, padding)
     (y * pyrt.tensor(w)).sum().backward()
     yt = torch.nn.functional.embedding(torch.from_numpy(index), tt, padding)
     (yt * torch.from_numpy(w)).sum().backward()
-    assert np.array_equal(y.data, yt.detach().numpy())
-    assert_close(tp.grad.data, tt.grad.numpy(), sizes, 1e-6)
+    assert np.array_equal(y._data, yt.detach().numpy())
+    assert_close(tp.grad._data, tt.grad.numpy(), sizes, 1e-6)
 
 
 def test_embedding_scatter_adds_repeated_indices():
@@ -461,11 +461,11 @@ def test_embedding_scatter_adds_repeated_indices():
     weight = pyrt.tensor(np.arange(12, dtype=F32).reshape(4, 3), requires_grad=True)
     index = pyrt.tensor([[2, 0, 2], [3, 2, 1]])
     y = NF.embedding(index, weight, padding_idx=1)
-    assert y.data[1, 2].tolist() == [3.0, 4.0, 5.0]  # the padding row, looked up as it is
-    assert y.data[0, 0].tolist() == [6.0, 7.0, 8.0]
-    index.data[0, 0] = 3  # a later write to the indices does not move the gradient
+    assert y._data[1, 2].tolist() == [3.0, 4.0, 5.0]  # the padding row, looked up as it is
+    assert y._data[0, 0].tolist() == [6.0, 7.0, 8.0]
+    index._data[0, 0] = 3  # a later write to the indices does not move the gradient
     y.sum().backward()
-    assert weight.grad.data[:, 0].tolist() == [1.0, 0.0, 3.0, 1.0]
+    assert weight.grad._data[:, 0].tolist() == [1.0, 0.0, 3.0, 1.0]
     assert NF.embedding(pyrt.tensor(1), weight).shape == (3,)  # a 0-d index: one row
 
 
@@ -474,10 +474,10 @@ def test_embedding_init_state_and_repr_match_torch():
     a = nn.Embedding(300, 200, padding_idx=-1)
     pyrt.manual_seed(11)
     b = nn.Embedding(300, 200, padding_idx=-1)
-    assert np.array_equal(a.weight.data, b.weight.data)  # seeded
+    assert np.array_equal(a.weight._data, b.weight._data)  # seeded
     assert isinstance(a.weight, nn.Parameter) and a.weight.requires_grad
-    assert a.padding_idx == 299 and not a.weight.data[299].any()
-    values = a.weight.data[:299]
+    assert a.padding_idx == 299 and not a.weight._data[299].any()
+    values = a.weight._data[:299]
     assert abs(values.mean()) < 0.01 and abs(values.std() - 1) < 0.01  # N(0, 1)
     theirs = torch.nn.Embedding(300, 200, padding_idx=-1)
     assert list(a.state_dict()) == list(theirs.state_dict()) == ["weight"]
@@ -564,7 +564,7 @@ def test_module_dict_behaves_as_torchs():
     assert repr(ours) == repr(theirs)
     theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in ours.state_dict().items()})
     x = rng(9).standard_normal((5, 3)).astype(F32)
-    np.testing.assert_allclose(ours(pyrt.tensor(x)).data,
+    np.testing.assert_allclose(ours(pyrt.tensor(x))._data,
                                theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5)
     assert len(list(ours.parameters())) == 6  # fc, out, extra: weight and bias each
     d.clear()
@@ -628,10 +628,10 @@ def test_unflatten_against_torch(lead, parts, infer, data):
     xp, xt = pair(x)
     y = nn.Unflatten(dim, sizes)(xp)
     yt = torch.nn.Unflatten(dim, sizes)(xt)
-    assert y.shape == tuple(yt.shape) and np.array_equal(y.data, yt.detach().numpy())
+    assert y.shape == tuple(yt.shape) and np.array_equal(y._data, yt.detach().numpy())
     w = rng(1).standard_normal(y.shape).astype(F32)
     (y * pyrt.tensor(w)).sum().backward()
-    assert np.array_equal(xp.grad.data, w.reshape(shape))
+    assert np.array_equal(xp.grad._data, w.reshape(shape))
     assert repr(nn.Unflatten(dim, sizes)) == repr(torch.nn.Unflatten(dim, sizes))
 
 

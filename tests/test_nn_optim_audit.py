@@ -36,11 +36,11 @@ def test_kl_div_zero_target_is_silent_and_matches_torch(reduction):
         warnings.simplefilter("error")
         y = F.kl_div(px, pyrt.tensor(t), reduction=reduction)
     ty = torch.nn.functional.kl_div(tx, torch.tensor(t), reduction=reduction)
-    np.testing.assert_allclose(y.data, ty.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y._data, ty.detach().numpy(), rtol=1e-6, atol=1e-6)
     g = np.ones(y.shape, F32)
     y.backward(pyrt.tensor(g))
     ty.backward(torch.tensor(g))
-    np.testing.assert_allclose(px.grad.data, tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(px.grad._data, tx.grad.numpy(), rtol=1e-6)
 
 
 # ---- ModuleDict ------------------------------------------------------------------------------
@@ -78,7 +78,7 @@ def _params(seed):
 def _snapshot(opt, params):
     state = {i: {k: np.array(v, copy=True) for k, v in opt.state.get(p, {}).items()}
              for i, p in enumerate(params)}
-    return [p.data.copy() for p in params], state
+    return [p._data.copy() for p in params], state
 
 
 def _assert_same(a, b):
@@ -110,15 +110,15 @@ def test_step_with_a_bad_parameter_is_refused_before_any_write(Opt, options):
     opt = Opt([a, b], lr=0.1, **options)
     opt.step()
     before = _snapshot(opt, [a, b])
-    b.data = np.ascontiguousarray(b.data.T).T  # same shape, not C-contiguous
+    b._data = np.ascontiguousarray(b._data.T).T  # same shape, not C-contiguous
     with pytest.raises(ValueError, match="param must be C-contiguous"):
         opt.step()
     _assert_same(before, _snapshot(opt, [a, b]))
-    b.data = np.ones((3, 2), F32)  # reshaped: its state no longer fits
+    b._data = np.ones((3, 2), F32)  # reshaped: its state no longer fits
     b._grad = pyrt.tensor(np.ones((3, 2), F32))
     with pytest.raises(ValueError, match="has shape \\(2, 3\\)"):
         opt.step()
-    np.testing.assert_array_equal(a.data, before[0][0])
+    np.testing.assert_array_equal(a._data, before[0][0])
 
 
 @pytest.mark.parametrize("Opt, options, name", [
@@ -144,7 +144,7 @@ def test_load_state_dict_refuses_none_state_arrays(Opt, options, name):
 @pytest.mark.parametrize("values", [np.array([1 + 2j, 2]), np.array(["a", "b"])])
 def test_load_state_dict_refuses_arrays_of_non_real_numbers(Opt, values):
     (p,) = _params(4)[:1]
-    p.data = p.data[:2].copy()
+    p._data = p._data[:2].copy()
     p._grad = pyrt.tensor(np.ones(2, F32))
     opt = Opt([p])
     opt.step()
@@ -158,7 +158,7 @@ def test_load_state_dict_refuses_arrays_of_non_real_numbers(Opt, values):
 @pytest.mark.parametrize("Opt, options", OPTIMIZERS)
 def test_good_steps_still_match_torch(Opt, options):
     params = _params(5)
-    twins = [torch.nn.Parameter(torch.tensor(p.data.copy())) for p in params]
+    twins = [torch.nn.Parameter(torch.tensor(p._data.copy())) for p in params]
     opt = Opt(params, lr=0.05, **options)
     topt = getattr(torch.optim, Opt.__name__)(twins, lr=0.05, **options)
     r = rng(6)
@@ -170,7 +170,7 @@ def test_good_steps_still_match_torch(Opt, options):
         opt.step()
         topt.step()
     for p, t in zip(params, twins):
-        np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(p._data, t.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 # ---- schedules -------------------------------------------------------------------------------

@@ -617,7 +617,7 @@ def test_tensor_keeps_the_shape_of_its_data_like_pytorch():
     torch = pytest.importorskip("torch")
     for data in (3.0, 2, [1.5], [[1, 2]], np.float32(4), np.ones((2, 0))):
         assert pyrt.tensor(data).shape == tuple(torch.tensor(data).shape)
-    assert pyrt.tensor(np.ones((3, 4))[:, ::2]).data.flags.c_contiguous
+    assert pyrt.tensor(np.ones((3, 4))[:, ::2])._data.flags.c_contiguous
     with pytest.raises(ValueError):
         pyrt.tensor([[1, 2], [3]])
     with pytest.raises(ValueError, match="device"):
@@ -641,7 +641,7 @@ def test_tensor_of_uint64_values_beyond_int64_is_a_value_error():
 def test_fill_takes_a_number_or_a_0d_tensor_like_pytorch():
     torch = pytest.importorskip("torch")
     x = pyrt.randn(3, 4)
-    before = x.data.copy()
+    before = x._data.copy()
     for bad in (None, "a", [1.0] * 4):
         raises(TypeError, "value", x.fill_, bad)
         with pytest.raises(TypeError):
@@ -652,9 +652,9 @@ def test_fill_takes_a_number_or_a_0d_tensor_like_pytorch():
     with pytest.raises(RuntimeError) as ours:
         x.fill_(pyrt.ones(4))
     assert str(ours.value) == str(theirs.value)
-    np.testing.assert_array_equal(x.data, before)  # nothing written, no NaN from None
-    assert x.fill_(pyrt.tensor(2.5)).data.tolist() == [[2.5] * 4] * 3
-    assert x.fill_(np.float32(-1)).data.tolist() == [[-1.0] * 4] * 3
+    np.testing.assert_array_equal(x._data, before)  # nothing written, no NaN from None
+    assert x.fill_(pyrt.tensor(2.5))._data.tolist() == [[2.5] * 4] * 3
+    assert x.fill_(np.float32(-1))._data.tolist() == [[-1.0] * 4] * 3
 
 
 def test_linear_with_a_wrong_input_width_or_type():
@@ -745,7 +745,7 @@ def test_a_parameter_that_cannot_be_updated_in_place_is_named(cls):
                  np.frombuffer(np.ones(2, np.float32).tobytes(), np.float32)):
         p = nn.Parameter(np.ones(2, np.float32))
         p.grad = pyrt.ones(2)
-        p.data = data
+        p._data = data
         raises(ValueError, "param", getattr(optim, cls)([p], lr=0.1).step)
 
 
@@ -754,7 +754,7 @@ def test_load_state_dict_with_missing_extra_or_misshapen_keys_like_pytorch():
     pyrt.manual_seed(0)
     ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
     sd = ours.state_dict()
-    before = ours.weight.data.copy()
+    before = ours.weight._data.copy()
     cases = [
         ({"weight": sd["weight"]}, "Missing key(s) in state_dict: \"bias\""),
         ({**sd, "extra": sd["bias"]}, "Unexpected key(s) in state_dict: \"extra\""),
@@ -767,7 +767,7 @@ def test_load_state_dict_with_missing_extra_or_misshapen_keys_like_pytorch():
             theirs.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in
                                     state.items()})
         assert expected in str(mine.value) and expected in str(ref.value)
-        np.testing.assert_array_equal(ours.weight.data, before)  # nothing copied
+        np.testing.assert_array_equal(ours.weight._data, before)  # nothing copied
     with pytest.raises(RuntimeError, match="weight"):
         ours.load_state_dict({**sd, "weight": "abc"})
     with pytest.raises(TypeError, match="state_dict"):

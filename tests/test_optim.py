@@ -81,7 +81,7 @@ def run(opt, params, steps, seed):
     used = []
     for s in range(steps):
         set_grads(params, seed + s)
-        used.append([p.grad.data.astype(np.float64) for p in params])
+        used.append([p.grad._data.astype(np.float64) for p in params])
         opt.step()
     return used
 
@@ -103,11 +103,11 @@ ADAM_CONFIGS = [
 @pytest.mark.parametrize("cfg", SGD_CONFIGS)
 def test_sgd_against_numpy(cfg):
     params = make_params(0)
-    start = [p.data.copy() for p in params]
+    start = [p._data.copy() for p in params]
     opt = optim.SGD(params, **cfg)
     grads = run(opt, params, 10, 1)
     for p, ref in zip(params, sgd_reference(start, grads, **cfg)):
-        assert_close(p.data, ref, rtol=1e-5)
+        assert_close(p._data, ref, rtol=1e-5)
     if cfg.get("momentum"):
         assert all(opt.state[p]["momentum_buffer"].dtype == F32 for p in params)
     else:
@@ -117,11 +117,11 @@ def test_sgd_against_numpy(cfg):
 @pytest.mark.parametrize("cfg", ADAM_CONFIGS)
 def test_adam_against_numpy(cfg):
     params = make_params(2)
-    start = [p.data.copy() for p in params]
+    start = [p._data.copy() for p in params]
     opt = optim.Adam(params, **cfg)
     grads = run(opt, params, 10, 3)
     for p, ref in zip(params, adam_reference(start, grads, **cfg)):
-        assert_close(p.data, ref, rtol=1e-5, scale=cfg.get("lr", 1e-3))
+        assert_close(p._data, ref, rtol=1e-5, scale=cfg.get("lr", 1e-3))
     for p in params:
         state = opt.state[p]
         assert state["step"] == 10
@@ -130,7 +130,7 @@ def test_adam_against_numpy(cfg):
 
 def torch_twin(params):
     torch = pytest.importorskip("torch")
-    return [torch.tensor(p.data.copy(), requires_grad=True) for p in params]
+    return [torch.tensor(p._data.copy(), requires_grad=True) for p in params]
 
 
 def run_torch(opt, params, steps, seed):
@@ -157,7 +157,7 @@ def test_sgd_against_torch(lr, momentum, dampening, weight_decay, nesterov, seed
     run(optim.SGD(ours, **cfg), ours, 8, seed)
     run_torch(torch.optim.SGD(theirs, **cfg), theirs, 8, seed)
     for p, tp in zip(ours, theirs):
-        assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
+        assert_close(p._data, tp.detach().numpy(), rtol=1e-6, scale=lr)
 
 
 @pytest.mark.parametrize("kind", ["Adam", "AdamW"])
@@ -174,7 +174,7 @@ def test_adam_against_torch(kind, lr, beta1, beta2, eps, weight_decay, seed):
     run(getattr(optim, kind)(ours, **cfg), ours, 8, seed)
     run_torch(getattr(torch.optim, kind)(theirs, **cfg), theirs, 8, seed)
     for p, tp in zip(ours, theirs):
-        assert_close(p.data, tp.detach().numpy(), rtol=1e-6, scale=lr)
+        assert_close(p._data, tp.detach().numpy(), rtol=1e-6, scale=lr)
 
 
 def test_adamw_decays_only_parameters_with_gradients():
@@ -186,7 +186,7 @@ def test_adamw_decays_only_parameters_with_gradients():
     optim.AdamW(ours, lr=0.1, weight_decay=0.3).step()
     torch.optim.AdamW(theirs, lr=0.1, weight_decay=0.3).step()
     for p, tp in zip(ours, theirs):
-        np.testing.assert_allclose(p.data, tp.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(p._data, tp.detach().numpy(), rtol=1e-6)
     assert optim.AdamW(ours).defaults["weight_decay"] == 1e-2
 
 
@@ -240,7 +240,7 @@ def test_parameter_list_errors():
         optim.SGD([{"params": set(p)}], lr=0.1)
     with pytest.raises(TypeError, match="can only optimize Tensors, but one of the params is "
                                         "ndarray"):
-        optim.Adam([p[0].data])
+        optim.Adam([p[0]._data])
     with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
         optim.Adam([p[0] * 2.0])
     with pytest.raises(ValueError, match="duplicate parameters"):
@@ -267,12 +267,12 @@ def test_param_groups_like_torch():
     assert "Parameter Group 2" in repr(opt) and repr(opt).startswith("SGD (")
 
     # each group steps with its own learning rate
-    start = [x.data.copy() for x in p]
+    start = [x._data.copy() for x in p]
     set_grads(p, 7)
     extra.grad = None
     opt.step()
     for x, x0, lr in zip(p, start, [0.1, 0.1, 0.5]):
-        assert_close(x.data, x0 - lr * x.grad.data)
+        assert_close(x._data, x0 - lr * x.grad._data)
 
 
 def test_param_groups_keys_match_torch():
@@ -287,13 +287,13 @@ def test_param_groups_keys_match_torch():
 
 def test_step_skips_parameters_without_gradients_and_records_nothing():
     p = make_params(9)
-    start = [x.data.copy() for x in p]
+    start = [x._data.copy() for x in p]
     for kind in (optim.SGD(p, lr=0.1, momentum=0.9), optim.Adam(p, lr=0.1)):
         set_grads(p[:1], 10)
         p[1].grad = p[2].grad = None
         kind.step()
         assert list(kind.state) == [p[0]]
-        assert np.array_equal(p[1].data, start[1]) and np.array_equal(p[2].data, start[2])
+        assert np.array_equal(p[1]._data, start[1]) and np.array_equal(p[2]._data, start[2])
         assert all(x.is_leaf and x.requires_grad for x in p)
         p[0].grad = None
 
@@ -304,7 +304,7 @@ def test_zero_grad():
     set_grads(p, 12)
     grads = [x.grad for x in p]
     opt.zero_grad(set_to_none=False)
-    assert all(x.grad is g and not g.data.any() for x, g in zip(p, grads))
+    assert all(x.grad is g and not g._data.any() for x, g in zip(p, grads))
     opt.zero_grad()
     assert all(x.grad is None for x in p)
 
@@ -322,7 +322,7 @@ def test_step_with_closure():
     with pyrt.no_grad():  # the closure records its graph anyway
         loss = opt.step(closure)
     assert loss.item() == 13.0
-    assert w.data.tolist() == [1.5, -1.0]  # w - 0.25 * 2w
+    assert w._data.tolist() == [1.5, -1.0]  # w - 0.25 * 2w
     assert opt.step() is None
 
 
@@ -426,7 +426,7 @@ def test_state_dict_layout_matches_torch():
 def test_state_dict_of_a_0d_parameter_resumes_training_exactly(make):
     # its state arrays are 0-d too: they must load as arrays, not as numbers like a step count
     straight = [nn.Parameter(np.array(1.5, F32)), nn.Parameter(rng(20).standard_normal(3))]
-    resumed = [nn.Parameter(p.data.copy()) for p in straight]
+    resumed = [nn.Parameter(p._data.copy()) for p in straight]
     opt = make(straight)
     run(opt, straight, 4, 21)
     first = make(resumed)
@@ -438,7 +438,7 @@ def test_state_dict_of_a_0d_parameter_resumes_training_exactly(make):
                    for k, v in second.state[p].items())
     run(second, resumed, 2, 23)  # the gradients of steps 3 and 4 above
     for a, b in zip(straight, resumed):
-        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a._data, b._data)
 
 
 def test_load_state_dict_errors():
@@ -477,14 +477,14 @@ def test_a_state_that_step_could_not_use_is_refused_on_loading(kind, change, err
     opt = getattr(optim, kind)([{"params": p[:2]}, {"params": p[2:]}], lr=0.1, **extra)
     run(opt, p, 2, 24)
     state = opt.state_dict()
-    before = ([q.data.copy() for q in p], repr(opt.param_groups))
+    before = ([q._data.copy() for q in p], repr(opt.param_groups))
     change(state)
     with pytest.raises(ValueError, match=re.escape(error)):
         opt.load_state_dict(state)
     # nothing was loaded: the optimizer goes on as before
     assert repr(opt.param_groups) == before[1]
     run(opt, p, 1, 25)
-    assert all(not np.array_equal(q.data, old) for q, old in zip(p, before[0]))
+    assert all(not np.array_equal(q._data, old) for q, old in zip(p, before[0]))
 
 
 @pytest.mark.parametrize("kind", ["Adam", "AdamW"])
@@ -501,11 +501,11 @@ def test_a_torch_state_loads_with_its_arrays_converted_and_its_options_checked(k
         assert state["step"] == 3 and isinstance(state["step"], int)
         assert all(type(v) is np.ndarray for k, v in state.items() if k != "step")
     for q, tq in zip(p, tp):
-        q.data[...] = tq.detach().numpy()
+        q._data[...] = tq.detach().numpy()
     run(ours, p, 2, 30)
     run_torch(theirs, tp, 2, 30)
     for q, tq in zip(p, tp):
-        assert_close(q.data, tq.detach().numpy(), what="param")
+        assert_close(q._data, tq.detach().numpy(), what="param")
     assert ours.state_dict()["state"]  # a state made of plain arrays again
     # AdamW's decoupled weight decay is not Adam's
     if kind == "AdamW":
@@ -598,7 +598,7 @@ def test_a_schedule_changes_the_lr_the_optimizer_steps_with():
         p.grad = pyrt.tensor(np.ones(3, np.float32))
         opt.step()
         sched.step()
-        np.testing.assert_array_equal(p.data, np.full(3, want, np.float32))
+        np.testing.assert_array_equal(p._data, np.full(3, want, np.float32))
 
 
 def test_adamax_nadam_radam_adadelta_follow_their_formulas():
@@ -641,7 +641,7 @@ def test_adamax_nadam_radam_adadelta_follow_their_formulas():
         for g in grads:
             param.grad = pyrt.tensor(g.astype(np.float32))
             opt.step()
-        np.testing.assert_allclose(param.data, by_hand(kind), rtol=1e-5, atol=1e-6,
+        np.testing.assert_allclose(param._data, by_hand(kind), rtol=1e-5, atol=1e-6,
                                    err_msg=kind)
         assert opt.state[param]["step"] == 2
 
@@ -741,9 +741,9 @@ def test_adamw_checks_every_group_before_it_decays_any():
     opt = optim.AdamW([{"params": p[:1]}, {"params": p[1:]}], lr=0.1, weight_decay=0.5)
     for q in p:
         q.grad = pyrt.tensor(np.ones(q.shape, np.float32))
-    before = [q.data.copy() for q in p]
+    before = [q._data.copy() for q in p]
     opt.param_groups[1]["lr"] = -1.0
     with pytest.raises(ValueError, match="Invalid learning rate"):
         opt.step()
     for q, b in zip(p, before):
-        np.testing.assert_array_equal(q.data, b)
+        np.testing.assert_array_equal(q._data, b)

@@ -61,7 +61,7 @@ def run_pyrt(cls, arrays, grads, **kwargs):
         for p, g in zip(params, step):
             p.grad = pyrt.tensor(g)
         opt.step()
-    return [p.data for p in params], opt
+    return [p._data for p in params], opt
 
 
 def assert_close(got, ref, rtol=1e-5, what=""):
@@ -260,7 +260,7 @@ def test_muon_matches_float64_rule(kwargs):
 
 def test_sparse_adam_leaves_untouched_rows():
     p = nn.Parameter(rng(0).standard_normal((6, 3)).astype(F32))
-    before = p.data.copy()
+    before = p._data.copy()
     opt = optim.SparseAdam([p], lr=0.1)
     g = np.zeros((6, 3), F32)
     g[[1, 4]] = 1.0
@@ -268,9 +268,9 @@ def test_sparse_adam_leaves_untouched_rows():
     p.grad = pyrt.tensor(g)
     opt.step()
     untouched = [0, 3, 5]
-    np.testing.assert_array_equal(p.data[untouched], before[untouched])
+    np.testing.assert_array_equal(p._data[untouched], before[untouched])
     assert np.all(opt.state[p]["exp_avg"][untouched] == 0)
-    assert np.all(p.data[[1, 4]] != before[[1, 4]]) and p.data[2, 0] != before[2, 0]
+    assert np.all(p._data[[1, 4]] != before[[1, 4]]) and p._data[2, 0] != before[2, 0]
     p.grad = pyrt.tensor(np.zeros((6, 3), F32))  # no row: nothing moves, the step counts
     opt.step()
     assert opt.state[p]["step"] == 2
@@ -305,7 +305,7 @@ def test_state_dict_round_trip(name, kwargs, shapes):
             p.grad = pyrt.tensor(g)
         resumed.step()
     for p, ref in zip(params, straight):
-        np.testing.assert_array_equal(p.data, ref)
+        np.testing.assert_array_equal(p._data, ref)
 
 
 def test_adafactor_refuses_a_bad_factored_state():
@@ -390,7 +390,7 @@ def test_bad_options_and_params():
     p.grad = pyrt.tensor(np.ones((2, 2), F32))
     with pytest.raises(ValueError, match="Invalid learning rate"):
         opt.step()
-    np.testing.assert_array_equal(p.data, np.ones((2, 2), F32))
+    np.testing.assert_array_equal(p._data, np.ones((2, 2), F32))
 
 
 # ---- against torch -----------------------------------------------------------------------------
@@ -415,7 +415,7 @@ def twin_models(seed):
     theirs = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
     with torch.no_grad():
         for p, tp in zip(ours.parameters(), theirs.parameters(), strict=True):
-            tp.copy_(torch.from_numpy(p.data.copy()))
+            tp.copy_(torch.from_numpy(p._data.copy()))
     return ours, theirs
 
 
@@ -456,7 +456,7 @@ def test_trains_as_torch(name, kwargs):
     losses, ref = train_side_by_side(ours, theirs, opt, topt, data)
     assert_close(losses, ref, what="losses")
     for p, tp in zip(ours.parameters(), theirs.parameters()):
-        assert_close(p.data, tp.detach().numpy(), what=name)
+        assert_close(p._data, tp.detach().numpy(), what=name)
     if not kwargs.get("maximize"):
         assert losses[-1] < losses[0]
 
@@ -505,7 +505,7 @@ def test_loads_torch_state(name, kwargs, shapes):
         opt.step()
     ref, _ = torch_run(getattr(torch.optim, name), arrays, grads, sparse, **kwargs)
     for p, r in zip(params, ref):
-        assert_close(p.data, r, what=name)
+        assert_close(p._data, r, what=name)
 
 
 @needs_torch
@@ -537,11 +537,11 @@ def snapshots(model, count, seed):
     r = rng(seed)
     for _ in range(count):
         for p in model.parameters():
-            p.data[...] = r.standard_normal(p.shape).astype(F32)
+            p._data[...] = r.standard_normal(p.shape).astype(F32)
         bn = model[1]
-        bn.running_mean.data[...] = r.standard_normal(5).astype(F32)
-        bn.running_var.data[...] = r.random(5).astype(F32) + 0.5
-        bn.num_batches_tracked.data[...] += 3
+        bn.running_mean._data[...] = r.standard_normal(5).astype(F32)
+        bn.running_var._data[...] = r.random(5).astype(F32) + 0.5
+        bn.num_batches_tracked._data[...] += 3
         yield model
 
 
@@ -551,17 +551,17 @@ def test_averaged_model_swa_equals_the_mean():
     seen = []
     for m in snapshots(model, 5, 0):
         swa.update_parameters(m)
-        seen.append([p.data.copy() for p in m.parameters()])
-    assert int(swa.n_averaged.data) == 5
+        seen.append([p._data.copy() for p in m.parameters()])
+    assert int(swa.n_averaged._data) == 5
     for i, p in enumerate(swa.module.parameters()):
-        assert_close(p.data, np.mean([s[i] for s in seen], axis=0), rtol=1e-6)
+        assert_close(p._data, np.mean([s[i] for s in seen], axis=0), rtol=1e-6)
     # the buffers are copied, not averaged
-    np.testing.assert_array_equal(swa.module[1].running_mean.data, model[1].running_mean.data)
+    np.testing.assert_array_equal(swa.module[1].running_mean._data, model[1].running_mean._data)
     assert swa.module[0].weight is not model[0].weight
     x = pyrt.tensor(rng(1).standard_normal((3, 4)).astype(F32))
     swa.eval()
     swa.module.eval()
-    assert_close(swa(x).data, swa.module(x).data)
+    assert_close(swa(x)._data, swa.module(x)._data)
 
 
 def test_averaged_model_ema_and_buffers():
@@ -574,16 +574,16 @@ def test_averaged_model_ema_and_buffers():
     for m in snapshots(model, 4, 2):
         ema.update_parameters(m)
         single.update_parameters(m)
-        now = [p.data.astype(np.float64) for p in m.parameters()] + [
-            m[1].running_mean.data.astype(np.float64)]
+        now = [p._data.astype(np.float64) for p in m.parameters()] + [
+            m[1].running_mean._data.astype(np.float64)]
         expected = now if expected is None else [decay * e + (1 - decay) * c
                                                  for e, c in zip(expected, now)]
     got = list(ema.module.parameters()) + [ema.module[1].running_mean]
     for g, e in zip(got, expected):
-        assert_close(g.data, e, rtol=1e-5)
+        assert_close(g._data, e, rtol=1e-5)
     for g, e in zip(single.module.parameters(), expected):
-        assert_close(g.data, e, rtol=1e-5)
-    assert ema.module[1].num_batches_tracked.data.dtype == np.int64
+        assert_close(g._data, e, rtol=1e-5)
+    assert ema.module[1].num_batches_tracked._data.dtype == np.int64
 
 
 def test_averaging_function_errors():
@@ -612,9 +612,9 @@ def twin_bn_models():
 def copy_into_torch(ours, theirs):
     with torch.no_grad():
         for p, tp in zip(ours.parameters(), theirs.parameters(), strict=True):
-            tp.copy_(torch.from_numpy(p.data.copy()))
+            tp.copy_(torch.from_numpy(p._data.copy()))
         for b, tb in zip(ours.buffers(), theirs.buffers(), strict=True):
-            tb.copy_(torch.from_numpy(np.array(b.data)))
+            tb.copy_(torch.from_numpy(np.array(b._data)))
 
 
 @needs_torch
@@ -638,7 +638,7 @@ def test_averaged_model_as_torch(kind):
         tavg.update_parameters(theirs)
     for (name, t), (tname, tt) in zip(avg.state_dict().items(), tavg.state_dict().items()):
         assert name == tname
-        assert_close(np.array(t.data), tt.numpy(), rtol=1e-6, what=name)
+        assert_close(np.array(t._data), tt.numpy(), rtol=1e-6, what=name)
 
 
 @needs_torch
@@ -704,11 +704,11 @@ def test_update_bn_is_the_average_of_batch_statistics():
     bn.momentum = 0.3
     data = loader(0)
     swa_utils.update_bn(data, model)
-    xs = [x.data.astype(np.float64) for x, _ in data]
-    assert_close(bn.running_mean.data, np.mean([x.mean(axis=0) for x in xs], axis=0), rtol=1e-5)
-    assert_close(bn.running_var.data, np.mean([x.var(axis=0, ddof=1) for x in xs], axis=0),
+    xs = [x._data.astype(np.float64) for x, _ in data]
+    assert_close(bn.running_mean._data, np.mean([x.mean(axis=0) for x in xs], axis=0), rtol=1e-5)
+    assert_close(bn.running_var._data, np.mean([x.var(axis=0, ddof=1) for x in xs], axis=0),
                  rtol=1e-5)
-    assert int(bn.num_batches_tracked.data) == 4
+    assert int(bn.num_batches_tracked._data) == 4
     assert bn.momentum == 0.3 and not model.training
     swa_utils.update_bn(data, nn.Sequential(nn.Linear(4, 2)))  # no BatchNorm: nothing to do
 
@@ -723,8 +723,8 @@ def test_update_bn_as_torch():
     swa.update_parameters(ours)
     tswa.update_parameters(theirs)
     swa_utils.update_bn([x for x, _ in data], swa)
-    torch.optim.swa_utils.update_bn([torch.from_numpy(x.data.copy()) for x, _ in data], tswa)
+    torch.optim.swa_utils.update_bn([torch.from_numpy(x._data.copy()) for x, _ in data], tswa)
     bn, tbn = swa.module[1], tswa.module[1]
-    assert_close(bn.running_mean.data, tbn.running_mean.numpy())
-    assert_close(bn.running_var.data, tbn.running_var.numpy())
-    assert int(bn.num_batches_tracked.data) == int(tbn.num_batches_tracked)
+    assert_close(bn.running_mean._data, tbn.running_mean.numpy())
+    assert_close(bn.running_var._data, tbn.running_var.numpy())
+    assert int(bn.num_batches_tracked._data) == int(tbn.num_batches_tracked)

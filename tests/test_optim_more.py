@@ -52,7 +52,7 @@ def run_torch(opt, params, steps, seed):
 
 
 def torch_twin(params):
-    return [torch.tensor(p.data.copy(), requires_grad=True) for p in params]
+    return [torch.tensor(p._data.copy(), requires_grad=True) for p in params]
 
 
 def assert_close(got, ref, rtol=1e-5, what=""):
@@ -75,7 +75,7 @@ def twin_models(seed):
     with torch.no_grad():
         for p, tp in zip(ours.parameters(), theirs.parameters(), strict=True):
             assert tuple(p.shape) == tuple(tp.shape)
-            tp.copy_(torch.from_numpy(p.data.copy()))
+            tp.copy_(torch.from_numpy(p._data.copy()))
     return ours, theirs
 
 
@@ -122,7 +122,7 @@ def assert_trained_alike(kind, cfg, seed, steps=25):
     assert_close(losses, ref, what="losses")
     assert losses[-1] < losses[0]  # it did train
     for p, tp in zip(ours.parameters(), theirs.parameters()):
-        assert_close(p.data, tp.detach().numpy(), what=kind)
+        assert_close(p._data, tp.detach().numpy(), what=kind)
     return ours
 
 
@@ -194,7 +194,7 @@ def test_groups_step_with_their_own_hyper_parameters(kind, cfg):
     run(getattr(optim, kind)(groups, **cfg), p, 20, 31)
     run_torch(getattr(torch.optim, kind)(tgroups, **cfg), tp, 20, 31)
     for q, tq in zip(p, tp):
-        assert_close(q.data, tq.detach().numpy())
+        assert_close(q._data, tq.detach().numpy())
 
 
 # ---- state_dict ------------------------------------------------------------------------------
@@ -271,11 +271,11 @@ def test_state_dict_layout_matches_torch_and_torchs_state_loads(kind, cfg):
     again.load_state_dict(b)
     assert again.param_groups[0]["lr"] == cfg["lr"] and "foreach" not in again.param_groups[0]
     for q, tq in zip(p, tp):
-        q.data[...] = tq.detach().numpy()
+        q._data[...] = tq.detach().numpy()
     run(again, p, 5, 52)
     run_torch(theirs, tp, 5, 52)
     for q, tq in zip(p, tp):
-        assert_close(q.data, tq.detach().numpy())
+        assert_close(q._data, tq.detach().numpy())
     assert all(s["step"] == 8 for s in again.state.values())
 
 
@@ -284,7 +284,7 @@ def test_state_dict_of_a_0d_parameter_resumes_training_exactly(kind):
     # the state arrays of a 0-d parameter are 0-d too: they load as arrays, not as numbers
     cfg = dict(ALL_ON[0][1] if kind == "RMSprop" else ALL_ON[2][1])
     straight = [nn.Parameter(np.array(1.5, F32)), nn.Parameter(rng(53).standard_normal(3))]
-    resumed = [nn.Parameter(p.data.copy()) for p in straight]
+    resumed = [nn.Parameter(p._data.copy()) for p in straight]
     tp = torch_twin(straight)
     run(getattr(optim, kind)(straight, **cfg), straight, 4, 54)
     run_torch(getattr(torch.optim, kind)(tp, **cfg), tp, 4, 54)
@@ -297,8 +297,8 @@ def test_state_dict_of_a_0d_parameter_resumes_training_exactly(kind):
                    for k, v in second.state[p].items())
     run(second, resumed, 2, 56)  # the gradients of steps 3 and 4 above
     for a, b, t in zip(straight, resumed, tp):
-        np.testing.assert_array_equal(a.data, b.data)
-        assert_close(a.data, t.detach().numpy())
+        np.testing.assert_array_equal(a._data, b._data)
+        assert_close(a._data, t.detach().numpy())
 
 
 def test_adagrad_makes_its_state_with_its_groups_as_torch():
@@ -316,12 +316,12 @@ def test_adagrad_makes_its_state_with_its_groups_as_torch():
     assert ours.state[p[2]]["step"] == 0
     np.testing.assert_array_equal(ours.state[p[2]]["sum"], np.full(SHAPES[2], 2.0, F32))
     # a parameter without a gradient keeps its state and its values
-    before = p[1].data.copy()
+    before = p[1]._data.copy()
     set_grads(p, 61)
     p[1].grad = None
     ours.step()
     assert [ours.state[q]["step"] for q in p] == [1, 0, 1]
-    np.testing.assert_array_equal(p[1].data, before)
+    np.testing.assert_array_equal(p[1]._data, before)
     # a loaded state that leaves a parameter out: its state is made on its first step
     fresh = optim.Adagrad(p[:2], initial_accumulator_value=0.25)
     saved = fresh.state_dict()
@@ -331,7 +331,7 @@ def test_adagrad_makes_its_state_with_its_groups_as_torch():
     set_grads(p, 62)
     fresh.step()
     assert fresh.state[p[1]]["step"] == 1
-    np.testing.assert_allclose(fresh.state[p[1]]["sum"], 0.25 + p[1].grad.data ** 2, rtol=1e-6)
+    np.testing.assert_allclose(fresh.state[p[1]]["sum"], 0.25 + p[1].grad._data ** 2, rtol=1e-6)
 
 
 def test_rmsprop_makes_state_on_the_first_step_and_buffers_when_switched_on():
@@ -356,7 +356,7 @@ def test_rmsprop_makes_state_on_the_first_step_and_buffers_when_switched_on():
     run(ours, p, 5, 67)
     run_torch(theirs, tp, 5, 67)
     for q, tq in zip(p, tp):
-        assert_close(q.data, tq.detach().numpy())
+        assert_close(q._data, tq.detach().numpy())
         assert sorted(ours.state[q]) == ["grad_avg", "momentum_buffer", "square_avg", "step"]
         for key, value in ours.state[q].items():
             assert_close(value, np.asarray(theirs.state[tq][key]), what=key)
@@ -384,11 +384,11 @@ def test_zero_grad_and_steps_without_a_closure():
         set_grads(p, 73)
         assert opt.step() is None
         opt.zero_grad(set_to_none=False)
-        assert all(q.grad is not None and not q.grad.data.any() for q in p)
-        before = [q.data.copy() for q in p]
+        assert all(q.grad is not None and not q.grad._data.any() for q in p)
+        before = [q._data.copy() for q in p]
         opt.step()  # zero gradients: RMSprop's update is 0 / (sqrt(v) + eps), Adagrad's too
         for q, b in zip(p, before):
-            np.testing.assert_array_equal(q.data, b)
+            np.testing.assert_array_equal(q._data, b)
         opt.zero_grad()
         assert all(q.grad is None for q in p)
 
@@ -446,12 +446,12 @@ def test_hyper_parameters_of_the_wrong_type_and_of_groups(kind):
             opt.add_param_group({"params": p[2:], "lr_decay": -1.0})
         assert len(opt.param_groups) == 2 and p[2] not in opt.state
     set_grads(p[:2], 83)
-    before = [q.data.copy() for q in p]
+    before = [q._data.copy() for q in p]
     opt.param_groups[1]["lr"] = -1.0
     with pytest.raises(ValueError, match="Invalid learning rate: -1.0"):
         opt.step()
     for q, b in zip(p, before):
-        np.testing.assert_array_equal(q.data, b)
+        np.testing.assert_array_equal(q._data, b)
 
 
 def _change(entry, **values):
@@ -485,7 +485,7 @@ def test_a_state_that_step_could_not_use_is_refused_on_loading(kind, change, err
     opt = getattr(optim, kind)([{"params": p[:2]}, {"params": p[2:]}], lr=0.1, **extra)
     run(opt, p, 2, 85)
     state = opt.state_dict()
-    before = ([q.data.copy() for q in p], repr(opt.param_groups), opt.state_dict())
+    before = ([q._data.copy() for q in p], repr(opt.param_groups), opt.state_dict())
     change(state)
     with pytest.raises(ValueError, match=re.escape(error)):
         opt.load_state_dict(state)
@@ -495,7 +495,7 @@ def test_a_state_that_step_could_not_use_is_refused_on_loading(kind, change, err
         for key, value in entry.items():
             assert np.array_equal(value, before[2]["state"][i][key])
     run(opt, p, 1, 86)
-    assert all(not np.array_equal(q.data, old) for q, old in zip(p, before[0]))
+    assert all(not np.array_equal(q._data, old) for q, old in zip(p, before[0]))
 
 
 @pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")
@@ -519,7 +519,7 @@ def test_on_the_gpu_as_on_the_cpu(kind, cfg):
     train(host, host_opt, data[5:])
     for p, q in zip(device.parameters(), host.parameters()):
         assert p.device == "cuda:0"
-        assert_close(p.detach().cpu().numpy(), q.data, rtol=1e-4)
+        assert_close(p.detach().cpu().numpy(), q._data, rtol=1e-4)
     assert all(type(v).__module__.startswith("cupy")
                for s in device_opt.state.values() for v in s.values() if hasattr(v, "shape"))
     back = getattr(optim, kind)(host.parameters(), lr=1.0)

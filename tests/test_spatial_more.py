@@ -356,8 +356,8 @@ def test_layers_initialise_and_shape_as_pytorch_documents():
     m = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, groups=2)
     assert m.weight.shape == (4, 3, 3, 3) and m.bias.shape == (6,)
     bound = 1 / np.sqrt(3 * 9)  # fan_in: weight.size(1) * kernel size
-    assert 0.8 * bound < np.abs(m.weight.data).max() <= bound
-    assert np.abs(m.bias.data).max() <= bound
+    assert 0.8 * bound < np.abs(m.weight._data).max() <= bound
+    assert np.abs(m.bias._data).max() <= bound
     x = pyrt.tensor(normal(rng(15), (2, 4, 5, 5)))
     assert m(x).shape == (2, 6, 9, 9)
     assert m(x, output_size=(10, 10)).shape == (2, 6, 10, 10)
@@ -367,7 +367,7 @@ def test_layers_initialise_and_shape_as_pytorch_documents():
     assert c.weight.shape == (6, 4, 3) and c.bias is None
     assert c(pyrt.tensor(normal(rng(16), (2, 4, 7)))).shape == (2, 6, 7)
     g = nn.GroupNorm(2, 4)
-    assert np.all(g.weight.data == 1) and np.all(g.bias.data == 0)
+    assert np.all(g.weight._data == 1) and np.all(g.bias._data == 0)
     assert nn.InstanceNorm2d(3).weight is None
     with pytest.raises(ValueError, match="divisible by num_groups"):
         nn.GroupNorm(3, 4)
@@ -636,7 +636,7 @@ def test_layers_match_torch_with_the_same_parameters():
     for ours, theirs, shape in pairs:
         assert repr(ours) == repr(theirs)
         for name, p in theirs.named_parameters():
-            getattr(ours, name).data[...] = p.detach().numpy()
+            getattr(ours, name)._data[...] = p.detach().numpy()
         x = normal(r, shape)
         compare_with_torch(ours, theirs, [x])
         for name, p in theirs.named_parameters():

@@ -51,7 +51,7 @@ def test_values_are_detached_tensors_sharing_memory(name):
     assert type(state) is OrderedDict and list(state) == list(own)
     for key, value in state.items():
         assert type(value) is pyrt.Tensor and not value.requires_grad and value.grad_fn is None
-        assert value.data is own[key].data and value is not own[key]
+        assert value._data is own[key]._data and value is not own[key]
         assert value.shape == own[key].shape and value.device == own[key].device
 
 
@@ -60,15 +60,15 @@ def test_write_through_state_dict_changes_the_module():
     state = lin.state_dict()
     state["weight"].fill_(0)
     state["bias"].copy_(pyrt.tensor([1.0, 2.0]))
-    assert np.array_equal(lin.weight.data, np.zeros((2, 3), np.float32))
-    assert np.array_equal(lin.bias.data, [1.0, 2.0])
+    assert np.array_equal(lin.weight._data, np.zeros((2, 3), np.float32))
+    assert np.array_equal(lin.bias._data, [1.0, 2.0])
     bn = nn.BatchNorm1d(2)
     bn.state_dict()["running_mean"].add_(3.0)
-    assert np.array_equal(bn.running_mean.data, [3.0, 3.0])
+    assert np.array_equal(bn.running_mean._data, [3.0, 3.0])
     # clone() is a copy that no longer follows the module
     snapshot = lin.state_dict()["weight"].clone()
-    lin.weight.data += 1
-    assert np.array_equal(snapshot.data, np.zeros((2, 3), np.float32))
+    lin.weight._data += 1
+    assert np.array_equal(snapshot._data, np.zeros((2, 3), np.float32))
 
 
 def test_keep_vars_gives_the_parameters_and_buffers():
@@ -93,8 +93,8 @@ def test_prefix_destination_and_metadata():
     tied = nn.Sequential(nn.Linear(2, 2, bias=False))
     tied.append(tied[0])
     state = tied.state_dict()
-    assert list(state) == ["0.weight", "1.weight"] and state["0.weight"].data is \
-        state["1.weight"].data
+    assert list(state) == ["0.weight", "1.weight"] and state["0.weight"]._data is \
+        state["1.weight"]._data
 
 
 @needs_torch
@@ -133,11 +133,11 @@ def test_save_load_round_trip(n_in, n_out, bias):
     for key, value in lin.state_dict().items():
         assert type(loaded[key]) is pyrt.Tensor and not loaded[key].requires_grad
         assert loaded[key].dtype == value.dtype
-        assert np.array_equal(loaded[key].data, value.data), key
+        assert np.array_equal(loaded[key]._data, value._data), key
     other = nn.Sequential(nn.Linear(n_in, n_out, bias=bias), nn.BatchNorm1d(n_out))
     other.load_state_dict(loaded)
     for key, value in other.state_dict().items():
-        assert np.array_equal(value.data, lin.state_dict()[key].data), key
+        assert np.array_equal(value._data, lin.state_dict()[key]._data), key
 
 
 def test_older_files_of_arrays_still_load():
@@ -150,7 +150,7 @@ def test_older_files_of_arrays_still_load():
     assert all(type(v) is np.ndarray for v in loaded.values())
     other = nn.Linear(3, 2)
     other.load_state_dict(loaded)
-    assert np.array_equal(other.weight.data, lin.weight.data)
+    assert np.array_equal(other.weight._data, lin.weight._data)
 
 
 def test_keep_vars_saves_and_loads():
@@ -160,7 +160,7 @@ def test_keep_vars_saves_and_loads():
     buffer.seek(0)
     loaded = pyrt.load(buffer)
     assert loaded["weight"].requires_grad
-    assert np.array_equal(loaded["weight"].data, lin.weight.data)
+    assert np.array_equal(loaded["weight"]._data, lin.weight._data)
 
 
 def test_checkpoint_round_trip_and_old_checkpoints(tmp_path):
@@ -173,8 +173,8 @@ def test_checkpoint_round_trip_and_old_checkpoints(tmp_path):
         assert all(type(v) is kind for v in saved["model"].values())
         other = nn.Linear(3, 2)
         other.load_state_dict(saved["model"])
-        assert np.array_equal(other.weight.data, lin.weight.data)
-        assert np.array_equal(other.bias.data, lin.bias.data)
+        assert np.array_equal(other.weight._data, lin.weight._data)
+        assert np.array_equal(other.bias._data, lin.bias._data)
 
 
 @pytest.mark.parametrize("clone", [copy.deepcopy, lambda s: pickle.loads(pickle.dumps(s))])
@@ -182,17 +182,17 @@ def test_deepcopy_and_pickle_are_independent_snapshots(clone):
     bn = nn.BatchNorm1d(3)
     snapshot = clone(bn.state_dict())
     assert type(snapshot) is OrderedDict
-    bn.running_mean.data += 5
-    bn.weight.data *= 2
-    assert np.array_equal(snapshot["running_mean"].data, np.zeros(3, np.float32))
-    assert np.array_equal(snapshot["weight"].data, np.ones(3, np.float32))
+    bn.running_mean._data += 5
+    bn.weight._data *= 2
+    assert np.array_equal(snapshot["running_mean"]._data, np.zeros(3, np.float32))
+    assert np.array_equal(snapshot["weight"]._data, np.ones(3, np.float32))
     assert all(type(v) is pyrt.Tensor and not v.requires_grad for v in snapshot.values())
     bn.load_state_dict(snapshot)
-    assert np.array_equal(bn.weight.data, np.ones(3, np.float32))
+    assert np.array_equal(bn.weight._data, np.ones(3, np.float32))
 
 
 def test_data_parallel_prefix():
     model = nn.DataParallel(nn.Linear(2, 2))
     state = model.state_dict()
     assert list(state) == ["module.weight", "module.bias"]
-    assert state["module.weight"].data is model.module.weight.data
+    assert state["module.weight"]._data is model.module.weight._data

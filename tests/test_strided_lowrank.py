@@ -20,7 +20,7 @@ SETTINGS = settings(max_examples=20, deadline=None, derandomize=True)
 
 
 def close(a, b, tol=1e-5):
-    a = a.data if isinstance(a, pyrt.Tensor) else a
+    a = a._data if isinstance(a, pyrt.Tensor) else a
     b = b.detach().numpy() if torch is not None and isinstance(b, torch.Tensor) else b
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
@@ -54,7 +54,7 @@ def test_as_strided_values_and_gradients(geometry, seed):
     x = pyrt.tensor(base, requires_grad=True)
     y = pyrt.as_strided(x, size, stride, offset)
     pos = positions(size, stride, offset)
-    np.testing.assert_array_equal(y.data, base[pos])
+    np.testing.assert_array_equal(y._data, base[pos])
     g = rng.standard_normal(size).astype(np.float32)
     y.backward(pyrt.tensor(g))
     want = np.zeros(length)
@@ -71,8 +71,8 @@ def test_as_strided_values_and_gradients(geometry, seed):
 def test_as_strided_is_a_view_and_uses_the_storage_offset():
     base = pyrt.arange(10.0)
     view = base.as_strided((3, 3), (2, 1))
-    base.data[2] = 100.0
-    assert view.data[1, 0] == 100.0 and view.data[0, 2] == 100.0
+    base._data[2] = 100.0
+    assert view._data[1, 0] == 100.0 and view._data[0, 2] == 100.0
     tail = base[2:]
     close(tail.as_strided((2,), (1,)), [100.0, 3.0])  # starts at tail's own offset
     close(tail.as_strided((2,), (1,), 0), [0.0, 1.0])  # the storage's start
@@ -118,7 +118,7 @@ def test_as_strided_scatter_values_and_gradients():
     want = base.copy()
     want[positions((3, 2), (3, 1), 1)] = src
     close(out, want)
-    assert out.data.base is not None and not np.shares_memory(out.data, x.data)
+    assert out._data.base is not None and not np.shares_memory(out._data, x._data)
     g = rng.standard_normal(10).astype(np.float32)
     out.backward(pyrt.tensor(g))
     mask = np.ones(10)
@@ -160,7 +160,7 @@ def low_rank(rng, batch, m, n, rank):
 
 
 def reconstruct(U, S, V):
-    return (U.data * S.data[..., None, :]) @ np.swapaxes(V.data, -1, -2)
+    return (U._data * S._data[..., None, :]) @ np.swapaxes(V._data, -1, -2)
 
 
 @SETTINGS
@@ -176,13 +176,13 @@ def test_svd_lowrank_reconstructs_low_rank_matrices(batch, m, n, rank, seed):
     assert U.shape == batch + (m, k) and S.shape == batch + (k,) and V.shape == batch + (n, k)
     scale = np.abs(a).max() + 1
     close(reconstruct(U, S, V) / scale, a / scale, 1e-4)
-    close(S.data[..., :rank] / scale,
+    close(S._data[..., :rank] / scale,
           np.linalg.svd(a.astype(np.float64), compute_uv=False)[..., :rank] / scale, 1e-4)
-    close(np.swapaxes(U.data, -1, -2) @ U.data, np.broadcast_to(np.eye(k), batch + (k, k)),
+    close(np.swapaxes(U._data, -1, -2) @ U._data, np.broadcast_to(np.eye(k), batch + (k, k)),
           1e-4)
     if torch is not None:
         _tU, tS, _tV = torch.svd_lowrank(torch.tensor(a), q=q)
-        close(S.data[..., :rank] / scale, tS.numpy()[..., :rank] / scale, 1e-4)
+        close(S._data[..., :rank] / scale, tS.numpy()[..., :rank] / scale, 1e-4)
 
 
 def test_svd_lowrank_with_M_and_gradient():
@@ -208,13 +208,13 @@ def test_pca_lowrank_matches_centred_svd_and_torch():
     centred = a - a.mean(0)
     close(reconstruct(U, S, V), centred, 1e-4)
     s = np.linalg.svd(centred.astype(np.float64), compute_uv=False)
-    close(S.data[:2], s[:2], 1e-4)
-    projector = V.data[:, :2] @ V.data[:, :2].T  # the principal subspace
+    close(S._data[:2], s[:2], 1e-4)
+    projector = V._data[:, :2] @ V._data[:, :2].T  # the principal subspace
     _, _, vh = np.linalg.svd(centred.astype(np.float64))
     close(projector, vh[:2].T @ vh[:2], 1e-4)
     if torch is not None:
         _, tS, tV = torch.pca_lowrank(torch.tensor(a), q=3)
-        close(S.data[:2], tS.numpy()[:2], 1e-4)
+        close(S._data[:2], tS.numpy()[:2], 1e-4)
         close(projector, (tV[:, :2] @ tV[:, :2].T).numpy(), 1e-4)
     assert pyrt.pca_lowrank(pyrt.tensor(a), center=False)[1].shape == (5,)
 

@@ -44,7 +44,7 @@ def check_grads(pyrt_fn, numpy_fn, arrays, atol=2e-3, rtol=2e-3):
     out.backward()
     for i, t in enumerate(tensors):
         want = numeric_grad(numpy_fn, arrays, i)
-        np.testing.assert_allclose(t.grad.data, want, atol=atol, rtol=rtol,
+        np.testing.assert_allclose(t.grad._data, want, atol=atol, rtol=rtol,
                                    err_msg=f"gradient of input {i}")
 
 
@@ -228,15 +228,15 @@ def test_conv_and_pool_grads():
     out.backward()
     np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
     for p, t in ((px, tx), (pw, tw), (pb, tb)):
-        np.testing.assert_allclose(p.grad.data, t.grad.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(p.grad._data, t.grad.numpy(), rtol=1e-4, atol=1e-4)
 
 
 def test_gradient_accumulates_over_uses_and_calls():
     x = pyrt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     (x * x + x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [3.0, 5.0, 7.0])
+    np.testing.assert_allclose(x.grad._data, [3.0, 5.0, 7.0])
     (x * 2.0).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [5.0, 7.0, 9.0])
+    np.testing.assert_allclose(x.grad._data, [5.0, 7.0, 9.0])
 
 
 def test_backward_of_a_leaf_accumulates_the_given_gradient():
@@ -244,7 +244,7 @@ def test_backward_of_a_leaf_accumulates_the_given_gradient():
     g = np.array([0.5, -1.0], np.float32)
     x.backward(g)
     x.backward(g)
-    np.testing.assert_array_equal(x.grad.data, [1.0, -2.0])
+    np.testing.assert_array_equal(x.grad._data, [1.0, -2.0])
     np.testing.assert_array_equal(g, [0.5, -1.0])  # the caller's array is not accumulated into
 
 
@@ -261,8 +261,8 @@ def test_shared_gradient_arrays_are_not_aliased():
     a = pyrt.tensor([1.0, 2.0], requires_grad=True)
     b = pyrt.tensor([3.0, 4.0], requires_grad=True)
     (a + b).sum().backward()
-    a.grad.data[0] = 100.0
-    assert b.grad.data[0] == 1.0
+    a.grad._data[0] = 100.0
+    assert b.grad._data[0] == 1.0
 
 
 def test_no_grad_records_nothing():
@@ -307,17 +307,17 @@ def test_tensor_creation_and_conversion():
     with pytest.raises(ValueError, match="device"):
         pyrt.tensor([1.0], device="tpu")
     data = np.arange(3, dtype=np.float32)
-    assert pyrt.tensor(data).data is not data  # tensor() copies
-    assert pyrt.from_numpy(data).data is data  # from_numpy shares
-    assert pyrt.zeros(2, 3).shape == (2, 3) and pyrt.ones((4,)).data.sum() == 4
+    assert pyrt.tensor(data)._data is not data  # tensor() copies
+    assert pyrt.from_numpy(data)._data is data  # from_numpy shares
+    assert pyrt.zeros(2, 3).shape == (2, 3) and pyrt.ones((4,))._data.sum() == 4
     assert "requires_grad=True" in repr(pyrt.zeros(2, requires_grad=True))
 
 
 def test_manual_seed_makes_randn_repeatable():
     pyrt.manual_seed(7)
-    a = pyrt.randn(3, 4).data.copy()
+    a = pyrt.randn(3, 4)._data.copy()
     pyrt.manual_seed(7)
-    np.testing.assert_array_equal(a, pyrt.randn(3, 4).data)
+    np.testing.assert_array_equal(a, pyrt.randn(3, 4)._data)
     with pytest.raises(ValueError):
         pyrt.manual_seed(-1)
 
@@ -337,8 +337,8 @@ def test_against_torch_on_a_small_graph():
     pl = F.cross_entropy(F.linear(pyrt.tensor(x), pw, pb, "tanh") * 2.0, pyrt.tensor(labels))
     pl.backward()
     np.testing.assert_allclose(pl.item(), tl.item(), rtol=1e-5)
-    np.testing.assert_allclose(pw.grad.data, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(pb.grad.data, tb.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(pw.grad._data, tw.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(pb.grad._data, tb.grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def test_no_grad_decorator_is_reentrant():
@@ -360,7 +360,7 @@ def test_backward_never_keeps_a_view_of_the_callers_gradient():
     w.reshape((1, 3)).backward(g)
     w.reshape((1, 3)).backward(g)
     np.testing.assert_array_equal(g, np.ones((1, 3), np.float32))
-    np.testing.assert_array_equal(w.grad.data, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(w.grad._data, [2.0, 2.0, 2.0])
 
 
 # ---- grad mode, retain_graph, 0-d tensors ----------------------------------------------------
@@ -449,7 +449,7 @@ def test_zero_d_tensors_keep_shape_in_gradients():
         yp.backward()
         yq.backward()
         assert p.grad.shape == tuple(q.grad.shape)
-        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(p.grad._data, q.grad.numpy(), rtol=1e-6)
     # a 0-d gradient passed to backward stays 0-d
     s = pyrt.tensor(2.0, requires_grad=True)
     (s * 3.0).backward(np.float32(2.0))
@@ -479,9 +479,9 @@ def test_loss_gradient_reaches_a_target_that_requires_grad(name):
         qz, qt = torch.tensor(z, requires_grad=input_grad), torch.tensor(t, requires_grad=True)
         (ours(pz, pt) * 3.0).backward()
         (theirs(qz, qt) * 3.0).backward()
-        np.testing.assert_allclose(pt.grad.data, qt.grad.numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(pt.grad._data, qt.grad.numpy(), rtol=1e-5, atol=1e-7)
         if input_grad:
-            np.testing.assert_allclose(pz.grad.data, qz.grad.numpy(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(pz.grad._data, qz.grad.numpy(), rtol=1e-5, atol=1e-7)
         else:
             assert pz.grad is None
     # a target that does not require grad gets nothing, as before
@@ -502,7 +502,7 @@ def test_promoted_operands_pass_gradients_to_float_ones():
         np.testing.assert_allclose(yp.detach().numpy(), yq.detach().numpy(), rtol=1e-6)
         (yp * pyrt.tensor(x)).sum().backward()
         (yq * torch.tensor(x)).sum().backward()
-        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(p.grad._data, q.grad.numpy(), rtol=1e-6, atol=1e-7)
 
 
 # ---- in-place writes between forward and backward ------------------------------------------

@@ -74,17 +74,17 @@ def test_numpy_arrays_meet_tensors_as_in_torch():
     # array op Tensor is a Tensor (NumPy defers to the reflected operator), with gradients
     x = leaf([[1.0, 2.0], [3.0, 4.0]])
     a = np.array([[1.0, -1.0], [0.5, 2.0]], np.float32)
-    for y, ref in ((a + x, a + x.data), (a * x, a * x.data), (a - x, a - x.data),
-                   (a @ x, a @ x.data), (x @ a, x.data @ a), (x @ a.tolist(), x.data @ a)):
+    for y, ref in ((a + x, a + x._data), (a * x, a * x._data), (a - x, a - x._data),
+                   (a @ x, a @ x._data), (x @ a, x._data @ a), (x @ a.tolist(), x._data @ a)):
         assert type(y) is pyrt.Tensor and y.requires_grad
-        np.testing.assert_allclose(y.data, ref, rtol=1e-6)
+        np.testing.assert_allclose(y._data, ref, rtol=1e-6)
     (a @ x).sum().backward()
-    np.testing.assert_allclose(x.grad.data, a.T @ np.ones((2, 2), np.float32), rtol=1e-6)
+    np.testing.assert_allclose(x.grad._data, a.T @ np.ones((2, 2), np.float32), rtol=1e-6)
     # np.asarray(tensor) is its data, shared, as numpy() gives it
     t = pyrt.tensor(a)
-    assert np.asarray(t) is t.data
+    assert np.asarray(t) is t._data
     assert np.asarray(t, np.float64).dtype == np.float64
-    assert not np.shares_memory(np.array(t, copy=True), t.data)
+    assert not np.shares_memory(np.array(t, copy=True), t._data)
     with pytest.raises(RuntimeError, match="requires grad"):
         np.asarray(x * 2)
     for bad in (None, "x", object()):
@@ -98,7 +98,7 @@ def test_truth_value():
     assert bool(pyrt.tensor([1.0])) and not bool(pyrt.tensor(0.0))
     assert bool(pyrt.tensor([2.0]) == 2.0)
     zero_d = pyrt.tensor(2.0) == 2.0
-    assert isinstance(zero_d.data, np.ndarray) and zero_d.shape == () and bool(zero_d)
+    assert isinstance(zero_d._data, np.ndarray) and zero_d.shape == () and bool(zero_d)
     with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
         bool(pyrt.tensor([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
@@ -116,7 +116,7 @@ def test_sum_of_integers_and_bools_is_int64():
         assert s.dtype == np.int64 and s.item() == np.sum(data)
         # whole-tensor results are 0-d arrays, as every tensor's data is
         for whole in (s, t.max(), t.min(), t.argmax()):
-            assert isinstance(whole.data, np.ndarray) and whole.shape == ()
+            assert isinstance(whole._data, np.ndarray) and whole.shape == ()
             assert repr(whole).startswith("tensor(")
     np.testing.assert_array_equal(pyrt.tensor(np.array([[1, 2], [3, 4]])).sum(0).numpy(),
                                   [4, 6])
@@ -315,15 +315,15 @@ def test_in_place_arithmetic_writes_into_the_tensor_as_torch(op):
         for requires_grad in (True, False):
             p = pyrt.tensor(x, requires_grad=requires_grad)
             q = torch.tensor(x, requires_grad=requires_grad)
-            buffer = p.data
+            buffer = p._data
             wrap_p = pyrt.tensor if isinstance(other, np.ndarray) else (lambda v: v)
             wrap_q = torch.tensor if isinstance(other, np.ndarray) else (lambda v: v)
             with pyrt.no_grad(), torch.no_grad():
                 result = op(p, wrap_p(other))
                 op(q, wrap_q(other))
-            assert result is p and p.data is buffer and p.is_leaf
+            assert result is p and p._data is buffer and p.is_leaf
             assert p.requires_grad == requires_grad
-            np.testing.assert_allclose(p.data, q.detach().numpy(), rtol=1e-6)
+            np.testing.assert_allclose(p._data, q.detach().numpy(), rtol=1e-6)
     # integer tensors stay integer; a float result cannot go into them, as in torch
     n = pyrt.tensor([1, 2, 3])
     n += 2
@@ -394,7 +394,7 @@ def test_in_place_ops_in_a_graph_are_recorded_or_refused():
     with pyrt.no_grad():  # the user's word that no gradient is wanted
         buffer += w
         buffer.copy_(product)
-    np.testing.assert_array_equal(buffer.data, [16.0, 64.0])
+    np.testing.assert_array_equal(buffer._data, [16.0, 64.0])
     scaled.sum().backward()
 
 
@@ -451,7 +451,7 @@ def test_item_assignment_is_checked_as_in_place_ops():
         read[0] = 1.0
     with pyrt.no_grad():
         w[0] = 1.0
-    np.testing.assert_array_equal(w.data, [1.0, 4.0])
+    np.testing.assert_array_equal(w._data, [1.0, 4.0])
     # a constant written after a forward that reads it: backward refuses, as torch's version
     # counter makes it
     x = pyrt.tensor([3.0, 5.0])
@@ -483,7 +483,7 @@ def test_basic_indexing_gives_views_that_write_through():
     # a strided view goes through the ops as any tensor does, with gradients
     w = pyrt.tensor(a, requires_grad=True)
     col = w[:, 1:3]
-    assert not col.data.flags.c_contiguous
+    assert not col._data.flags.c_contiguous
     (col * col).sum().backward()
     want = np.zeros_like(a)
     want[:, 1:3] = 2 * a[:, 1:3]
@@ -505,7 +505,7 @@ def test_fill_of_a_leaf_cannot_corrupt_a_saved_value():
     with pytest.raises(RuntimeError, match="leaf Variable"):
         w.fill_(1.0)
     log.sum().backward()
-    np.testing.assert_allclose(w.grad.data, [0.5, 0.25])
+    np.testing.assert_allclose(w.grad._data, [0.5, 0.25])
     with pyrt.no_grad():
         w.fill_(1.0)
         w.grad.zero_()
@@ -605,7 +605,7 @@ def test_the_tensor_class_takes_sequences_as_torch_tensor_does():
         np.testing.assert_array_equal((t * 2).numpy(), expected * 2)
     # an array is wrapped as it is, sharing its memory; a Tensor's array is shared too
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    assert pyrt.Tensor(a).data is a and pyrt.Tensor(pyrt.Tensor(a)).data is a
+    assert pyrt.Tensor(a)._data is a and pyrt.Tensor(pyrt.Tensor(a))._data is a
     assert pyrt.Tensor(np.float32(2.5)).shape == () and pyrt.Tensor(3).dtype == np.int64
     w = pyrt.Tensor([[0.5, -1.0]], requires_grad=True)
     (w * w).sum().backward()
@@ -712,7 +712,7 @@ def test_numpy_of_a_tensor_that_requires_grad_is_refused():
         with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires "
                                                r"grad. Use tensor.detach\(\).numpy\(\)"):
             call()
-    assert x.detach().numpy() is x.data
+    assert x.detach().numpy() is x._data
     with pyrt.no_grad():
         assert (x * 2).numpy().tolist() == [2.0, 4.0]
 
@@ -1006,7 +1006,7 @@ def test_flip_and_index_select_errors_and_corners():
     index = pyrt.tensor([0, 0])
     w = leaf([1.0, 2.0])
     out = w.index_select(0, index)
-    index.data[:] = 1  # written after the forward: the gradient still goes to position 0
+    index._data[:] = 1  # written after the forward: the gradient still goes to position 0
     out.sum().backward()
     assert w.grad.tolist() == [2.0, 0.0]
 

@@ -483,7 +483,7 @@ def test_expand_and_expand_as(shape, data):
                           data.draw(st.sampled_from([n, -1])) for n in shape)
     x = normal(shape, seed)
     out = against_torch(lambda t: t.expand(*target), x, seed=seed)
-    assert out[0].data.flags.c_contiguous and out[0].data.flags.writeable
+    assert out[0]._data.flags.c_contiguous and out[0]._data.flags.writeable
     against_torch(lambda t: t.expand(target), x, seed=seed)
     full_shape = tuple(torch.empty(shape).expand(*target).shape)
     against_torch(lambda t: t.expand_as(type_of(t).zeros(full_shape)), x, seed=seed)

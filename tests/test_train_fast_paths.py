@@ -33,14 +33,14 @@ def _grads(seed, params):
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
 def test_sgd_follows_changes_of_lr_and_arrays(momentum):
     params = _params(0)
-    ref = [p.data.copy() for p in params]
+    ref = [p._data.copy() for p in params]
     bufs = [None] * len(params)
     opt = optim.SGD(params, lr=0.1, momentum=momentum)
     for step in range(6):
         if step == 2:
             opt.param_groups[0]["lr"] = 0.03  # a scheduler's change
         if step == 4:  # a parameter given a new array: the update must land in it
-            params[0].data = params[0].data.copy()
+            params[0]._data = params[0]._data.copy()
         lr = opt.param_groups[0]["lr"]
         for p, r, g, i in zip(params, ref, _grads(step, params), range(len(params))):
             p.grad = pyrt.Tensor(g)
@@ -53,7 +53,7 @@ def test_sgd_follows_changes_of_lr_and_arrays(momentum):
                 sgd_step(r, g, lr=lr)
         opt.step()
         for p, r in zip(params, ref):
-            np.testing.assert_array_equal(p.data, r)
+            np.testing.assert_array_equal(p._data, r)
 
 
 def test_sgd_checks_hyper_parameters_changed_after_construction():
@@ -85,18 +85,18 @@ def test_loaded_state_is_used_by_the_next_step(make):
         b.step()
     a.load_state_dict(b.state_dict())
     for p, q in zip(pa, pb):
-        p.data[...] = q.data
+        p._data[...] = q._data
     for p, q, g in zip(pa, pb, _grads(99, pa)):
         p.grad, q.grad = pyrt.Tensor(g), pyrt.Tensor(g.copy())
     a.step()
     b.step()
     for p, q in zip(pa, pb):
-        np.testing.assert_array_equal(p.data, q.data)
+        np.testing.assert_array_equal(p._data, q._data)
 
 
 def test_adam_matches_the_checked_kernel_across_lr_changes():
     params = _params(3)
-    ref = [p.data.copy() for p in params]
+    ref = [p._data.copy() for p in params]
     m = [np.zeros_like(r) for r in ref]
     v = [np.zeros_like(r) for r in ref]
     opt = optim.Adam(params, lr=0.01, weight_decay=0.1)
@@ -109,40 +109,40 @@ def test_adam_matches_the_checked_kernel_across_lr_changes():
             adam_step(ref[i], g, m[i], v[i], step=step, lr=lr, weight_decay=0.1)
         opt.step()
         for p, r in zip(params, ref):
-            np.testing.assert_array_equal(p.data, r)
+            np.testing.assert_array_equal(p._data, r)
 
 
 def test_optimizer_takes_a_non_contiguous_gradient():
     params = _params(4, shapes=((3, 4),))
     g = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
-    ref = params[0].data.copy()
+    ref = params[0]._data.copy()
     sgd_step(ref, np.ascontiguousarray(g), lr=0.1)
     params[0].grad = pyrt.Tensor(g)
     optim.SGD(params, lr=0.1).step()
-    np.testing.assert_array_equal(params[0].data, ref)
+    np.testing.assert_array_equal(params[0]._data, ref)
 
 
 def test_sequential_follows_changes_of_its_modules():
     pyrt.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     x = pyrt.randn(5, 4)
-    first = model(x).data.copy()
-    h = np.maximum(x.data @ model[0].weight.data.T + model[0].bias.data, 0)
-    np.testing.assert_allclose(first, h @ model[2].weight.data.T + model[2].bias.data,
+    first = model(x)._data.copy()
+    h = np.maximum(x._data @ model[0].weight._data.T + model[0].bias._data, 0)
+    np.testing.assert_allclose(first, h @ model[2].weight._data.T + model[2].bias._data,
                                rtol=1e-5, atol=1e-6)
     model[1] = nn.Tanh()  # a different activation: a different fused step
     np.testing.assert_allclose(
-        model(x).data,
-        np.tanh(x.data @ model[0].weight.data.T + model[0].bias.data) @ model[2].weight.data.T
-        + model[2].bias.data, rtol=1e-5, atol=1e-6)
+        model(x)._data,
+        np.tanh(x._data @ model[0].weight._data.T + model[0].bias._data) @ model[2].weight._data.T
+        + model[2].bias._data, rtol=1e-5, atol=1e-6)
     model.append(nn.Sigmoid())
     assert model(x).shape == (5, 2)
-    assert np.all((model(x).data > 0) & (model(x).data < 1))
+    assert np.all((model(x)._data > 0) & (model(x)._data < 1))
     model[0].weight = nn.Parameter(np.zeros((3, 4), np.float32))  # a new parameter is used
     np.testing.assert_allclose(
-        model(x).data,
-        1 / (1 + np.exp(-(np.tanh(model[0].bias.data) @ model[2].weight.data.T
-                          + model[2].bias.data))) * np.ones((5, 1)), rtol=1e-5, atol=1e-6)
+        model(x)._data,
+        1 / (1 + np.exp(-(np.tanh(model[0].bias._data) @ model[2].weight._data.T
+                          + model[2].bias._data))) * np.ones((5, 1)), rtol=1e-5, atol=1e-6)
 
 
 def test_backward_sums_the_gradients_of_a_tensor_used_several_times():
@@ -151,13 +151,13 @@ def test_backward_sums_the_gradients_of_a_tensor_used_several_times():
     h = (x @ w).relu()
     y = (h * h + h @ w + h).sum()  # h is consumed four times, w twice
     y.backward()
-    xd, wd = x.data.astype(np.float64), w.data.astype(np.float64)
+    xd, wd = x._data.astype(np.float64), w._data.astype(np.float64)
     pre = xd @ wd
     hd = np.maximum(pre, 0)
     dh = 2 * hd + np.ones((2, 2)) @ wd.T + 1
     dpre = dh * (pre > 0)
-    np.testing.assert_allclose(x.grad.data, dpre @ wd.T, rtol=1e-5)
-    np.testing.assert_allclose(w.grad.data, xd.T @ dpre + hd.T @ np.ones((2, 2)), rtol=1e-5)
+    np.testing.assert_allclose(x.grad._data, dpre @ wd.T, rtol=1e-5)
+    np.testing.assert_allclose(w.grad._data, xd.T @ dpre + hd.T @ np.ones((2, 2)), rtol=1e-5)
 
 
 def test_backward_through_a_branch_that_passes_no_gradient():
@@ -168,13 +168,13 @@ def test_backward_through_a_branch_that_passes_no_gradient():
     a = pyrt.tensor(np.array([1.0, 2.0], np.float32), requires_grad=True)
     b = pyrt.tensor(np.array([3.0, 4.0], np.float32), requires_grad=True)
     c = a * b
-    blocked = _make(c.data.copy(), (c,), lambda g: (None,))  # passes nothing back to c
-    only_blocked = _make(b.data.copy(), (b,), lambda g: (None,))
+    blocked = _make(c._data.copy(), (c,), lambda g: (None,))  # passes nothing back to c
+    only_blocked = _make(b._data.copy(), (b,), lambda g: (None,))
     y = (blocked * 3.0).sum() + (c * 2.0).sum() + only_blocked.sum()
     y.backward()
-    np.testing.assert_array_equal(a.grad.data, [6.0, 8.0])
-    np.testing.assert_array_equal(b.grad.data, [2.0, 4.0])
-    z = _make(a.data.copy(), (a,), lambda g: (None,)).sum()
+    np.testing.assert_array_equal(a.grad._data, [6.0, 8.0])
+    np.testing.assert_array_equal(b.grad._data, [2.0, 4.0])
+    z = _make(a._data.copy(), (a,), lambda g: (None,)).sum()
     a.grad = None
     z.backward()
     assert a.grad is None
@@ -198,8 +198,8 @@ def _forward_backward(model, run, x, g):
     x.grad = None
     y = run(model, x)
     y.backward(g)
-    grads = [None if p.grad is None else p.grad.data.copy() for p in model.parameters()]
-    return y.data.copy(), grads, None if x.grad is None else x.grad.data.copy()
+    grads = [None if p.grad is None else p.grad._data.copy() for p in model.parameters()]
+    return y._data.copy(), grads, None if x.grad is None else x.grad._data.copy()
 
 
 @settings(max_examples=40, deadline=None)
@@ -245,12 +245,12 @@ def test_linear_chain_follows_replaced_parameters():
     model(x)
     # a new array in the same Parameter, then a new Parameter: both are used, and the new
     # Parameter gets the gradient
-    model[0].weight.data = np.ascontiguousarray(model[0].weight.data[:, ::-1])
+    model[0].weight._data = np.ascontiguousarray(model[0].weight._data[:, ::-1])
     old = model[2].weight
     model[2].weight = nn.Parameter(np.full((2, 3), 0.5, np.float32))
     y = model(x)
     ref = _layer_by_layer(model, x)
-    assert np.array_equal(y.data, ref.data)
+    assert np.array_equal(y._data, ref._data)
     y.sum().backward()
     assert old.grad is None and model[2].weight.grad is not None
     # a weight of the wrong shape: the layers run one by one and raise their own error
@@ -276,9 +276,9 @@ def test_linear_chain_leaves_other_inputs_to_the_layers():
     pyrt.manual_seed(3)
     model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     x3 = pyrt.randn(2, 5, 4)  # 3-D: the layers flatten the leading dimensions themselves
-    assert np.array_equal(model(x3).data, _layer_by_layer(model, x3).data)
-    xt = pyrt.Tensor(np.asfortranarray(pyrt.randn(5, 4).data))  # not C-contiguous
-    assert np.array_equal(model(xt).data, _layer_by_layer(model, xt).data)
+    assert np.array_equal(model(x3)._data, _layer_by_layer(model, x3)._data)
+    xt = pyrt.Tensor(np.asfortranarray(pyrt.randn(5, 4)._data))  # not C-contiguous
+    assert np.array_equal(model(xt)._data, _layer_by_layer(model, xt)._data)
     with pytest.raises(ValueError, match="does not match weight"):
         model(pyrt.randn(5, 3))
     with pyrt.no_grad():
@@ -299,7 +299,7 @@ def _reference_grads(model, x):
     for p in model.parameters():
         p.grad = None
     _layer_by_layer(model, x).sum().backward()
-    grads = [p.grad.data.copy() for p in model.parameters()]
+    grads = [p.grad._data.copy() for p in model.parameters()]
     for p in model.parameters():
         p.grad = None
     return grads
@@ -313,8 +313,8 @@ def test_linear_chain_reuses_gradient_arrays_nobody_holds():
         model.zero_grad()  # the last step's gradients are dropped
         model(x).sum().backward()
         for p, r in zip(model.parameters(), ref):
-            assert np.array_equal(p.grad.data, r)
-        bases.add(id(model[0].weight.grad.data.base))
+            assert np.array_equal(p.grad._data, r)
+        bases.add(id(model[0].weight.grad._data.base))
     assert len(bases) == 1  # the same buffer every step
 
 
@@ -324,15 +324,15 @@ def test_linear_chain_never_overwrites_a_gradient_still_held(hold):
     refs = [_reference_grads(model, x) for x in xs[:2]]
     model(xs[0]).sum().backward()
     w = model[0].weight
-    held = {"grad": lambda: w.grad, "array": lambda: w.grad.data,
-            "slice": lambda: w.grad.data[1:], "pointer": lambda: ffi.from_buffer(
-                "float[]", w.grad.data)}[hold]()
-    first = w.grad.data.copy()
+    held = {"grad": lambda: w.grad, "array": lambda: w.grad._data,
+            "slice": lambda: w.grad._data[1:], "pointer": lambda: ffi.from_buffer(
+                "float[]", w.grad._data)}[hold]()
+    first = w.grad._data.copy()
     model.zero_grad()
     model(xs[1]).sum().backward()
-    assert np.array_equal(w.grad.data, refs[1][0])
-    assert np.array_equal(first, refs[0][0]) and not np.shares_memory(w.grad.data, first)
-    kept = {"grad": lambda: held.data, "array": lambda: held,
+    assert np.array_equal(w.grad._data, refs[1][0])
+    assert np.array_equal(first, refs[0][0]) and not np.shares_memory(w.grad._data, first)
+    kept = {"grad": lambda: held._data, "array": lambda: held,
             "slice": lambda: held, "pointer": lambda: np.frombuffer(ffi.buffer(held),
                                                                     np.float32)}[hold]()
     assert np.array_equal(kept.reshape(-1), first[1:].reshape(-1) if hold == "slice"
@@ -345,19 +345,19 @@ def test_linear_chain_gradients_accumulate_without_zero_grad():
     for x in xs[:3]:
         model(x).sum().backward()  # no zero_grad: gradients add up
     for i, p in enumerate(model.parameters()):
-        assert np.allclose(p.grad.data, refs[0][i] + refs[1][i] + refs[2][i], rtol=1e-6)
-    held = [p.grad.data for p in model.parameters()]
+        assert np.allclose(p.grad._data, refs[0][i] + refs[1][i] + refs[2][i], rtol=1e-6)
+    held = [p.grad._data for p in model.parameters()]
     model.zero_grad(set_to_none=False)  # zeroed in place, then summed into
     model(xs[3]).sum().backward()
-    ref = [p.grad.data.copy() for p in model.parameters()]
-    assert all(a is p.grad.data for a, p in zip(held, model.parameters()))
+    ref = [p.grad._data.copy() for p in model.parameters()]
+    assert all(a is p.grad._data for a, p in zip(held, model.parameters()))
     for got, r in zip(ref, _reference_grads(model, xs[3])):
         assert np.array_equal(got, r)
 
 
 def test_linear_chain_reuses_output_arrays_nobody_holds():
     model, xs = _xor_like(8)
-    refs = [_layer_by_layer(model, x).data.copy() for x in xs]
+    refs = [_layer_by_layer(model, x)._data.copy() for x in xs]
     arrays = set()
     for x, ref in zip(xs, refs):
         model.zero_grad()
@@ -371,10 +371,10 @@ def test_linear_chain_reuses_output_arrays_nobody_holds():
     outputs = []
     for x, ref in zip(xs, refs):
         output = model(x)
-        assert np.array_equal(output.data, ref)
+        assert np.array_equal(output._data, ref)
         outputs.append(output)
     for output, ref in zip(outputs, refs):
-        assert np.array_equal(output.data, ref)
+        assert np.array_equal(output._data, ref)
 
 
 def test_linear_chain_output_read_by_a_pending_backward_is_not_reused():
@@ -383,14 +383,14 @@ def test_linear_chain_output_read_by_a_pending_backward_is_not_reused():
     for p in model.parameters():
         p.grad = None
     output = model(xs[0])
-    output.data = output.data.copy()  # the graph no longer references the forward's array
+    output._data = output._data.copy()  # the graph no longer references the forward's array
     pending = output.sum()
     del output
     model(xs[1])  # a forward between the first one and its backward
     model(xs[2])
     pending.backward()
     for p, r in zip(model.parameters(), ref):
-        assert np.array_equal(p.grad.data, r)
+        assert np.array_equal(p.grad._data, r)
 
 
 def test_linear_chain_forward_twice_then_backward():
@@ -398,7 +398,7 @@ def test_linear_chain_forward_twice_then_backward():
     ref0, ref1 = _reference_grads(model, xs[0]), _reference_grads(model, xs[1])
     (model(xs[0]).sum() + model(xs[1]).sum()).backward()
     for p, r0, r1 in zip(model.parameters(), ref0, ref1):
-        assert np.allclose(p.grad.data, r0 + r1, rtol=1e-6)
+        assert np.allclose(p.grad._data, r0 + r1, rtol=1e-6)
 
 
 def test_linear_chain_shared_by_threads():
@@ -407,14 +407,14 @@ def test_linear_chain_shared_by_threads():
     import threading
 
     model, xs = _xor_like(11)
-    refs = [_layer_by_layer(model, x).data.copy() for x in xs]
+    refs = [_layer_by_layer(model, x)._data.copy() for x in xs]
     errors = []
 
     def run(i):
         for _ in range(300):
             with pyrt.no_grad():
                 y = model(xs[i])
-            if not np.array_equal(y.data, refs[i]):
+            if not np.array_equal(y._data, refs[i]):
                 errors.append(i)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
@@ -434,9 +434,9 @@ def test_linear_chain_keeps_no_large_arrays():
     for _ in range(2):
         model.zero_grad()
         out = model(x)
-        assert np.array_equal(out.data, _layer_by_layer(model, x).data)
+        assert np.array_equal(out._data, _layer_by_layer(model, x)._data)
         out.sum().backward()
         for p, r in zip(model.parameters(), refs):
-            assert np.array_equal(p.grad.data, r)
+            assert np.array_equal(p.grad._data, r)
     chain = model.__dict__["_plan"][1][0][0]
     assert chain._reuse.outs == () and chain._reuse.grads is None

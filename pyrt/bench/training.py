@@ -95,7 +95,7 @@ def xor_pyrt(args):
 def xor_torch(args):
     import torch
 
-    w1, w2 = (p.data.copy() for p in _pyrt_xor_model(0).parameters())
+    w1, w2 = (p._data.copy() for p in _pyrt_xor_model(0).parameters())
     model = torch.nn.Sequential(torch.nn.Linear(2, 3, bias=False), torch.nn.ReLU(),
                                 torch.nn.Linear(3, 1, bias=False))
     with torch.no_grad():
@@ -152,7 +152,7 @@ def xor_paired(threads, rounds, block=XOR_BLOCK):
 
 def _numpy_xor_step():
     """The XOR step in NumPy on its own copy of pyrt's seed-0 weights."""
-    w1, w2 = (p.data.copy() for p in _pyrt_xor_model(0).parameters())
+    w1, w2 = (p._data.copy() for p in _pyrt_xor_model(0).parameters())
     lr = np.float32(0.01)
 
     def step(x, y):
@@ -238,7 +238,7 @@ def _torch_model(task, seed):
             tn.Conv2d(8, 16, 3, padding=1), tn.ReLU(), tn.MaxPool2d(2),
             tn.Flatten(), tn.Linear(16 * 7 * 7, 10))
     # the same initial weights as pyrt's model of this seed
-    source = [p.data for p in _pyrt_model(task, seed).parameters()]
+    source = [p._data for p in _pyrt_model(task, seed).parameters()]
     params = list(model.parameters())
     assert [tuple(p.shape) for p in params] == [s.shape for s in source]
     with torch.no_grad():

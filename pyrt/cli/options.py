@@ -142,7 +142,7 @@ def mean_loss(losses):
         return float(np.mean([v.item() for v in losses]))
     import cupy
 
-    return float(cupy.stack([v.data for v in losses]).mean().get())
+    return float(cupy.stack([v._data for v in losses]).mean().get())
 
 
 def _finite(value):

@@ -163,7 +163,7 @@ def evaluate(model, images, labels, device):
             x = pyrt.Tensor(images[lo:lo + EVAL_BATCH])
             if device != "cpu":
                 x = x.to(device)
-            predicted.append(model(x).argmax(dim=1).data)
+            predicted.append(model(x).argmax(dim=1)._data)
     model.train()
     if not predicted:
         return 0.0

@@ -108,7 +108,7 @@ class CapturedStep:
                 return self._eager(x, y)
             self.hyper = hyper
         caller = self._enter()
-        self._upload(x.data, y.data)
+        self._upload(x._data, y._data)
         self.graph.launch(stream=self.stream)
         self._leave(caller)
         for p, grad in self.grads:  # the gradients this replay wrote
@@ -142,7 +142,7 @@ class CapturedStep:
                     pass
                 raise
             graph = self.stream.end_capture()
-        self.loss = loss.data
+        self.loss = loss._data
         self.grads = tuple((p, p.grad) for group in self.optimizer.param_groups
                            for p in group["params"] if p.grad is not None)
         # the optimizer's device tables, which the graph reads by address, live as long as it

@@ -19,8 +19,8 @@ def _with_grads(group):
             tensors.append(p)
             # the fused kernel updates memory in order: a parameter must be C-contiguous
             # float32, as the CPU step requires (an F-ordered one would be updated wrongly)
-            params.append(in_place(p.data, "param"))
-            grads.append(as_f32(p.grad.data, "grad"))
+            params.append(in_place(p._data, "param"))
+            grads.append(as_f32(p.grad._data, "grad"))
     return tensors, params, grads
 
 

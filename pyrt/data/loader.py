@@ -96,7 +96,7 @@ def _columns_and_rows(dataset):
     from the end, as in torch, and a Subset of a Subset maps its indices through the inner
     one's."""
     if isinstance(dataset, TensorDataset):
-        return tuple(t.data for t in dataset.tensors), None
+        return tuple(t._data for t in dataset.tensors), None
     columns, rows = _columns_and_rows(dataset.dataset)
     n = len(columns[0]) if rows is None else len(rows)
     indices = np.asarray(dataset.indices)
@@ -167,7 +167,7 @@ def _collate(samples, rows, where=""):
             raise TypeError(f"cannot batch dataset[{row}]{where}, a {type(sample).__name__}, "
                             f"with dataset[{rows[0]}]{where}, a {type(first).__name__}")
     if kind == "tensor":
-        return Tensor(_stacked([s.data for s in samples], rows, where))
+        return Tensor(_stacked([s._data for s in samples], rows, where))
     if kind == "array":
         batch = _stacked([np.asarray(s) for s in samples], rows, where)
         dtype = batch_dtype(batch.dtype)

@@ -227,7 +227,7 @@ def _host_check(value, event_dim, test):
     the matrix constraints, whose checks are not elementwise."""
     from pyrt.tensor import _move
 
-    data = np.asarray(_move(value.data, "cpu"), np.float64)
+    data = np.asarray(_move(value._data, "cpu"), np.float64)
     return _tensor()(_move(np.asarray(test(data), bool), value.device))
 
 

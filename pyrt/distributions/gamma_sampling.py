@@ -87,7 +87,7 @@ def standard_gamma(concentration):
     PyTorch's; differentiable in concentration by implicit reparameterization."""
     from pyrt.tensor import generator
 
-    alpha = _host(concentration.data)
+    alpha = _host(concentration._data)
     x = np.maximum(generator().standard_gamma(alpha), _TINY).astype(F32)
 
     def backward(g):
@@ -103,7 +103,7 @@ def sample_dirichlet(concentration):
     gradient."""
     from pyrt.tensor import generator
 
-    alpha = _host(concentration.data)
+    alpha = _host(concentration._data)
     gammas = np.maximum(generator().standard_gamma(alpha), _TINY)
     x = gammas / gammas.sum(-1, keepdims=True)
     x = np.maximum(x, _TINY).astype(F32)

@@ -13,7 +13,7 @@ def host(tensor):
     """`tensor`'s values as a float64 NumPy array."""
     from pyrt.tensor import _move
 
-    return np.asarray(_move(tensor.data, "cpu"), np.float64)
+    return np.asarray(_move(tensor._data, "cpu"), np.float64)
 
 
 def draw(method, shape, *params, like, dtype=np.float32):

@@ -19,9 +19,9 @@ def as_float_tensor(value, name):
     converted, as are numbers; anything else is a TypeError naming the argument."""
     Tensor = _tensor()
     if isinstance(value, Tensor):
-        if value.data.dtype == np.float32:
+        if value._data.dtype == np.float32:
             return value
-        if value.data.dtype.kind in "biu":
+        if value._data.dtype.kind in "biu":
             return value.float()
         raise TypeError(f"{name} must be a float32 tensor (pyrt has no {value.dtype} dtype)")
     if isinstance(value, numbers.Real):
@@ -42,7 +42,7 @@ def broadcast_all(*values, names=None):
     tensors = [as_float_tensor(v, name) for v, name in zip(values, names)]
     devices = [v.device for v in values if isinstance(v, Tensor)]
     device = devices[0] if devices else "cpu"
-    tensors = [t if isinstance(v, Tensor) else Tensor(_move(t.data, device))
+    tensors = [t if isinstance(v, Tensor) else Tensor(_move(t._data, device))
                for t, v in zip(tensors, values)]
     try:
         shape = np.broadcast_shapes(*(t.shape for t in tensors))

@@ -63,7 +63,7 @@ def _as_leaves(tree):
             raise ValueError(  # noqa: TRY004 (torch's)
                 f"Thing passed to transform API must be Tensor, got "
                 f"{type(tensor)}")
-        if tensor.data.dtype.kind != "f":
+        if tensor._data.dtype.kind != "f":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
     leaves = []
     for tensor in tensors:
@@ -142,7 +142,7 @@ def _result(array, outer):
 
 
 def _value(tensor, outer):
-    return _result(tensor.data, outer)
+    return _result(tensor._data, outer)
 
 
 def _gradients(roots, root_grads, leaves, retain_graph):
@@ -158,8 +158,8 @@ def _gradients(roots, root_grads, leaves, retain_graph):
     out = []
     for leaf in leaves:
         g = found.get(id(leaf))
-        out.append(_xp(leaf.data).zeros(leaf.shape, leaf.data.dtype) if g is None
-                   else _xp(leaf.data).asarray(g, dtype=leaf.data.dtype).reshape(leaf.shape))
+        out.append(_xp(leaf._data).zeros(leaf.shape, leaf._data.dtype) if g is None
+                   else _xp(leaf._data).asarray(g, dtype=leaf._data.dtype).reshape(leaf.shape))
     return out
 
 
@@ -197,7 +197,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         outer = _outer_tensors((output,), leaves, originals)
         from pyrt.functional import _xp
 
-        ones = _xp(output.data).ones((), output.data.dtype)
+        ones = _xp(output._data).ones((), output._data.dtype)
         arrays = iter(_gradients((output,), (ones,), leaves, retain_graph=False))
         grads = [unflatten([_result(next(arrays), outer) for _ in part], spec)
                  for spec, part in parts]
@@ -253,7 +253,7 @@ def vjp(func, *primals, has_aux=False):
             if cot.shape != out.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{cot.shape} and output[{i}] has a shape of {out.shape}.")
-            arrays.append(cot.data.astype(out.data.dtype, copy=False))
+            arrays.append(cot._data.astype(out._data.dtype, copy=False))
         cot_outer = outer + tuple(c for c in cots if c.requires_grad and is_grad_enabled())
         grads = iter(_gradients(outputs, arrays, leaves, retain_graph=True))
         return tuple(unflatten([_result(next(grads), cot_outer) for _ in part], spec)
@@ -273,12 +273,12 @@ def _jacobian_arrays(outputs, leaves):
 
     blocks = []
     for out in outputs:
-        xp = _xp(out.data)
-        rows = [xp.zeros((out.numel(),) + tuple(leaf.shape), leaf.data.dtype)
+        xp = _xp(out._data)
+        rows = [xp.zeros((out.numel(),) + tuple(leaf.shape), leaf._data.dtype)
                 for leaf in leaves]
         if out.requires_grad:
             for k in range(out.numel()):
-                onehot = xp.zeros(out.numel(), out.data.dtype)
+                onehot = xp.zeros(out.numel(), out._data.dtype)
                 onehot[k] = 1
                 for row, g in zip(rows, _gradients((out,), (onehot.reshape(out.shape),),
                                                    leaves, retain_graph=True)):
@@ -381,12 +381,12 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"{getattr(tangent, 'shape', type(tangent))}")
     products = []
     for out, row in zip(outputs, _jacobian_arrays(outputs, leaves)):
-        xp = _xp(out.data)
+        xp = _xp(out._data)
         total = xp.zeros(out.numel(), np.float64)
         for block, tangent in zip(row, flat_tangents):
             total += (block.reshape(out.numel(), -1).astype(np.float64)
-                      @ xp.asarray(tangent.data, np.float64).reshape(-1))
-        products.append(_result(total.astype(out.data.dtype).reshape(out.shape), outer))
+                      @ xp.asarray(tangent._data, np.float64).reshape(-1))
+        products.append(_result(total.astype(out._data.dtype).reshape(out.shape), outer))
     values = unflatten([_value(out, outer) for out in outputs], out_spec)
     products = unflatten(products, out_spec)
     return (values, products, aux) if has_aux else (values, products)

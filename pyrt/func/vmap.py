@@ -109,7 +109,7 @@ def _element(leaves, spec, mapped, i):
             return leaf
         if i is None:
             shape = leaf.shape[:dim] + leaf.shape[dim + 1:]
-            return Tensor(_xp(leaf.data).zeros(shape, leaf.data.dtype))
+            return Tensor(_xp(leaf._data).zeros(shape, leaf._data.dtype))
         return leaf.select(dim, i)
 
     return unflatten([pick(leaf, dim) for leaf, dim in zip(leaves, mapped)], spec)
@@ -175,8 +175,8 @@ def _stack_outputs(func, out_dims, results, empty):
             if not -first.ndim - 1 <= dim <= first.ndim:
                 raise IndexError(f"Dimension out of range (expected to be in range of "
                                  f"[{-first.ndim - 1}, {first.ndim}], but got {dim})")
-            xp = _xp(first.data)
-            data = xp.moveaxis(xp.empty((0,) + tuple(first.shape), first.data.dtype), 0, dim)
+            xp = _xp(first._data)
+            data = xp.moveaxis(xp.empty((0,) + tuple(first.shape), first._data.dtype), 0, dim)
             out.append(Tensor(data))
         else:
             out.append(stack(values, dim))
@@ -188,7 +188,7 @@ def _same(a, b):
     from pyrt.tensor import Tensor
 
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        return a.shape == b.shape and bool(_xp(a.data).array_equal(a.data, b.data))
+        return a.shape == b.shape and bool(_xp(a._data).array_equal(a._data, b._data))
     if isinstance(a, Tensor) or isinstance(b, Tensor):
         return False
     return a is b or a == b

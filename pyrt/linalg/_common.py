@@ -22,7 +22,7 @@ def tensor_array(x, name, arg="A"):
     """The array of tensor `x`, argument `arg` of function `name`."""
     if not isinstance(x, _tensor()):
         raise TypeError(f"{name}(): argument '{arg}' must be a Tensor, got {type(x).__name__}")
-    return x.data
+    return x._data
 
 
 def floating(a, name):

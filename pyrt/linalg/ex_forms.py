@@ -92,7 +92,7 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     safe = _make(xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), a), (A,),
                  lambda g: (xp.where(bad, 0, g).astype(a.dtype),), reads=False)
     x = solve(safe, B, left=left)
-    b = B.data
+    b = B._data
     vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     nan = xp.where(bad, np.nan, 0.0).astype(a.dtype)
     return solve_ex_result(x + _tensor()(nan[..., 0] if vector else nan), _info_tensor(a, info))

@@ -51,8 +51,8 @@ def logdet(input):
     """log det(A) of square matrices: NaN where the determinant is negative, -inf where it
     is zero; the gradient is A^-T (slogdet's)."""
     sign, logabsdet = solvers.slogdet(input)
-    xp = _xp(sign.data)
-    return logabsdet + _tensor()(xp.where(sign.data < 0, np.nan, 0.0).astype(sign.dtype))
+    xp = _xp(sign._data)
+    return logabsdet + _tensor()(xp.where(sign._data < 0, np.nan, 0.0).astype(sign.dtype))
 
 
 def pinverse(input, rcond=1e-15):

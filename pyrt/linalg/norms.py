@@ -112,6 +112,6 @@ def cond(A, p=None):
         with no_grad():
             inverse = _tensor()(narrow(xp.where((info != 0)[..., None, None], 0.0, inverse),
                                        a.dtype))
-            value = (matrix_norm(A, p) * matrix_norm(inverse, p)).data
+            value = (matrix_norm(A, p) * matrix_norm(inverse, p))._data
         return _tensor()(narrow(xp.where(info != 0, np.inf, value), a.dtype))
     return matrix_norm(A, p) * matrix_norm(inverse_tensor(A, a, inverse), p)

@@ -215,7 +215,7 @@ def _tolerance(s_max, atol, rtol, dtype, m, n):
         if t is None:
             return None
         if isinstance(t, _tensor()):
-            return wide(t.data)
+            return wide(t._data)
         if isinstance(t, bool) or not isinstance(t, numbers.Real):
             raise TypeError(f"argument '{name}' must be a float or a Tensor, got "
                             f"{type(t).__name__}")
@@ -328,7 +328,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = xp.zeros((0,), a.dtype)
     residuals = empty
     if driver != "gelsy" and m > n and bool((rank == n).all()):
-        misfit = a64 @ wide(solution.data) - wide(b[..., None] if vector else b)
+        misfit = a64 @ wide(solution._data) - wide(b[..., None] if vector else b)
         residuals = narrow((misfit * misfit).sum(axis=-2), a.dtype)  # a vector's keeps k = 1
     if vector:
         solution = F.reshape(solution, solution.shape[:-1])

@@ -42,7 +42,7 @@ def tensorsolve(A, B, dims=None):
         dims = [dims] if isinstance(dims, (int, np.integer)) else list(dims)
         rest = [d for d in range(a.ndim) if d not in {d % a.ndim for d in dims}]
         A = A.permute(*rest, *(d % a.ndim for d in dims))
-        a = A.data
+        a = A._data
     back = a.shape[b.ndim:]
     n = math.prod(back)
     _requirement(math.prod(b.shape), n, "other.ndim")

@@ -256,7 +256,7 @@ class PReLU(_Activation):
         self.reset_parameters()
 
     def reset_parameters(self):
-        self.weight.data[...] = np.float32(self.init)
+        self.weight._data[...] = np.float32(self.init)
 
     def forward(self, input):
         return A.prelu(input, self.weight)

@@ -129,7 +129,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             order = np.concatenate([shortlist] + rows)
             inverse = np.empty_like(order)
             inverse[order] = np.arange(order.size)
-            xp = _xp(output.data)
+            xp = _xp(output._data)
             local = cat([_tensor()(xp.zeros(shortlist.size, np.float32))] + pieces)
             output = output + local.index_select(0, self._index(inverse, input))
         loss = (-output).mean()

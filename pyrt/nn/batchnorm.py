@@ -53,16 +53,16 @@ class NormBase(Module):
 
     def reset_running_stats(self):
         if self.track_running_stats:
-            self.running_mean.data[...] = 0
-            self.running_var.data[...] = 1
-            self.num_batches_tracked.data[...] = 0
+            self.running_mean._data[...] = 0
+            self.running_var._data[...] = 1
+            self.num_batches_tracked._data[...] = 0
 
     def reset_parameters(self):
         self.reset_running_stats()
         if self.weight is not None:
-            self.weight.data[...] = 1
+            self.weight._data[...] = 1
         if self.bias is not None:
-            self.bias.data[...] = 0
+            self.bias._data[...] = 0
 
 
 class _BatchNorm(NormBase):
@@ -98,9 +98,9 @@ class _BatchNorm(NormBase):
                              f"{x.shape}), the layer {self.num_features}")
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.data[...] += 1
+            self.num_batches_tracked._data[...] += 1
             if self.momentum is None:  # the cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked.data)
+                momentum = 1.0 / float(self.num_batches_tracked._data)
         # the batch's own statistics in training, or when there are no running ones
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         keep = not self.training or self.track_running_stats

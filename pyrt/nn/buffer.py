@@ -27,7 +27,7 @@ class Buffer(Tensor):
         requires_grad = False
         if isinstance(data, Tensor):
             requires_grad = data.requires_grad
-            data = data.data
+            data = data._data
         super().__init__(data, requires_grad=requires_grad)
         self.persistent = bool(persistent)
 
@@ -41,15 +41,15 @@ class _Uninitialized:
         """Give this placeholder empty storage of `shape` (on `device`, default the CPU) and
         make it a `cls_to_become` in place."""
         if dtype is None:
-            dtype = self.data.dtype
+            dtype = self._data.dtype
         elif np.dtype(dtype) not in (np.float32, np.int64, np.bool_):
             raise TypeError(f"materialize: pyrt's dtypes are float32, int64 and bool, got "
                             f"dtype={dtype!r}")
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        self.data = np.empty(shape, dtype)
+        self._data = np.empty(shape, dtype)
         self.__class__ = self.cls_to_become
         if device is not None and device != "cpu":
-            self.data = self.to(device).data
+            self._data = self.to(device)._data
 
     @property
     def shape(self):

@@ -62,7 +62,7 @@ class CrossMapLRN2d(Module):
                    (0, 0, reach, reach))
         total = reshape(avg_pool2d(rows, (window, 1), stride=1), input.shape) * float(window)
         # channel 0's square, left in the sums of channels c >= pre_pad (see the module's doc)
-        xp = _xp(input.data)
+        xp = _xp(input._data)
         late = _tensor()((xp.arange(c) >= reach + 1).astype(np.float32).reshape(1, c, 1, 1))
         total = total + squares[:, :1] * late
         return input * (total * (self.alpha / self.size) + self.k) ** (-self.beta)

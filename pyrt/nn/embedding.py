@@ -62,7 +62,7 @@ class Embedding(Module):
         """An Embedding whose weight is `embeddings` [num_embeddings, embedding_dim] (a
         float32 Tensor's memory is shared, its padding row kept as it is), trained unless
         `freeze`."""
-        shape = np.shape(embeddings.data if isinstance(embeddings, Tensor) else embeddings)
+        shape = np.shape(embeddings._data if isinstance(embeddings, Tensor) else embeddings)
         if len(shape) != 2:
             raise AssertionError(f"Embeddings parameter is expected to be 2-dimensional, got "
                                  f"shape {shape}")
@@ -72,7 +72,7 @@ class Embedding(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            self.weight._data[self.padding_idx] = 0
 
     def forward(self, input):
         return E.embedding(input, self._parameters["weight"], self.padding_idx)

@@ -56,7 +56,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+            self.weight._data[self.padding_idx] = 0
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return embedding_bag(input, self._parameters["weight"], offsets, self.max_norm,
@@ -70,7 +70,7 @@ class EmbeddingBag(Module):
         """An EmbeddingBag whose weight is `embeddings` [num_embeddings, embedding_dim] (a
         Tensor's memory is shared, its padding row kept as it is), trained unless
         `freeze`."""
-        shape = np.shape(embeddings.data if isinstance(embeddings, Tensor) else embeddings)
+        shape = np.shape(embeddings._data if isinstance(embeddings, Tensor) else embeddings)
         if len(shape) != 2:
             raise AssertionError(f"Embeddings parameter is expected to be 2-dimensional, got "
                                  f"shape {shape}")

@@ -84,7 +84,7 @@ def _fan(tensor, mode):
 
 
 def _fill(tensor, values):
-    tensor.data[...] = values
+    tensor._data[...] = values
     return tensor
 
 

@@ -54,9 +54,9 @@ class LayerNorm(Module):
 
     def reset_parameters(self):
         if self.weight is not None:
-            self.weight.data[...] = 1
+            self.weight._data[...] = 1
         if self.bias is not None:
-            self.bias.data[...] = 0
+            self.bias._data[...] = 0
 
     def forward(self, x):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -87,7 +87,7 @@ class RMSNorm(Module):
 
     def reset_parameters(self):
         if self.weight is not None:
-            self.weight.data[...] = 1
+            self.weight._data[...] = 1
 
     def forward(self, x):
         return rms_norm(x, self.normalized_shape, self.weight, self.eps)

@@ -470,7 +470,7 @@ def _pool_then_relu(relu, pool, y):
     padding alone has -inf, which ReLU would turn into 0) and to pools that do not return
     their indices (in a window of zeros and negatives ReLU first picks the first pixel, the
     pool alone the largest). CPU arrays only: the CUDA kernels are not checked against this."""
-    if (type(y.data) is np.ndarray and not pool.return_indices
+    if (type(y._data) is np.ndarray and not pool.return_indices
             and pool.dilation in (1, (1, 1))):
         return max_pool2d_relu(y, pool.kernel_size, pool.stride, pool.padding, pool.ceil_mode)
     return pool(relu(y))
@@ -595,13 +595,13 @@ class Sequential(_Indexed):
                         for layer, layer_act in module.steps:
                             z = layer.forward(y if z is None else z, act=layer_act)
                     y = z
-                elif y.data.ndim == 2:  # an exact Linear on rows: straight to F.linear
+                elif y._data.ndim == 2:  # an exact Linear on rows: straight to F.linear
                     params = module._parameters
                     y = F.linear(y, params["weight"], params["bias"], act)
                 else:
                     y = module.forward(y, act=act)
         except AttributeError:
-            # a fused first step read .data: say what was wrong with the input, if it was
+            # a fused first step read ._data: say what was wrong with the input, if it was
             # (a module simply called keeps its own errors)
             if not isinstance(x, Tensor) and plan[1][0][1] is not False:
                 raise TypeError(f"Sequential: input must be a pyrt Tensor, got "

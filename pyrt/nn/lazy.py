@@ -85,7 +85,7 @@ class _LazyModule(Module):
         real = self.cls_to_become(self._input_size(input), *args, **kwargs)
         for name, p in self._parameters.items():
             if p is not None:
-                p.data = real._parameters[name].data
+                p._data = real._parameters[name]._data
                 p.__class__ = Parameter
         for name, b in self._buffers.items():
             if b is not None:

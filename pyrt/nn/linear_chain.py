@@ -157,26 +157,26 @@ class LinearChain:
         was replaced since the last call."""
         # the same objects as last time? (map and all run in C: this is on every call)
         params = list(map(_getitem, self._dicts, self._names))
-        arrays = [p.data for p in params if p is not None]
+        arrays = [p._data for p in params if p is not None]
         cached = self._cached
         if (cached is not None and all(map(_is, params, cached[0]))
                 and all(map(_is, arrays, cached[1]))):
             return cached[2]
         weights, biases = params[0::2], params[1::2]
         for w, b, k, n in zip(weights, biases, self.dims, self.dims[1:]):
-            if not (_plain(w.data) and w.data.shape == (n, k)):
+            if not (_plain(w._data) and w._data.shape == (n, k)):
                 return None
-            if b is not None and not (_plain(b.data) and b.data.shape == (n,)):
+            if b is not None and not (_plain(b._data) and b._data.shape == (n,)):
                 return None
-        tables = _Tables([w.data for w in weights],
-                         [None if b is None else b.data for b in biases])
+        tables = _Tables([w._data for w in weights],
+                         [None if b is None else b._data for b in biases])
         # the parameters in the order of the C gradient layout, and where each one's
         # gradient lies in it
         present = tuple(p for p in params if p is not None)
         slots, at = [], 0
         for p in present:
-            slots.append((at, at + p.data.size, p.data.shape))
-            at += p.data.size
+            slots.append((at, at + p._data.size, p._data.shape))
+            at += p._data.size
         found = (biases, tables, at, present, tuple(slots), at <= _REUSE_MAX_FLOATS)
         self._needs = {}
         self._cached = (params, arrays, found)
@@ -186,7 +186,7 @@ class LinearChain:
         """The chain applied to Tensor x [batch, in_features], or None when the layers must
         run one by one (an input or parameter the fused kernel does not take as it is; the
         layers then raise the errors a user expects)."""
-        xd = x.data
+        xd = x._data
         # (_plain inline: this runs on every call)
         if not (type(xd) is _ndarray and xd.dtype is F32 and xd.flags.c_contiguous
                 and xd.ndim == 2 and xd.shape[1] == self.dims[0]):

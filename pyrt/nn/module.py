@@ -453,12 +453,12 @@ class Module:
         name = _check_device(device)
         for param in self.parameters():
             if param.device != name:
-                param.data = _move(param.data, name)
+                param._data = _move(param._data, name)
                 if param.grad is not None:
-                    param.grad = Tensor(_move(param.grad.data, name))
+                    param.grad = Tensor(_move(param.grad._data, name))
         for buf in self.buffers():
             if buf.device != name:
-                buf.data = _move(buf.data, name)
+                buf._data = _move(buf._data, name)
         return self
 
     def cpu(self):
@@ -528,7 +528,7 @@ class Module:
             if name not in state_dict:
                 continue
             value = state_dict[name]
-            array = value.data if isinstance(value, Tensor) else np.asarray(value)
+            array = value._data if isinstance(value, Tensor) else np.asarray(value)
             if array.dtype.kind not in "fiub":
                 errors.append(f'While copying the parameter named "{name}", expected an array '
                               f"of numbers from checkpoint but received {type(value)}")
@@ -549,9 +549,9 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
         for param, array in copies:
-            param.data[...] = _move(array, param.device)
+            param._data[...] = _move(array, param.device)
         # writes in place, as an optimizer step's: a graph made before reads old values
-        mark_modified_all(param.data for param, _ in copies)
+        mark_modified_all(param._data for param, _ in copies)
         return IncompatibleKeys(missing, unexpected)
 
     # ---- printing ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ class Parameter(Tensor):
         if data is None:
             data = np.empty((0,), np.float32)
         elif isinstance(data, Tensor):
-            data = data.data
+            data = data._data
         array = np.asarray(data, dtype=np.float32, order="C")  # 0-d kept 0-d
         super().__init__(array, requires_grad=bool(requires_grad))
 

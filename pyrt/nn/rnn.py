@@ -419,18 +419,18 @@ class RNNBase(Module):
         xw = F.linear(x.reshape(length * batch, features), weight_ih,
                       _input_bias(self.mode, bias_ih, bias_hh))
         if self.mode == "LSTM" and not self.proj_size and all(
-                _plain(t.data) for t in (xw, weight_hh) + tuple(state)):
+                _plain(t._data) for t in (xw, weight_hh) + tuple(state)):
             # the whole recurrence as one op: no graph per step, one GEMM for dW_hh
             output, h_n, c_n = lstm_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
                                              *state, reverse=reverse)
             return output, (h_n, c_n)
-        if self.mode == "GRU" and all(_plain(t.data) for t in (xw, weight_hh) + tuple(state)) \
-                and (bias_hh is None or _plain(bias_hh.data)):
+        if self.mode == "GRU" and all(_plain(t._data) for t in (xw, weight_hh) + tuple(state)) \
+                and (bias_hh is None or _plain(bias_hh._data)):
             output, h_n = gru_sequence(xw.reshape(length, batch, xw.shape[1]), weight_hh,
                                        bias_hh, *state, reverse=reverse)
             return output, (h_n,)
         weight_hh_t = None
-        if self.mode == "LSTM" and isinstance(weight_hh.data, np.ndarray) and length > 1:
+        if self.mode == "LSTM" and isinstance(weight_hh._data, np.ndarray) and length > 1:
             # h W_hh^T with W_hh^T made once per sequence: the GEMM reads a row-major right
             # operand in place, which for a few rows of h is faster than reading W_hh's rows
             weight_hh_t = transpose(weight_hh, 0, 1)

@@ -159,7 +159,7 @@ def _numpy_subclass(x, name, what):
         raise TypeError(f"{name} must be {what} numpy.ndarray, got a masked array (its mask "
                         "would be ignored): pass x.filled(value) or x.compressed()")
     if not isinstance(x, np.ndarray):
-        # a tensor's data is its array, but a numpy.ndarray's .data is a memoryview
+        # an array's .data is a memoryview: the array was likely meant, or a tensor
         hint = (": was a numpy.ndarray passed where a pyrt.Tensor was expected?"
                 if type(x) is memoryview else "")
         if type(x).__module__.partition(".")[0] == "cupy":

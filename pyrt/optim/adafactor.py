@@ -88,7 +88,7 @@ class Adafactor(ArrayOptimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state.get(p)
-                if p._grad is not None and state and p.data.ndim > 1:
+                if p._grad is not None and state and p._data.ndim > 1:
                     _check_factors(state, f"of shape {p.shape}", p.shape, in_place=True)
         return super().step(closure)
 
@@ -171,7 +171,7 @@ def _check_factors(state, key, shape, in_place=False):
         if value is None:
             raise ValueError(f"state of parameter {key} lacks {name}")
         if isinstance(value, Tensor):
-            value = value.data
+            value = value._data
         elif not in_place and hasattr(value, "__array__") and not hasattr(value, "flags"):
             value = np.asarray(value)  # another library's tensor (torch's state)
         if not hasattr(value, "shape") or tuple(value.shape) != expected:

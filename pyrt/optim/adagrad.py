@@ -61,7 +61,7 @@ class Adagrad(ArrayOptimizer):
 
     def _make_state(self, p, group):
         self.state[p] = {"step": 0}
-        self._new_state(self.state[p], p.data, _xp(p.data), *self._hyperparameters(group))
+        self._new_state(self.state[p], p._data, _xp(p._data), *self._hyperparameters(group))
 
     def _new_state(self, state, param, xp, lr, lr_decay, weight_decay, initial, eps):
         state["sum"] = xp.full_like(param, initial)

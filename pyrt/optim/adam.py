@@ -70,14 +70,14 @@ class Adam(Optimizer):
                 state = states[p]
                 if not state:
                     state["step"] = 0
-                    state["exp_avg"] = np.zeros_like(p.data)
-                    state["exp_avg_sq"] = np.zeros_like(p.data)
-                param, m, v = p.data, state["exp_avg"], state["exp_avg_sq"]
+                    state["exp_avg"] = np.zeros_like(p._data)
+                    state["exp_avg_sq"] = np.zeros_like(p._data)
+                param, m, v = p._data, state["exp_avg"], state["exp_avg_sq"]
                 cached = cache.get(id(p))
                 if (cached is None or cached[1] is not param or cached[2] is not m
                         or cached[3] is not v or cached[0] is not p):
                     cached = self._pointers(p, param, m, v)
-                g = grad.data
+                g = grad._data
                 if not (g.shape == param.shape and g.dtype is F32 and g.flags.c_contiguous):
                     g = _grad(g, param.shape)
                 step = adam_step_count(state["step"] + 1)  # the state counts the steps done
@@ -140,7 +140,7 @@ class AdamW(Adam):
             for p in group["params"]:
                 if p.grad is not None:
                     # (checked as a parameter: ops.mul would name it out)
-                    ops.mul(p.data, decay, out=_in_place(p.data, "param"))
+                    ops.mul(p._data, decay, out=_in_place(p._data, "param"))
         super().step()
         return loss
 

@@ -49,13 +49,13 @@ def param_and_grad(p, state, names):
     check them, before step() writes to any parameter: the parameter a C-contiguous, writable
     float32 array (its update is written into it), the gradient float32 of its shape (a
     smaller one would broadcast), and so the arrays `names` of its `state` that it holds."""
-    if isinstance(p.data, np.ndarray):
+    if isinstance(p._data, np.ndarray):
         in_place, grad_of = _in_place, _param_grad
     else:
         from pyrt.cuda.ops._checks import in_place
         from pyrt.cuda.ops._checks import param_grad as grad_of
-    param = in_place(p.data, "param")
-    grad = grad_of(p._grad.data, param.shape)
+    param = in_place(p._data, "param")
+    grad = grad_of(p._grad._data, param.shape)
     for name in names:
         if state.get(name) is not None:
             in_place(state[name], name, param.shape)

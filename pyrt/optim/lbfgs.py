@@ -159,25 +159,25 @@ class LBFGS(Optimizer):
 
     def _flat_grad(self):
         return np.concatenate([
-            np.zeros(p.data.size, F32) if p._grad is None else
-            np.asarray(p._grad.data, F32).reshape(-1) for p in self._params])
+            np.zeros(p._data.size, F32) if p._grad is None else
+            np.asarray(p._grad._data, F32).reshape(-1) for p in self._params])
 
     def _add(self, step, direction):
         """The parameters moved by step * direction (a flat vector), in place."""
         offset = 0
         for p in self._params:
-            n = p.data.size
-            p.data += (F32(step) * direction[offset:offset + n]).reshape(p.data.shape)
+            n = p._data.size
+            p._data += (F32(step) * direction[offset:offset + n]).reshape(p._data.shape)
             offset += n
-        mark_modified_all(p.data for p in self._params)
+        mark_modified_all(p._data for p in self._params)
 
     def _values(self):
-        return [p.data.copy() for p in self._params]
+        return [p._data.copy() for p in self._params]
 
     def _restore(self, values):
         for p, v in zip(self._params, values):
-            p.data[...] = v
-        mark_modified_all(p.data for p in self._params)
+            p._data[...] = v
+        mark_modified_all(p._data for p in self._params)
 
     def step(self, closure):
         """Run up to max_iter iterations; `closure` zeroes the gradients, computes the loss,

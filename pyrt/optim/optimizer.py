@@ -71,9 +71,9 @@ class Optimizer:
                                 f"{type(param).__name__}")
             if not param.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
-            if param.data.dtype != np.float32:
+            if param._data.dtype != np.float32:
                 raise TypeError(f"optimizer can only optimize float32 tensors, got "
-                                f"{param.data.dtype}")
+                                f"{param._data.dtype}")
         if len({id(p) for p in params}) != len(params):
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
         taken = {id(p) for group in self.param_groups for p in group["params"]}
@@ -96,7 +96,7 @@ class Optimizer:
         """Record that step() updated, in place, every parameter that has a gradient: a graph
         made before the step, whose backward would read the old values, then refuses to run
         (as PyTorch's version counters make it)."""
-        mark_modified_all(p.data for group in self.param_groups for p in group["params"]
+        mark_modified_all(p._data for group in self.param_groups for p in group["params"]
                           if p._grad is not None)
 
     def zero_grad(self, set_to_none=True):
@@ -119,7 +119,7 @@ class Optimizer:
         """Whether the parameters live on the GPU. After Module.to() moved them, the state
         arrays (momentum buffers, moments) are moved to follow them first."""
         first = self.param_groups[0]["params"][0]
-        if self._state_device == "cpu" and type(first.data) is np.ndarray:
+        if self._state_device == "cpu" and type(first._data) is np.ndarray:
             return False  # where the parameters stay: no property call, no move
         device = first.device
         if device != self._state_device:
@@ -178,11 +178,11 @@ class Optimizer:
             restored = {}
             for name, value in values.items():
                 if isinstance(value, Tensor):
-                    value = value.data
+                    value = value._data
                 elif not isinstance(value, np.ndarray) and hasattr(value, "__array__"):
                     value = np.asarray(value)  # another library's tensor (torch's state)
                 if isinstance(value, np.ndarray) and value.ndim == 0 and (
-                        name == "step" or param.data.ndim):
+                        name == "step" or param._data.ndim):
                     # a count such as Adam's step, kept as a number; the state arrays of a
                     # 0-d parameter (its moments, its momentum buffer) stay arrays
                     value = value.item()

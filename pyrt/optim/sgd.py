@@ -59,11 +59,11 @@ class SGD(Optimizer):
                 # (p, its array, that array's pointer, momentum buffer, its pointer, whether
                 # made with momentum, the array's shape, size and write key), while all still hold
                 cached = cache.get(id(p))
-                if (cached is None or cached[0] is not p or cached[1] is not p.data
+                if (cached is None or cached[0] is not p or cached[1] is not p._data
                         or cached[5] != has_momentum
                         or (has_momentum and cached[3] is not _momentum_buffer(state, p))):
                     cached = self._pointers(p, state, momentum)
-                g = grad.data
+                g = grad._data
                 if not (type(g) is _ndarray and g.dtype is F32 and g.flags.c_contiguous
                         and g.shape == cached[6]):
                     g = _grad(g, cached[6])
@@ -92,10 +92,10 @@ class SGD(Optimizer):
         """The cache entry of parameter p: (p, its array, the array's pointer, momentum buffer,
         its pointer, whether made with momentum, shape, size, the array's key among the
         marks of in-place writes (autograd.write_key)). The pointers are made once and
-        reused while p.data and the buffer stay the same arrays (the entry keeps them alive).
+        reused while p._data and the buffer stay the same arrays (the entry keeps them alive).
         The buffer pointer is ffi.NULL without momentum, None when the buffer is still to be
         created (and the entry is then not kept)."""
-        param = p.data
+        param = p._data
         has_momentum = momentum != 0
         buf = _momentum_buffer(state, p) if has_momentum else None
         _in_place(param, "param")

@@ -42,7 +42,7 @@ def _check_decay(decay):
 def _count(num_averaged):
     """The number of models averaged so far, from a 0-d tensor or a number."""
     if isinstance(num_averaged, Tensor):
-        num_averaged = num_averaged.data
+        num_averaged = num_averaged._data
     return int(num_averaged)
 
 
@@ -57,7 +57,7 @@ def _lerp_(a, b, weight):
 
 
 def _floating(tensors):
-    return tensors[0].data.dtype.kind == "f"
+    return tensors[0]._data.dtype.kind == "f"
 
 
 def get_ema_multi_avg_fn(decay=0.999):
@@ -69,14 +69,14 @@ def get_ema_multi_avg_fn(decay=0.999):
     def ema_update(ema_param_list, current_param_list, _num_averaged):
         if _floating(ema_param_list):
             for ema, current in zip(ema_param_list, current_param_list, strict=True):
-                _lerp_(ema.data, current.data, 1 - decay)
+                _lerp_(ema._data, current._data, 1 - decay)
         else:
             for ema, current in zip(ema_param_list, current_param_list, strict=True):
-                xp = _xp(ema.data)
-                average = (ema.data.astype(xp.float32) * np.float32(decay)
-                           + current.data.astype(xp.float32) * np.float32(1 - decay))
-                ema.data[...] = average  # (the integer part, as torch's copy_ keeps it)
-        mark_modified_all(t.data for t in ema_param_list)
+                xp = _xp(ema._data)
+                average = (ema._data.astype(xp.float32) * np.float32(decay)
+                           + current._data.astype(xp.float32) * np.float32(1 - decay))
+                ema._data[...] = average  # (the integer part, as torch's copy_ keeps it)
+        mark_modified_all(t._data for t in ema_param_list)
 
     return ema_update
 
@@ -94,8 +94,8 @@ def get_swa_multi_avg_fn():
                                "use_buffers=False or the default average")
         weight = 1 / (_count(num_averaged) + 1)
         for averaged, current in zip(averaged_param_list, current_param_list, strict=True):
-            _lerp_(averaged.data, current.data, weight)
-        mark_modified_all(t.data for t in averaged_param_list)
+            _lerp_(averaged._data, current._data, weight)
+        mark_modified_all(t._data for t in averaged_param_list)
 
     return swa_update
 
@@ -126,9 +126,9 @@ def get_swa_avg_fn():
 def _assign(tensor, value):
     """Write `value` (a Tensor or an array) into `tensor`'s array, in its dtype (a float into
     an integer tensor keeps its integer part, as torch's copy_)."""
-    array = value.data if isinstance(value, Tensor) else value
+    array = value._data if isinstance(value, Tensor) else value
     array = _move(array, tensor.device) if hasattr(array, "shape") else array
-    tensor.data[...] = array
+    tensor._data[...] = array
 
 
 class AveragedModel(Module):
@@ -169,7 +169,7 @@ class AveragedModel(Module):
             current = itertools.chain(model.parameters(), model.buffers())
         else:
             averaged, current = self.module.parameters(), model.parameters()
-        pairs = [(a.detach(), Tensor(_move(m.data, a.device))) for a, m in zip(averaged, current)]
+        pairs = [(a.detach(), Tensor(_move(m._data, a.device))) for a, m in zip(averaged, current)]
         n = _count(self.n_averaged)
         if n == 0:
             for a, m in pairs:
@@ -178,7 +178,7 @@ class AveragedModel(Module):
             # by dtype (and device), as torch groups the lists it hands multi_avg_fn
             groups = {}
             for a, m in pairs:
-                groups.setdefault((a.device, a.data.dtype.str), []).append((a, m))
+                groups.setdefault((a.device, a._data.dtype.str), []).append((a, m))
             for group in groups.values():
                 averaged_list, current_list = map(list, zip(*group))
                 if self.multi_avg_fn is not None:
@@ -193,8 +193,8 @@ class AveragedModel(Module):
         if not self.use_buffers:
             for b_averaged, b_model in zip(self.module.buffers(), model.buffers(), strict=True):
                 _assign(b_averaged, b_model)
-        self.n_averaged.data[...] += 1
-        mark_modified_all(t.data for t in itertools.chain(self.module.parameters(),
+        self.n_averaged._data[...] += 1
+        mark_modified_all(t._data for t in itertools.chain(self.module.parameters(),
                                                           self.module.buffers()))
 
 

@@ -113,7 +113,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None,
         # read-only views: arrays the node does not own (a root's gradient may come back)
         return tuple(_read_only(results.get(id(t))) for t in targets)
 
-    results = [Tensor(flat[i].data) for i in _differentiable_slots(flat)]
+    results = [Tensor(flat[i]._data) for i in _differentiable_slots(flat)]
     multi_output_op("CheckpointFunctionBackward", inputs, backward, results)
     connected = dict(zip(_differentiable_slots(flat), results))
     rebuilt = [connected.get(i, _detached(out)) for i, out in enumerate(flat)]

@@ -46,7 +46,7 @@ def _grads(parameters):
     for p in params:
         if not isinstance(p, Tensor):
             raise TypeError(f"parameters must be Tensors, got {type(p).__name__}")
-    return [p.grad.data for p in params if p.grad is not None]
+    return [p.grad._data for p in params if p.grad is not None]
 
 
 def _number(value, name):
@@ -125,9 +125,9 @@ def vector_to_parameters(vec, parameters):
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     params = _one_device(parameters)
-    if vec.ndim != 1 or vec.data.dtype != _F32:
+    if vec.ndim != 1 or vec._data.dtype != _F32:
         raise TypeError(f"vector_to_parameters: vec must be a 1-D float32 tensor, got shape "
-                        f"{vec.shape} and dtype {vec.data.dtype}")
+                        f"{vec.shape} and dtype {vec._data.dtype}")
     if params and vec.device != params[0].device:
         raise RuntimeError(f"vector_to_parameters: vec is on {vec.device} and the parameters on "
                            f"{params[0].device}")
@@ -137,7 +137,7 @@ def vector_to_parameters(vec, parameters):
         if start + n > vec.numel():
             raise RuntimeError(f"shape '{list(p.shape)}' is invalid for input of size "
                                f"{max(vec.numel() - start, 0)}")
-        views.append(vec.data[start:start + n].reshape(p.shape))
+        views.append(vec._data[start:start + n].reshape(p.shape))
         start += n
     for p, view in zip(params, views):
-        p.data = view
+        p._data = view

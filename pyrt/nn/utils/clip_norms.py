@@ -36,7 +36,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     the norm of all their elements as one vector. A 0-d float32 tensor, 0 for no tensors; with
     error_if_nonfinite, a nan or inf total is a RuntimeError."""
     norm_type = _real(norm_type, "norm_type")
-    arrays = [t.data for t in _tensors(tensors, "tensors") if t.data.size]
+    arrays = [t._data for t in _tensors(tensors, "tensors") if t._data.size]
     if not arrays:
         return Tensor(np.zeros((), _F32))
     xp = _xp(arrays[0])
@@ -55,11 +55,11 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Multiply every parameter's gradient, in place, by min(1, max_norm / (total_norm +
     1e-6)): clip_grad_norm_ given the total norm (a Tensor or a number)."""
     max_norm = _real(max_norm, "max_norm")
-    grads = [p.grad.data for p in _tensors(parameters, "parameters") if p.grad is not None]
+    grads = [p.grad._data for p in _tensors(parameters, "parameters") if p.grad is not None]
     if not grads:
         return
     xp = _xp(grads[0])
-    total = total_norm.data if isinstance(total_norm, Tensor) else _real(total_norm,
+    total = total_norm._data if isinstance(total_norm, Tensor) else _real(total_norm,
                                                                           "total_norm")
     scale = xp.minimum(_F32(max_norm) / (xp.asarray(total, dtype=_F32) + _F32(1e-6)),
                        _F32(1.0))

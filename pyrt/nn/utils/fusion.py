@@ -20,7 +20,7 @@ __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
 
 
 def _arrays(*tensors):
-    return [None if t is None else t.data.astype(np.float32, copy=False) for t in tensors]
+    return [None if t is None else t._data.astype(np.float32, copy=False) for t in tensors]
 
 
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):

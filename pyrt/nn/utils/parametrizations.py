@@ -26,15 +26,15 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 def _is_orthogonal(Q):
     n, k = Q.shape[-2:]
     eps = 10.0 * n * float(np.finfo(np.float32).eps)
-    xp = _xp(Q.data)
-    return bool(xp.allclose((Q.mT @ Q).data, xp.eye(k, dtype=np.float32), atol=eps))
+    xp = _xp(Q._data)
+    return bool(xp.allclose((Q.mT @ Q)._data, xp.eye(k, dtype=np.float32), atol=eps))
 
 
 def _make_orthogonal(A):
     """The Q of A = QR with R's diagonal made non-negative: the unique such factor of a full
     rank A (the columns of Q times the signs of R's diagonal)."""
-    xp = _xp(A.data)
-    q, r = xp.linalg.qr(A.data.astype(np.float64))
+    xp = _xp(A._data)
+    q, r = xp.linalg.qr(A._data.astype(np.float64))
     signs = xp.sign(xp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]
     return Tensor((q * signs).astype(np.float32))
 
@@ -44,7 +44,7 @@ def _geqrf(A):
     R on and above it, and the scalars tau, as torch.geqrf."""
     from scipy.linalg import lapack
 
-    a = np.asarray(A.data if isinstance(A.data, np.ndarray) else A.data.get(), np.float32)
+    a = np.asarray(A._data if isinstance(A._data, np.ndarray) else A._data.get(), np.float32)
     m, n = a.shape[-2:]
     flat = a.reshape(-1, m, n)
     out = np.empty_like(flat)

@@ -56,7 +56,7 @@ def _register_parameter_or_buffer(module, name, X):
 def _set(dest, src):
     """dest takes src's values (and shape) in place, as Tensor.set_: the same object, so that
     an optimizer holding it keeps working."""
-    dest.data = src.data
+    dest._data = src._data
 
 
 class ParametrizationList(ModuleList):

@@ -65,7 +65,7 @@ class WeightNorm:
         del module._parameters[name]
         module.register_parameter(name + "_g",
                                   Parameter(norm_except_dim(weight, 2, fn.dim).detach()))
-        module.register_parameter(name + "_v", Parameter(weight.data))
+        module.register_parameter(name + "_v", Parameter(weight._data))
         setattr(module, name, fn.compute_weight(module))
         compute_on_read(module, "_parameters", name)
         module.register_forward_pre_hook(fn)
