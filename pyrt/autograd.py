@@ -380,6 +380,23 @@ def _freed(grad):
 # ---- the general pass: several outputs, chosen inputs, leaf hooks ---------------------------
 
 
+def pass_plan(roots, targets):
+    """What a pass from `roots` to `targets` (ids; every leaf when None) visits: the ids of
+    the tensors from which a target is reached (useful) and of those whose backward runs, and
+    each tensor's count of gradients still to come (pending)."""
+    order = _post_order(roots)
+    useful, running = _useful(order, targets)
+    pending = {}
+    for node in order:
+        if id(node) in running:
+            for parent in node._parents:
+                if parent._requires_grad and id(parent) in useful:
+                    pending[id(parent)] = pending.get(id(parent), 0) + 1
+    for root in roots:  # a root reached from another root waits for that one's gradient too
+        pending[id(root)] = pending.get(id(root), 0) + 1
+    return useful, running, pending
+
+
 def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
     """Propagate the gradients `grads` (arrays, or None for none) of the tensors `roots` to
     `inputs` (tensors made by ops or leaves; every leaf that requires grad when None). Each
@@ -398,16 +415,7 @@ def run_graph(roots, grads, retain_graph=False, inputs=None, accumulate=True):
         for tensor in inputs:
             if tensor._backward is not None:
                 _Hooked.of(tensor).retain = True
-    order = _post_order(roots)
-    useful, running = _useful(order, targets)
-    pending = {}
-    for node in order:
-        if id(node) in running:
-            for parent in node._parents:
-                if parent._requires_grad and id(parent) in useful:
-                    pending[id(parent)] = pending.get(id(parent), 0) + 1
-    for root in roots:  # a root reached from another root waits for that one's gradient too
-        pending[id(root)] = pending.get(id(root), 0) + 1
+    useful, running, pending = pass_plan(roots, targets)
     partial, ready, results = {}, [], {}
     for root, g in zip(roots, grads):
         _arrive(root, g, pending, partial, ready)
@@ -595,10 +603,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     `grad_outputs`) with respect to `inputs` (leaves or tensors made by ops), as a tuple of
     tensors; no ``.grad`` is touched. An input the outputs do not depend on is an error
     unless `allow_unused` (its gradient is then None, or zeros with `materialize_grads`).
-    The graph is freed unless `retain_graph`."""
-    if create_graph:
-        raise NotImplementedError("grad(create_graph=True): pyrt does not record the backward "
-                                  "pass, so higher-order gradients are not supported")
+    The graph is freed unless `retain_graph` (which defaults to `create_graph`). With
+    `create_graph` the backward pass is recorded (pyrt.higher_order): the gradients have a
+    graph of their own, to be differentiated again."""
     if allow_unused is None:
         allow_unused = materialize_grads
     elif materialize_grads and not allow_unused:
@@ -606,19 +613,41 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "materialize_grads=True, but got: allow_unused=False.")
     roots, grads = _roots_and_gradients(outputs, grad_outputs, "grad")
     inputs = _checked_inputs(inputs, "grad")
-    results = run_graph(roots, grads, bool(retain_graph), inputs, accumulate=False)
+    retain = create_graph if retain_graph is None else bool(retain_graph)
+    if create_graph:
+        from pyrt.higher_order import run_graph_create
+
+        results = run_graph_create(roots, _gradient_tensors(grads, grad_outputs), retain,
+                                   inputs, accumulate=False)
+    else:
+        results = run_graph(roots, grads, retain, inputs, accumulate=False)
     Tensor = _tensor_class()
     out = []
     for i, tensor in enumerate(inputs):
         g = results.get(id(tensor))
         if g is not None:
-            out.append(Tensor(g.copy()))  # its own array: g may be shared, or the caller's
+            # its own array: g may be shared, or the caller's (a recorded one is a new tensor)
+            out.append(g if create_graph else Tensor(g.copy()))
         elif not allow_unused:
             raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
                                "been used in the graph. Set allow_unused=True if this is the "
                                "desired behavior.")
         else:
             out.append(Tensor(_zeros_like(tensor._data)) if materialize_grads else None)
+    return tuple(out)
+
+
+def _gradient_tensors(arrays, grad_outputs):
+    """The gradients of a recorded pass as Tensors: each one the caller gave (float32, so
+    that the pass is differentiable with respect to it too), else the checked array."""
+    Tensor = _tensor_class()
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,) * len(arrays)
+    out = []
+    for array, given in zip(arrays, grad_outputs):
+        same = isinstance(given, Tensor) and given._data.dtype == np.float32 and (
+            given._data.flags.c_contiguous)
+        out.append(given if same else Tensor(array))
     return tuple(out)
 
 
@@ -631,16 +660,20 @@ def _zeros_like(array):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of `tensors` (a tensor or a sequence of them, weighted by
     `grad_tensors`) into the ``.grad`` of every leaf that requires grad, or of `inputs`
-    only. The graph is freed unless `retain_graph`."""
-    if create_graph:
-        raise NotImplementedError("backward(create_graph=True): pyrt does not record the "
-                                  "backward pass, so higher-order gradients are not supported")
+    only. The graph is freed unless `retain_graph` (which defaults to `create_graph`). With
+    `create_graph` the pass is recorded: each ``.grad`` gains a gradient with a graph of its
+    own (pyrt.higher_order)."""
     roots, grads = _roots_and_gradients(tensors, grad_tensors, "backward")
     targets = None if inputs is None else _checked_inputs(inputs, "backward")
-    if targets is None and len(roots) == 1:
-        run_backward(roots[0], grads[0], bool(retain_graph))
+    retain = create_graph if retain_graph is None else bool(retain_graph)
+    if create_graph:
+        from pyrt.higher_order import run_graph_create
+
+        run_graph_create(roots, _gradient_tensors(grads, grad_tensors), retain, targets)
+    elif targets is None and len(roots) == 1:
+        run_backward(roots[0], grads[0], retain)
     else:
-        run_graph(roots, grads, bool(retain_graph), targets)
+        run_graph(roots, grads, retain, targets)
 
 
 # ---- hooks -----------------------------------------------------------------------------------

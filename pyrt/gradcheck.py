@@ -36,7 +36,8 @@ def gradcheck(func, inputs, *, eps=1e-3, atol=1e-3, rtol=1e-2, raise_exception=T
     and (`check_undefined_grad`) a custom Function's backward copes with outputs that no
     gradient reached. fast_mode checks the same full Jacobians. A failure raises
     GradcheckError (a RuntimeError) if `raise_exception`, else returns False. Forward-mode
-    and batched checks need what pyrt lacks and raise NotImplementedError."""
+    and batched checks need what pyrt lacks and raise NotImplementedError. gradgradcheck
+    checks second derivatives the same way."""
     for name, value in (("check_forward_ad", check_forward_ad),
                         ("check_batched_grad", check_batched_grad),
                         ("check_batched_forward_grad", check_batched_forward_grad)):
@@ -66,12 +67,61 @@ def gradcheck(func, inputs, *, eps=1e-3, atol=1e-3, rtol=1e-2, raise_exception=T
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, **kwargs):
-    """Not supported: second derivatives need the backward pass recorded
-    (create_graph=True), which pyrt does not do."""
-    raise NotImplementedError("gradgradcheck(): pyrt does not record the backward pass "
-                              "(create_graph=True), so second-order gradients cannot be "
-                              "checked")
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-3, atol=1e-3, rtol=1e-2,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """Whether the second derivatives of func are right: gradcheck of the function that
+    maps (inputs, grad_outputs) to the gradients of func's outputs, weighted by
+    grad_outputs, with respect to its inputs that require grad, computed by a recorded
+    backward pass (create_graph=True). Its Jacobian, found by reverse passes through that
+    recorded pass, holds the second derivatives, and gradcheck compares them with central
+    differences of the first ones. `grad_outputs` (one tensor per floating output) default
+    to values drawn uniformly from [-1, 1) by a generator of fixed seed, so that a check
+    repeats; they are differentiated too, as in PyTorch."""
+    if check_fwd_over_rev:
+        raise NotImplementedError("gradgradcheck(check_fwd_over_rev=True): pyrt has no "
+                                  "forward-mode differentiation to check")
+    if not check_rev_over_rev:
+        return True
+    Tensor = _tensor_class()
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    wrt = [i for i, inp in enumerate(inputs) if isinstance(inp, Tensor) and inp.requires_grad]
+    if grad_outputs is None:
+        with no_grad():
+            outs = _outputs(func, inputs)
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            Tensor(rng.uniform(-1, 1, o.shape).astype(np.float32)).to(o.device)
+            .requires_grad_(True) for o in outs)
+    else:
+        grad_outputs = ((grad_outputs,) if isinstance(grad_outputs, Tensor)
+                        else tuple(grad_outputs))
+    n_inputs = len(inputs)
+
+    def first_derivatives(*args):
+        # gradcheck calls this on tensors that require grad (its reverse passes) and, for
+        # its differences, on plain ones: those are made leaves, to differentiate once
+        from pyrt.autograd import grad
+
+        args = [a.detach().requires_grad_(True)
+                if i in wrt_set and not a.requires_grad else a for i, a in enumerate(args)]
+        with enable_grad():
+            outs = [o for o in _outputs(func, args[:n_inputs]) if o.requires_grad]
+            weights = args[n_inputs:n_inputs + len(outs)]
+            grads = grad(outs, [args[i] for i in wrt], weights, create_graph=True,
+                         allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    wrt_set = set(wrt) | {n_inputs + k for k, g in enumerate(grad_outputs)
+                          if g.requires_grad}
+    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes,
+                     check_batched_grad=check_batched_grad, fast_mode=fast_mode,
+                     masked=masked)
 
 
 def _outputs(func, inputs):

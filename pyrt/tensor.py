@@ -845,12 +845,15 @@ class Tensor:
         into that of `inputs` (a tensor or a sequence: leaves or tensors made by ops) when
         given. The graph is freed on the way unless `retain_graph`, so that a second
         backward() through it is an error; with retain_graph=True it can run again.
-        create_graph (a graph of the backward pass itself, for higher derivatives) is not
-        supported."""
+        With create_graph the backward pass is itself recorded (pyrt/higher_order.py), so
+        the gradients it leaves can be differentiated again."""
         if create_graph:
-            raise NotImplementedError("backward(create_graph=True): pyrt does not record the "
-                                      "backward pass, so higher-order gradients are not "
-                                      "supported")
+            from pyrt.autograd import backward
+
+            if gradient is not None and not isinstance(gradient, Tensor):
+                gradient = Tensor(np.asarray(gradient, np.float32))
+            backward(self, gradient, retain_graph, True, inputs)
+            return
         if not self._requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have "
                                "a grad_fn")

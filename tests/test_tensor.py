@@ -418,14 +418,21 @@ def test_retain_graph_lets_a_shared_trunk_backward_twice():
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-def test_backward_without_retain_graph_frees_it_and_create_graph_is_refused():
+def test_backward_without_retain_graph_frees_it_and_create_graph_records_it():
     x = pyrt.tensor([1.0, 2.0], requires_grad=True)
     y = (x * x).sum()
     y.backward(retain_graph=False, create_graph=False)
     with pytest.raises(RuntimeError, match="second time"):
         y.backward()
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        (x * x).sum().backward(create_graph=True)
+    x.grad = None
+    (x * x * x).sum().backward(create_graph=True)  # x.grad = 3x^2, with a graph
+    np.testing.assert_allclose(x.grad.detach().numpy(), [3.0, 12.0])
+    g = x.grad
+    x.grad = None
+    g.sum().backward()  # d(sum 3x^2)/dx = 6x
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 12.0])
+    with pytest.raises(NotImplementedError, match="CumsumBackward0"):
+        x.cumsum(0).sum().backward(create_graph=True)
 
 
 def test_zero_d_tensors_keep_shape_in_gradients():

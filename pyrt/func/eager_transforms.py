@@ -7,12 +7,12 @@ differentiates it with pyrt's reverse mode: grad and vjp in one backward pass, j
 jacfwd and jvp, which PyTorch computes in forward mode; pyrt has none) in one pass per
 output element. The results are the exact derivatives.
 
-pyrt does not record the backward pass (no create_graph), so derivatives of derivatives
-are not available: hessian raises NotImplementedError. Where PyTorch would return a result
-that is itself differentiable (the function read tensors that require grad outside the
-transform, or a differentiated argument requires grad; grad(grad(f)) is such a case),
-the result here requires grad, and differentiating through it raises NotImplementedError
-rather than giving a derivative that misses those terms.
+Where PyTorch would return a result that is itself differentiable (the function read
+tensors that require grad outside the transform, or a differentiated argument requires grad;
+grad(grad(f)) and jacfwd(jacrev(f)) are such cases), the argument enters the function
+through an op that keeps it in the caller's graph and the backward pass is recorded
+(create_graph, pyrt.higher_order): the result carries the terms through those tensors.
+hessian is jacfwd(jacrev(f)).
 """
 
 import functools
@@ -22,6 +22,7 @@ import numpy as np
 from pyrt.autograd import _post_order, _tensor_class, enable_grad, is_grad_enabled, run_graph
 from pyrt.func.pytree import flatten, spec_str, unflatten
 from pyrt.func.vmap import _RandomnessRefused, _tensor_module, check_randomness
+from pyrt.higher_order import run_graph_create
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]
 
@@ -55,7 +56,11 @@ def _check_argnums(argnums, count):
 
 
 def _as_leaves(tree):
-    """(the tensors of `tree`, its spec, fresh leaves that require grad sharing their data)."""
+    """(the tensors of `tree`, its spec, the tensors the function is differentiated at):
+    fresh leaves that require grad sharing their data, or, for a tensor that requires grad
+    while grad mode is on, a view of it (an op), so that the results stay in its graph."""
+    from pyrt.functional import reshape
+
     Tensor = _tensor_class()
     tensors, spec = flatten(tree)
     for tensor in tensors:
@@ -67,7 +72,10 @@ def _as_leaves(tree):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
     leaves = []
     for tensor in tensors:
-        leaves.append(tensor.detach().requires_grad_(True))
+        if tensor.requires_grad and is_grad_enabled():
+            leaves.append(reshape(tensor, tensor.shape))
+        else:
+            leaves.append(tensor.detach().requires_grad_(True))
     return tensors, spec, leaves
 
 
@@ -124,42 +132,46 @@ def _outer_tensors(outputs, leaves, originals):
     return tuple(found.values())
 
 
-def _no_higher_order(grad):
-    raise NotImplementedError(
-        "pyrt.func: differentiating through the result of a transform (grad, vjp, jacrev, "
-        "jacfwd, jvp) needs higher-order gradients, which pyrt does not record (no "
-        "create_graph); take the derivative of the function directly, or detach the result")
-
-
-def _result(array, outer):
-    """A result tensor: plain, or (when it depends on `outer` tensors, as PyTorch's would)
-    one that requires grad and refuses to be differentiated through."""
-    from pyrt.functional import _make
-
+def _result(value, outer):
+    """A result tensor: a plain one of the array `value`, or, when it depends on `outer`
+    tensors (as PyTorch's would), `value` itself, a recorded Tensor (_gradients with
+    record)."""
     if not outer:
-        return _tensor_class()(array)
-    return _make(array, outer, _no_higher_order, reads=False)
+        return _tensor_class()(value)
+    return value
 
 
 def _value(tensor, outer):
-    return _result(tensor._data, outer)
+    """An output of the function as a result: in the graph where it depends on `outer`."""
+    return tensor if outer else _tensor_class()(tensor._data)
 
 
-def _gradients(roots, root_grads, leaves, retain_graph):
-    """The gradient arrays of `roots` (weighted by `root_grads`) with respect to `leaves`:
-    zeros where none reaches a leaf."""
+def _gradients(roots, root_grads, leaves, retain_graph, record=False):
+    """The gradient arrays of `roots` (weighted by the arrays `root_grads`) with respect to
+    `leaves`: zeros where none reaches a leaf. With `record` the pass is recorded and the
+    gradients are Tensors with a graph."""
     from pyrt.functional import _xp
 
+    Tensor = _tensor_class()
     pairs = [(root, g) for root, g in zip(roots, root_grads) if root.requires_grad]
     found = {}
-    if pairs:
+    if pairs and record:
+        found = run_graph_create(tuple(r for r, _ in pairs),
+                                 tuple(g if isinstance(g, Tensor) else Tensor(g)
+                                       for _, g in pairs),
+                                 True, tuple(leaves), accumulate=False)
+    elif pairs:
         found = run_graph(tuple(r for r, _ in pairs), tuple(g for _, g in pairs),
                           retain_graph, tuple(leaves), accumulate=False)
     out = []
     for leaf in leaves:
         g = found.get(id(leaf))
-        out.append(_xp(leaf._data).zeros(leaf.shape, leaf._data.dtype) if g is None
-                   else _xp(leaf._data).asarray(g, dtype=leaf._data.dtype).reshape(leaf.shape))
+        zeros = _xp(leaf._data).zeros(leaf.shape, leaf._data.dtype) if g is None else None
+        if record:
+            out.append(Tensor(zeros) if g is None else g)
+        else:
+            out.append(zeros if g is None
+                       else _xp(leaf._data).asarray(g, dtype=leaf._data.dtype).reshape(leaf.shape))
     return out
 
 
@@ -198,7 +210,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
         from pyrt.functional import _xp
 
         ones = _xp(output._data).ones((), output._data.dtype)
-        arrays = iter(_gradients((output,), (ones,), leaves, retain_graph=False))
+        arrays = iter(_gradients((output,), (ones,), leaves, retain_graph=False,
+                                 record=bool(outer)))
         grads = [unflatten([_result(next(arrays), outer) for _ in part], spec)
                  for spec, part in parts]
         value = _value(output, outer)
@@ -255,7 +268,10 @@ def vjp(func, *primals, has_aux=False):
                                    f"{cot.shape} and output[{i}] has a shape of {out.shape}.")
             arrays.append(cot._data.astype(out._data.dtype, copy=False))
         cot_outer = outer + tuple(c for c in cots if c.requires_grad and is_grad_enabled())
-        grads = iter(_gradients(outputs, arrays, leaves, retain_graph=True))
+        if cot_outer:  # recorded: differentiable with respect to the cotangents too
+            arrays = [cot if cot.requires_grad else Tensor(a) for cot, a in zip(cots, arrays)]
+        grads = iter(_gradients(outputs, arrays, leaves, retain_graph=True,
+                                record=bool(cot_outer)))
         return tuple(unflatten([_result(next(grads), cot_outer) for _ in part], spec)
                      for spec, part in parts)
 
@@ -266,25 +282,37 @@ def vjp(func, *primals, has_aux=False):
 # ---- Jacobians -------------------------------------------------------------------------------
 
 
-def _jacobian_arrays(outputs, leaves):
+def _jacobian_arrays(outputs, leaves, record=False):
     """blocks[i][j]: the Jacobian of output i with respect to leaf j, of shape
-    out_i.shape + leaf_j.shape, a row (one output element) per reverse pass."""
-    from pyrt.functional import _xp
+    out_i.shape + leaf_j.shape, a row (one output element) per reverse pass; with `record`,
+    Tensors stacked from recorded passes."""
+    from pyrt.functional import _xp, reshape
+    from pyrt.shapes import stack
 
+    Tensor = _tensor_class()
     blocks = []
     for out in outputs:
         xp = _xp(out._data)
-        rows = [xp.zeros((out.numel(),) + tuple(leaf.shape), leaf._data.dtype)
-                for leaf in leaves]
+        rows = [[] for _ in leaves]
         if out.requires_grad:
             for k in range(out.numel()):
                 onehot = xp.zeros(out.numel(), out._data.dtype)
                 onehot[k] = 1
                 for row, g in zip(rows, _gradients((out,), (onehot.reshape(out.shape),),
-                                                   leaves, retain_graph=True)):
-                    row[k] = g
-        blocks.append([row.reshape(tuple(out.shape) + tuple(leaf.shape))
-                       for row, leaf in zip(rows, leaves)])
+                                                   leaves, retain_graph=True, record=record)):
+                    row.append(g)
+        per_leaf = []
+        for row, leaf in zip(rows, leaves):
+            shape = tuple(out.shape) + tuple(leaf.shape)
+            if not row:
+                zeros = xp.zeros(shape, leaf._data.dtype)
+                per_leaf.append(Tensor(zeros) if record else zeros)
+            elif record:
+                with enable_grad():
+                    per_leaf.append(reshape(stack(row), shape))
+            else:
+                per_leaf.append(xp.stack(row).reshape(shape))
+        blocks.append(per_leaf)
     return blocks
 
 
@@ -310,7 +338,7 @@ def _jacobian(func, argnums, has_aux, args, kwargs, where, randomness=None):
     outputs, out_spec, parts, leaves, outer, aux = _run_for_jacobian(
         func, argnums, has_aux, args, kwargs, where, randomness)
     per_output = []
-    for row in _jacobian_arrays(outputs, leaves):
+    for row in _jacobian_arrays(outputs, leaves, record=bool(outer)):
         blocks = iter(row)
         per_arg = [unflatten([_result(next(blocks), outer) for _ in part], spec)
                    for spec, part in parts]
@@ -380,7 +408,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"shape, got {leaf.shape} and "
                                f"{getattr(tangent, 'shape', type(tangent))}")
     products = []
-    for out, row in zip(outputs, _jacobian_arrays(outputs, leaves)):
+    for out, row in zip(outputs, _jacobian_arrays(outputs, leaves, record=bool(outer))):
+        if outer:  # recorded: the contraction too
+            products.append(_contracted(out, row, flat_tangents))
+            continue
         xp = _xp(out._data)
         total = xp.zeros(out.numel(), np.float64)
         for block, tangent in zip(row, flat_tangents):
@@ -392,15 +423,21 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     return (values, products, aux) if has_aux else (values, products)
 
 
+def _contracted(out, row, tangents):
+    """The Jacobian blocks of `out` (recorded Tensors) contracted with the tangents."""
+    from pyrt.functional import reshape
+    from pyrt.matmul import matmul
+
+    with enable_grad():
+        total = None
+        for block, tangent in zip(row, tangents):
+            term = matmul(reshape(block, (out.numel(), -1)), reshape(tangent, (-1,)))
+            total = term if total is None else total + term
+        return reshape(total, out.shape)
+
+
 def hessian(func, argnums=0):
-    """Not supported: the Hessian needs second derivatives, and pyrt does not record the
-    backward pass (create_graph), so calling the returned function raises
-    NotImplementedError."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        raise NotImplementedError("hessian(): needs second derivatives, and pyrt does not "
-                                  "record the backward pass (create_graph=True), so "
-                                  "higher-order gradients are not supported")
-
-    return wrapper
+    """The function that returns the Hessian of func with respect to the arguments at
+    argnums: jacfwd(jacrev(func, argnums), argnums), as in torch.func; the inner Jacobian is
+    recorded (its arguments enter in the graph), and the outer one differentiates it."""
+    return jacfwd(jacrev(func, argnums), argnums)
