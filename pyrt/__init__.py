@@ -32,6 +32,18 @@ from pyrt.autograd import (
     no_grad,
     set_grad_enabled,
 )
+from pyrt.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from pyrt.ops._memory import empty_cache
 from pyrt.serialization import load, save
 from pyrt.shapes import cat, stack
@@ -63,6 +75,16 @@ from pyrt.tensor import (
 )
 
 __all__ = [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
     "Tensor",
     "arange",
     "bool_",

@@ -6,28 +6,36 @@ The gradient of the table adds the gradient of each looked-up row back into the 
 from (a scatter-add: an index that occurs several times collects the sum of its rows'
 gradients). The row `padding_idx`, if given, gets no gradient, so that it stays as it is
 (nn.Embedding initialises it to zeros: a padding token then embeds to a zero vector).
+
+With max_norm, the rows that input names are first scaled down in place, in the weight
+itself, to a norm of at most max_norm (embedding_renorm_), outside autograd, as torch does:
+the lookup then reads the scaled rows, and the gradient is that of the lookup alone.
 """
 
 import numbers
 
 import numpy as np
 
+from pyrt.embedding_renorm import check_norm_options, renorm_rows
 from pyrt.functional import _backend_checks, _make, _xp
 from pyrt.spatial import _check_tensors
 
 __all__ = ["embedding"]
 
 # PyTorch's options that pyrt does not implement, with the values that turn them off
-UNSUPPORTED = (("max_norm", None), ("scale_grad_by_freq", False), ("sparse", False))
+UNSUPPORTED = (("scale_grad_by_freq", False), ("sparse", False))
 
 
-def check_supported(op, **options):
-    """ValueError for an option of UNSUPPORTED set to other than its default."""
+def check_supported(op, max_norm=None, norm_type=2.0, **options):
+    """ValueError for an option of UNSUPPORTED set to other than its default; TypeError for
+    a max_norm (None: no renormalisation) or norm_type that is not a real number."""
     for name, default in UNSUPPORTED:
         value = options[name]
         if value != default:
             raise ValueError(f"{op}: {name}={value!r} is not supported (only "
                              f"{name}={default!r})")
+    if max_norm is not None:
+        check_norm_options(op, max_norm, norm_type)
 
 
 def padding_index(padding_idx, num_embeddings):
@@ -49,8 +57,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     tensor of any shape): shape input.shape + (embedding_dim,). An index outside
     [0, num_embeddings) is an IndexError on the CPU and gives a row of nan on the GPU (which
     would otherwise wait for the device to check it), as cross_entropy's labels do; such a
-    row passes no gradient. `norm_type` matters only with max_norm, which is not supported."""
-    check_supported("embedding", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
+    row passes no gradient. With `max_norm`, the rows looked up are first scaled down in
+    place in `weight` to a `norm_type`-norm of at most max_norm (see the module's text)."""
+    check_supported("embedding", max_norm, norm_type, scale_grad_by_freq=scale_grad_by_freq,
                     sparse=sparse)
     _check_tensors("embedding", input=input, weight=weight)
     as_f32, as_i64 = _backend_checks(weight._data)
@@ -68,9 +77,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise IndexError(f"index out of range in self: input holds "
                              f"{int(index[~inside][0])}, and weight has {rows} rows")
         picked = index.copy()  # a later write to the input must not move the gradient
-        out = np.take(table, picked, axis=0)
     else:
         picked = xp.where(inside, index, 0)
+    if max_norm is not None:
+        renorm_rows(weight, xp.unique(picked if xp is np else index[inside]), max_norm,
+                    norm_type)
+        table = as_f32(weight._data, "weight")  # the scaled rows (copied if weight is strided)
+    if xp is np:
+        out = np.take(table, picked, axis=0)
+    else:
         out = xp.where(inside[..., None], xp.take(table, picked, axis=0), np.float32(np.nan))
 
     def backward(g):

@@ -10,7 +10,10 @@ include_last_offset, offsets holds B + 1 boundaries and the last one ends the la
 lies after it is no bag's). An empty bag gives a row of zeros. Entries equal
 to padding_idx are left out of their bag, as if absent: they add nothing, do not count in a
 mean's denominator, and get no gradient. In mode "sum", per_sample_weights scales each
-index's row before the sum.
+index's row before the sum. With max_norm, the rows that input names (every entry, as
+torch's, padding and entries after the last bag included) are first scaled down in place,
+in the weight itself, to a norm of at most max_norm (pyrt.embedding_renorm), outside
+autograd: the bags then read the scaled rows.
 
 The method: the bags' bounds come from offsets (or the rows of a 2-D input); padding entries
 are dropped and the bounds counted again on what is left; then one C call
@@ -36,6 +39,7 @@ import numpy as np
 from pyrt._pyrt_cffi import ffi, lib
 from pyrt.autograd import is_grad_enabled
 from pyrt.embedding import check_supported, padding_index
+from pyrt.embedding_renorm import renorm_rows
 from pyrt.functional import _make, _xp
 from pyrt.ops._checks import F32, as_f32, as_i64, check_rc, fptr, iptr
 from pyrt.ops._memory import empty
@@ -61,9 +65,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     `weight` [num_embeddings, embedding_dim] at the indices of each bag of `input` (see the
     module's docstring for the bags). `per_sample_weights`, of input's shape, scales each
     index's row (mode "sum" only). A 2-D input with no columns gives B empty bags (zeros),
-    where PyTorch fails. `norm_type` matters only with max_norm, which is not supported."""
-    check_supported("embedding_bag", max_norm=max_norm, scale_grad_by_freq=scale_grad_by_freq,
-                    sparse=sparse)
+    where PyTorch fails. With `max_norm`, the rows input names are first scaled down in
+    place in `weight` to a `norm_type`-norm of at most max_norm (see the module's text)."""
+    check_supported("embedding_bag", max_norm, norm_type,
+                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     _check_tensors("embedding_bag", input=input, weight=weight, offsets=offsets,
                    per_sample_weights=per_sample_weights)
     _check_on_cpu(input=input, weight=weight, offsets=offsets,
@@ -84,6 +89,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     table = as_f32(weight._data, "weight")
     rows, dim = table.shape
     padding_idx = padding_index(padding_idx, rows)
+    if max_norm is not None:
+        named = as_i64(input._data, "input").reshape(-1)
+        _check_indices(named, rows)
+        renorm_rows(weight, np.unique(named), max_norm, norm_type)
+        table = as_f32(weight._data, "weight")  # the scaled rows (copied if weight is strided)
     index, bounds, num_bags = _bags(as_i64(input._data, "input"), offsets, include_last_offset)
 
     # the entries that count, and the bags' bounds among them; where a gradient is recorded,
@@ -111,10 +121,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     rc = lib.pyrt_embedding_bag(fptr(table), rows, dim, iptr(index), iptr(bounds), num_bags,
                                 _NULL if scale is None else fptr(scale), code, fptr(out),
                                 _NULL if top is None else iptr(top))
-    if rc == lib.PYRT_EINVAL and index.size and (index.min() < 0 or index.max() >= rows):
-        outside = (index < 0) | (index >= rows)
-        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
-                           f"({rows}) but found idx to be {int(index[outside][0])}")
+    if rc == lib.PYRT_EINVAL:
+        _check_indices(index, rows)
     check_rc(rc, "embedding_bag")
 
     def backward(g):
@@ -145,6 +153,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
     parents = (weight,) if per_sample_weights is None else (weight, per_sample_weights)
     # each of the two gradients is made from the other input's values
     return _make(out, parents, backward, reads=per_sample_weights is not None)
+
+
+def _check_indices(index, rows):
+    """PyTorch's RuntimeError for the first entry of `index` outside a table of `rows`."""
+    outside = (index < 0) | (index >= rows)
+    if outside.any():
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings "
+                           f"({rows}) but found idx to be {int(index[outside][0])}")
 
 
 def _check_on_cpu(**tensors):

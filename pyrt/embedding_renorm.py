@@ -1,5 +1,8 @@
 """torch.embedding_renorm_: the rows of an embedding table that some indices pick, scaled
-down in place to a largest norm, as nn.Embedding(max_norm=...) does before its lookup."""
+down in place to a largest norm, as nn.Embedding(max_norm=...) and nn.EmbeddingBag do before
+their lookup (renorm_rows)."""
+
+import numbers
 
 __all__ = ["embedding_renorm_"]
 
@@ -8,7 +11,6 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     """Each row of `input` (2-D) that `indices` (integers, any shape) names, whose
     `norm_type`-norm exceeds `max_norm`, multiplied by max_norm / (norm + 1e-7); each row once
     however often it is named. In place and outside autograd, as torch's; returns input."""
-    from pyrt.autograd import mark_modified
     from pyrt.functional import _xp
     from pyrt.tensor import Tensor
 
@@ -26,6 +28,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     if input._data.dtype.kind != "f":
         raise RuntimeError(f"embedding_renorm_(): input must be floating point, got "
                            f"{input.dtype}")
+    check_norm_options("embedding_renorm_", max_norm, norm_type)
     if input._requires_grad and input._backward is None:
         from pyrt.autograd import is_grad_enabled
 
@@ -37,9 +40,31 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     if rows.size and (rows.min() < 0 or rows.max() >= input.shape[0]):
         raise IndexError(f"embedding_renorm_(): index out of range for a table of "
                          f"{input.shape[0]} rows")
-    picked = input._data[rows].astype(xp.float64)
+    renorm_rows(input, rows, max_norm, norm_type)
+    return input
+
+
+def check_norm_options(op, max_norm, norm_type):
+    """TypeError unless `max_norm` and `norm_type` are real numbers (torch's floats)."""
+    for value, name in ((max_norm, "max_norm"), (norm_type, "norm_type")):
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"{op}(): argument '{name}' must be float, not "
+                            f"{type(value).__name__}")
+
+
+def renorm_rows(table, rows, max_norm, norm_type):
+    """Scale down in place each row of the tensor `table` at the indices `rows` (an array of
+    the table's backend, every index in range, each row once) whose norm exceeds max_norm,
+    as torch does: times max_norm / (norm + 1e-7), the norm taken in float64. Outside
+    autograd; the write is recorded, so that a graph that read the old rows refuses to run
+    backward."""
+    from pyrt.autograd import mark_modified
+    from pyrt.functional import _xp
+
+    data = table._data
+    xp = _xp(data)
+    picked = data[rows].astype(xp.float64)
     norms = xp.linalg.norm(picked, ord=float(norm_type), axis=1)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    input._data[rows] = (picked * scale[:, None]).astype(input._data.dtype)
-    mark_modified(input._data)
-    return input
+    data[rows] = (picked * scale[:, None]).astype(data.dtype)
+    mark_modified(data)

@@ -58,6 +58,10 @@ def type_name(tensor):
 def cast_to_type(tensor, dtype, non_blocking=False):
     """x.type(dtype): the tensor as `dtype` (itself if it has it already), a dtype or a name
     such as "torch.LongTensor" ("torch.cuda.FloatTensor" moves it to the GPU too)."""
+    from pyrt.legacy_types import TensorType, cast
+
+    if isinstance(dtype, TensorType):
+        return cast(tensor, dtype)
     del non_blocking  # (copies are synchronous)
     device = None
     if isinstance(dtype, str):

@@ -1,9 +1,11 @@
 """pyrt.save and pyrt.load: round trips of tensors, arrays and state dicts through paths and
 file objects, training resumed from a saved model and optimizer, the CLI's checkpoints, and
-the errors for what cannot be stored or is not a file of pyrt's."""
+the errors for what cannot be stored or is not a file of pyrt's (whole objects, pickled:
+tests/test_serialization_objects.py)."""
 
 import io
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -107,10 +109,14 @@ def test_cli_checkpoints_load_as_their_state(tmp_path):
 
 
 def test_saving_leaves_no_file_behind_when_it_fails(tmp_path):
+    with pytest.raises((AttributeError, pickle.PicklingError), match="lambda"):
+        pyrt.save({"x": lambda: 1}, tmp_path / "bad")
+    assert list(tmp_path.iterdir()) == []
+    # the metadata alone still takes only plain values (the CLI's checkpoints)
     with pytest.raises(TypeError, match="cannot store a object"):
-        pyrt.save({"x": object()}, tmp_path / "bad")
+        serialization.write(tmp_path / "bad", {"x": object()})
     with pytest.raises(TypeError, match="dtype object"):
-        pyrt.save(np.array([None]), tmp_path / "bad")
+        serialization.write(tmp_path / "bad", {"x": np.array([None])})
     assert list(tmp_path.iterdir()) == []
 
 

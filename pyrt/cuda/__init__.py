@@ -114,3 +114,16 @@ from pyrt.cuda.device_api import (  # noqa: E402  (they use require() above)
     reset_peak_memory_stats,
     set_device,
 )
+from pyrt.legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+
+# torch.cuda's legacy tensor types (isinstance tests and constructors on the GPU)
+BFloat16Tensor = _CUDA_TYPES["BFloat16Tensor"]
+BoolTensor = _CUDA_TYPES["BoolTensor"]
+ByteTensor = _CUDA_TYPES["ByteTensor"]
+CharTensor = _CUDA_TYPES["CharTensor"]
+DoubleTensor = _CUDA_TYPES["DoubleTensor"]
+FloatTensor = _CUDA_TYPES["FloatTensor"]
+HalfTensor = _CUDA_TYPES["HalfTensor"]
+IntTensor = _CUDA_TYPES["IntTensor"]
+LongTensor = _CUDA_TYPES["LongTensor"]
+ShortTensor = _CUDA_TYPES["ShortTensor"]

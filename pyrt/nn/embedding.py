@@ -27,15 +27,17 @@ class Embedding(Module):
     """weight [num_embeddings, embedding_dim], drawn from N(0, 1) (pyrt's seeded generator, as
     pyrt.nn.init draws); an integer input of any shape gives input.shape + (embedding_dim,).
     The row padding_idx (negative: counted from the end) starts at zeros and gets no
-    gradient. `_weight` (a table of that shape, shared, padding row kept as it is) replaces
-    the drawn one; `_freeze` turns its gradient off (see from_pretrained)."""
+    gradient. With max_norm, each forward first scales the rows it looks up, in the weight
+    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding).
+    `_weight` (a table of that shape, shared, padding row kept as it is) replaces the drawn
+    one; `_freeze` turns its gradient off (see from_pretrained)."""
     _tensor_input = True
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False):
         super().__init__()
-        E.check_supported("Embedding", max_norm=max_norm,
+        E.check_supported("Embedding", max_norm, norm_type,
                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
         self.num_embeddings = _size(num_embeddings, "num_embeddings")
         self.embedding_dim = _size(embedding_dim, "embedding_dim")
@@ -75,10 +77,15 @@ class Embedding(Module):
             self.weight._data[self.padding_idx] = 0
 
     def forward(self, input):
-        return E.embedding(input, self._parameters["weight"], self.padding_idx)
+        return E.embedding(input, self._parameters["weight"], self.padding_idx, self.max_norm,
+                           self.norm_type)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
         return s

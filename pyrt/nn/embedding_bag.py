@@ -22,14 +22,15 @@ class EmbeddingBag(Module):
     rows of a 2-D input [B, N], or the runs of a 1-D input starting at `offsets` [B] (B + 1
     boundaries with include_last_offset). The row padding_idx (negative: counted from the
     end) starts at zeros unless `_weight` is given, and its entries are left out of their
-    bags."""
+    bags. With max_norm, each forward first scales the rows its input names, in the weight
+    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding_bag)."""
     _tensor_input = True
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
                  include_last_offset=False, padding_idx=None):
         super().__init__()
-        E.check_supported("EmbeddingBag", max_norm=max_norm,
+        E.check_supported("EmbeddingBag", max_norm, norm_type,
                           scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
         check_mode(mode)
         self.num_embeddings = _size(num_embeddings, "num_embeddings")
@@ -83,6 +84,8 @@ class EmbeddingBag(Module):
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type!r}"
         s += f", mode={self.mode!r}"
