@@ -2,7 +2,10 @@
 
 __version__ = "0.1.0"
 
+import math as _math
 import sys
+
+import numpy as _np
 
 from pyrt import _threadpool  # noqa: F401  (registers pyrt's pool with threadpoolctl)
 
@@ -149,3 +152,10 @@ __all__ += ["data", "utils", *_toplevel_all]
 float = float32
 long = int64
 bool = bool_
+
+# the dtypes pyrt stores but does not compute in (x.double(), x.int(): arithmetic refuses
+# them, naming .float()), and torch's constants
+float64 = double = _np.dtype(_np.float64)
+int32 = int = _np.dtype(_np.int32)
+e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
+newaxis = None
