@@ -27,7 +27,26 @@ except ValueError as _exc:  # an invalid PYRT_NUM_THREADS or PYRT_CPUS
         raise SystemExit(2) from None
     raise
 
-from pyrt import distributions, func, functional, linalg, nn, optim, special
+from pyrt import (
+    amp,
+    backends,
+    cpu,
+    distributions,
+    func,
+    functional,
+    linalg,
+    nn,
+    optim,
+    special,
+    testing,
+)
+from pyrt.amp import autocast
+from pyrt.amp.autocast_mode import (
+    get_autocast_dtype,
+    is_autocast_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from pyrt.autograd import (
     enable_grad,
     inference_mode,
@@ -89,9 +108,13 @@ __all__ = [
     "LongTensor",
     "ShortTensor",
     "Tensor",
+    "amp",
     "arange",
+    "autocast",
+    "backends",
     "bool_",
     "cat",
+    "cpu",
     "cpu_count",
     "distributions",
     "empty",
@@ -105,9 +128,11 @@ __all__ = [
     "full_like",
     "func",
     "functional",
+    "get_autocast_dtype",
     "get_num_threads",
     "inference_mode",
     "int64",
+    "is_autocast_enabled",
     "is_grad_enabled",
     "linalg",
     "linspace",
@@ -128,11 +153,14 @@ __all__ = [
     "randn",
     "randn_like",
     "save",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
     "set_grad_enabled",
     "set_num_threads",
     "special",
     "stack",
     "tensor",
+    "testing",
     "where",
     "zeros",
     "zeros_like",

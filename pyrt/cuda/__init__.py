@@ -10,6 +10,7 @@ pyrt uses (see pyrt/cuda/device_api.py).
 
 __all__ = [
     "DEVICE",
+    "amp",
     "current_device",
     "device",
     "device_count",
@@ -127,3 +128,5 @@ HalfTensor = _CUDA_TYPES["HalfTensor"]
 IntTensor = _CUDA_TYPES["IntTensor"]
 LongTensor = _CUDA_TYPES["LongTensor"]
 ShortTensor = _CUDA_TYPES["ShortTensor"]
+
+from pyrt.cuda import amp  # noqa: E402  (torch.cuda.amp's names; imports no CuPy)
