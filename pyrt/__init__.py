@@ -186,4 +186,8 @@ bool = bool_
 float64 = double = _np.dtype(_np.float64)
 int32 = int = _np.dtype(_np.int32)
 e, inf, nan, pi = _math.e, _math.inf, _math.nan, _math.pi
+# the dtypes torch's autocast takes (pyrt.autocast accepts them; pyrt computes in neither):
+# NumPy has no bfloat16, so its name stands for it, as in pyrt.amp and pyrt.BFloat16Tensor
+float16 = half = _np.dtype(_np.float16)
+bfloat16 = "bfloat16"
 newaxis = None

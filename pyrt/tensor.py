@@ -112,6 +112,10 @@ def _check_device(device):
         if parsed.type == "cpu" or parsed.index == 0:
             return _check_device(parsed.type)
         raise RuntimeError(f"pyrt uses one CUDA device, cuda:0; got {parsed}")
+    if device == "bfloat16":  # pyrt.bfloat16, passed as to()'s dtype
+        from pyrt import tensor_metadata
+
+        tensor_metadata.unsupported_cast("to", "bfloat16")
     raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
 
 

@@ -47,3 +47,16 @@ def test_stored_dtypes_convert_and_round_trip(names, dtype):
 def test_float64_arithmetic_says_to_convert():
     with pytest.raises(TypeError, match=r"float64.*\.float\(\)"):
         pyrt.ones(2, dtype=pyrt.float64) + 1
+
+
+def test_autocast_dtypes_are_named_and_bfloat16_is_refused_as_a_tensor_dtype():
+    assert pyrt.float16 == pyrt.half == np.dtype(np.float16)
+    with pyrt.autocast("cpu", dtype=pyrt.bfloat16):
+        y = pyrt.ones(2, 3) @ pyrt.ones(3, 1)
+    assert y.dtype == pyrt.float32  # ops run in float32 inside the region
+    with pyrt.autocast("cpu", dtype=pyrt.float16):
+        assert pyrt.get_autocast_dtype("cpu") == pyrt.float16
+    with pytest.raises(TypeError, match="pyrt has no bfloat16 dtype"):
+        pyrt.ones(2).to(pyrt.bfloat16)
+    with pytest.raises(TypeError, match="dtype must be a dtype"):
+        pyrt.zeros(2, dtype=pyrt.bfloat16)
