@@ -8,22 +8,27 @@ without being trained (a running statistic, a fixed mask): it moves with ``to()`
 registered with ``persistent=False``, is saved in ``state_dict()``.
 """
 
+import functools
 import itertools
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 
 import numpy as np
 
-from pyrt.autograd import mark_modified_all, reset_grads
+from pyrt.autograd import is_grad_enabled, reset_grads
+from pyrt.nn import state_loading
+from pyrt.nn.backward_hooks import BackwardHook, attach_legacy_hooks
 from pyrt.nn.buffer import Buffer
 from pyrt.nn.parameter import Parameter
+from pyrt.nn.state_loading import EXTRA_STATE_KEY_SUFFIX
 from pyrt.tensor import Tensor, _check_device, _move
 
 __all__ = ["Module", "RemovableHandle"]
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-
 
 _MISSING = object()
+
+# the hooks that Module.__call__ runs (its dicts of them, each set on first registration)
+_CALL_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
 # Counts the times an instance's `forward` was set or deleted (a wrapped layer): Sequential's
 # fused steps call the kernels, not forward, so it plans its steps again when this changes.
@@ -41,9 +46,9 @@ def _check_tensor_input(module, args, kwargs):
 
 
 class RemovableHandle:
-    """What register_forward_hook and register_forward_pre_hook return: ``remove()`` takes
-    the hook out (a second call does nothing); used as a context manager, the hook is
-    removed when the block ends."""
+    """What the register_*_hook methods return: ``remove()`` takes the hook out (a second
+    call does nothing); used as a context manager, the hook is removed when the block
+    ends."""
 
     _ids = itertools.count()
 
@@ -75,12 +80,25 @@ def _addindent(text, spaces):
 class Module:
     """Base class for all neural-network modules; subclasses define ``forward``."""
 
-    def __init__(self):
+    # torch's: with call_super_init, __init__ passes its arguments on to the next class in the
+    # method resolution order (a mixin); dump_patches is a flag that no longer does anything
+    call_super_init = False
+    dump_patches = False
+
+    def __init__(self, *args, **kwargs):
+        if not self.call_super_init and kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if not self.call_super_init and args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     def __setstate__(self, state):
         # a module pickled by an older pyrt has no buffers
@@ -96,8 +114,8 @@ class Module:
     # attribute of something else (None, a number, an array), the error says so instead
     _tensor_input = False
 
-    # whether forward hooks are registered on this module (an instance attribute then): the
-    # one attribute a plain call reads beyond forward
+    # whether forward or backward hooks are registered on this module (an instance attribute
+    # then): the one attribute a plain call reads beyond forward
     _hooked = False
 
     def __call__(self, *args, **kwargs):
@@ -117,13 +135,13 @@ class Module:
         with_kwargs); a result other than None replaces the arguments: a tuple, or one value
         (with_kwargs: a pair (args, kwargs)). Hooks run in registration order, a prepended
         one first. Returns a RemovableHandle."""
-        return self._add_hook("_forward_pre_hooks", hook, prepend, with_kwargs)
+        return self._add_hook("_forward_pre_hooks", hook, prepend, bool(with_kwargs))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False):
         """Call ``hook(module, args, output)`` after each forward (``hook(module, args,
         kwargs, output)`` with_kwargs); a result other than None replaces the output.
         Returns a RemovableHandle."""
-        return self._add_hook("_forward_hooks", hook, prepend, with_kwargs)
+        return self._add_hook("_forward_hooks", hook, prepend, bool(with_kwargs))
 
     def _add_hook(self, kind, hook, prepend, with_kwargs):
         if not callable(hook):
@@ -133,7 +151,8 @@ class Module:
             hooks = OrderedDict()
             object.__setattr__(self, kind, hooks)
         handle = RemovableHandle(self, hooks)
-        hooks[handle.id] = (hook, bool(with_kwargs))
+        # forward hooks are kept with their with_kwargs flag; the others (None) as they are
+        hooks[handle.id] = hook if with_kwargs is None else (hook, with_kwargs)
         if prepend:
             hooks.move_to_end(handle.id, last=False)
         self._hooks_changed()
@@ -141,14 +160,21 @@ class Module:
 
     def _hooks_changed(self):
         d = self.__dict__
-        object.__setattr__(self, "_hooked",
-                           bool(d.get("_forward_pre_hooks") or d.get("_forward_hooks")))
+        object.__setattr__(self, "_hooked", any(d.get(kind) for kind in _CALL_HOOKS))
         # Sequential calls the kernels of its fused steps, not their modules: a hooked module
         # must be called, so Sequential plans its steps again
         FORWARD_PATCHES[0] += 1
 
     def _call_with_hooks(self, args, kwargs):
-        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+        """A call with hooks, in PyTorch's order: forward pre-hooks; the input node of the
+        backward hooks; forward; forward hooks; the output node of the backward hooks; the
+        deprecated backward hooks on the op that made the output."""
+        d = self.__dict__
+        backward_hooks = list(d.get("_backward_hooks", {}).values())
+        backward_pre_hooks = list(d.get("_backward_pre_hooks", {}).values())
+        full = backward_hooks if d.get("_is_full_backward_hook") else []
+        legacy = backward_hooks if not full else []
+        for hook, with_kwargs in list(d.get("_forward_pre_hooks", {}).values()):
             if with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -160,18 +186,57 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        backward_hook = None
+        if full or backward_pre_hooks:
+            backward_hook = BackwardHook(self, full, backward_pre_hooks)
+            args = backward_hook.setup_input_hook(args)
         try:
             output = self.forward(*args, **kwargs)
         except AttributeError:
             if self._tensor_input:
                 _check_tensor_input(self, args, kwargs)
             raise
-        for hook, with_kwargs in list(self.__dict__.get("_forward_hooks", {}).values()):
+        for hook, with_kwargs in list(d.get("_forward_hooks", {}).values()):
             result = (hook(self, args, kwargs, output) if with_kwargs
                       else hook(self, args, output))
             if result is not None:
                 output = result
+        if backward_hook is not None:
+            output = backward_hook.setup_output_hook(output)
+        if legacy and is_grad_enabled():
+            attach_legacy_hooks(self, legacy, output)
         return output
+
+    # ---- backward hooks (pyrt/nn/backward_hooks.py) ------------------------------------------
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients with respect to
+        the module's positional tensor inputs have been computed (when no input requires
+        grad: those with respect to its outputs, grad_input all None); the entries are None
+        for non-Tensor arguments and outputs. A tuple returned replaces grad_input. The
+        forward sees views of the inputs, the caller views of the outputs. Returns a
+        RemovableHandle."""
+        if self.__dict__.get("_is_full_backward_hook") is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", True)
+        return self._add_hook("_backward_hooks", hook, prepend, None)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Call ``hook(module, grad_output)`` when the gradients with respect to the module's
+        outputs have been computed, before they go further back; a tuple returned replaces
+        grad_output. Returns a RemovableHandle."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend, None)
+
+    def register_backward_hook(self, hook):
+        """Deprecated form of register_full_backward_hook: ``hook(module, grad_input,
+        grad_output)`` runs on the gradients of the last op of forward (the one that made the
+        first output tensor), not of the module's inputs. Returns a RemovableHandle."""
+        if self.__dict__.get("_is_full_backward_hook") is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", False)
+        return self._add_hook("_backward_hooks", hook, False, None)
 
     # ---- registration ------------------------------------------------------------------------
 
@@ -392,6 +457,24 @@ class Module:
             module = child
         return module
 
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at dotted path `target`, in place of the module there or, unless
+        strict, as a new child of the module its parent path leads to."""
+        if not isinstance(target, str):
+            raise TypeError(f"target must be a str, got {type(target).__name__}")
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(  # noqa: TRY004 (torch's ValueError)
+                f"`module` is not an nn.Module, found {type(module)}")
+        path, _, name = target.rpartition(".")
+        parent = self.get_submodule(path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         """The parameter at dotted path `target` ("layer.weight")."""
         return self._member(target, "_parameters", "an nn.Parameter")
@@ -477,20 +560,58 @@ class Module:
     def half(self):
         raise NotImplementedError("half(): pyrt's modules hold float32 parameters only")
 
+    def bfloat16(self):
+        raise NotImplementedError("bfloat16(): pyrt's modules hold float32 parameters only")
+
+    def type(self, dst_type):
+        """Cast the parameters and buffers to `dst_type` (a dtype or a name such as
+        "torch.FloatTensor"): float32 is the one they may have, so this module, unchanged."""
+        target = Tensor(np.zeros(0, np.float32)).type(dst_type)
+        if target.dtype != np.float32:
+            raise NotImplementedError(f"type({dst_type!r}): pyrt's modules hold float32 "
+                                      "parameters only")
+        return self
+
+    def to_empty(self, *, device, recurse=True):
+        """Give the parameters and buffers (this module's only, unless recurse) new,
+        uninitialized memory on `device`, in place, as after building a model whose weights
+        will be loaded or initialized next."""
+        from pyrt.functional import _xp
+
+        name = _check_device(device)
+        for tensor in itertools.chain(self.parameters(recurse), self.buffers(recurse)):
+            data = _move(tensor._data.reshape(-1)[:0], name)  # an empty copy: moves nothing
+            tensor._data = _xp(data).empty(tensor.shape, data.dtype)
+        return self
+
+    def share_memory(self):
+        """Move the parameters and buffers into shared memory (Tensor.share_memory_), so that
+        processes forked after this see and train the same weights."""
+        for tensor in itertools.chain(self.parameters(), self.buffers()):
+            tensor.share_memory_()
+        return self
+
+    def compile(self, *args, **kwargs):
+        """torch's in-place compile: pyrt.compile's arguments, checked; pyrt runs each op as
+        it is called, so the module runs as before (pyrt/compiler.py)."""
+        from pyrt.compiler import compile
+
+        compile(self, *args, **kwargs)
+
     # ---- saving and loading ------------------------------------------------------------------
 
-    def _state_tensors(self):
-        """(dotted name, tensor) of what state_dict saves: each module's parameters, then its
-        persistent buffers, then its children's, depth first (PyTorch's order); a tensor
-        shared by several modules comes under each name."""
-        for owner_name, owner in self.named_modules(remove_duplicate=False):
-            prefix = owner_name + ("." if owner_name else "")
-            for name, param in owner._parameters.items():
-                if param is not None:
-                    yield prefix + name, param
-            for name, buf in owner._buffers.items():
-                if buf is not None and name not in owner._non_persistent_buffers_set:
-                    yield prefix + name, buf
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """Put this module's own state (not its children's) in `destination`: its parameters,
+        its persistent buffers, and ``_extra_state`` where the class defines
+        get_extra_state."""
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """An OrderedDict (or `destination`, filled in and returned) from `prefix` plus the
@@ -498,61 +619,95 @@ class Module:
         memory and device but not its graph (detached: a write through it changes the
         module), or with keep_vars=True the parameter or buffer itself; one shared by several
         modules appears under each name. Its ``_metadata`` holds each module's
-        ``{"version": ...}`` (its ``_version``, else 1) by dotted name, as PyTorch's."""
+        ``{"version": ...}`` (its ``_version``, else 1) by dotted name, as PyTorch's. Each
+        module runs its state_dict pre-hooks before saving its state, and its post-hooks
+        after its children's."""
         if not isinstance(prefix, str):
             raise TypeError(f"state_dict(): prefix must be a str, got {type(prefix).__name__}")
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        local_metadata = {"version": getattr(self, "_version", 1)}
         metadata = getattr(destination, "_metadata", None)
         if metadata is not None:
-            for name, module in self.named_modules(remove_duplicate=False):
-                key = prefix + name + "." if name else prefix
-                metadata[key[:-1]] = {"version": getattr(module, "_version", 1)}
-        for name, tensor in self._state_tensors():
-            destination[prefix + name] = tensor if keep_vars else tensor.detach()
+            metadata[prefix[:-1]] = local_metadata
+        d = self.__dict__
+        for hook in list(d.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        for hook, public in list(d.get("_state_dict_hooks", {}).values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                if public:
+                    raise RuntimeError("state_dict post-hook must return None")
+                destination = result
         return destination
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy the arrays of `state_dict` (name -> array or Tensor) into the parameters and
-        persistent buffers of the same names, in place. With strict=True, missing and
-        unexpected names are errors; a shape mismatch always is. Nothing is copied if there is
-        an error. Returns ``(missing_keys, unexpected_keys)``."""
+        persistent buffers of the same names, in place, and give each module that defines
+        set_extra_state its ``_extra_state``. With strict=True, missing and unexpected names
+        are errors; a shape mismatch always is. Nothing is copied if there is an error
+        (unless load_state_dict post-hooks, which see the loaded module, could clear it).
+        Returns ``(missing_keys, unexpected_keys)``. See pyrt/nn/state_loading.py."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        own = OrderedDict(self._state_tensors())
-        missing = [name for name in own if name not in state_dict]
-        unexpected = [name for name in state_dict if name not in own]
-        errors, copies = [], []
-        for name, param in own.items():
-            if name not in state_dict:
-                continue
-            value = state_dict[name]
-            array = value._data if isinstance(value, Tensor) else np.asarray(value)
-            if array.dtype.kind not in "fiub":
-                errors.append(f'While copying the parameter named "{name}", expected an array '
-                              f"of numbers from checkpoint but received {type(value)}")
-            elif array.shape != param.shape:
-                errors.append(f"size mismatch for {name}: copying a param with shape "
-                              f"{array.shape} from checkpoint, the shape in current model is "
-                              f"{param.shape}.")
-            else:
-                copies.append((param, array))
-        if strict:
-            if unexpected:
-                keys = ", ".join(f'"{k}"' for k in unexpected)
-                errors.insert(0, f"Unexpected key(s) in state_dict: {keys}. ")
-            if missing:
-                keys = ", ".join(f'"{k}"' for k in missing)
-                errors.insert(0, f"Missing key(s) in state_dict: {keys}. ")
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                               + "\n\t".join(errors))
-        for param, array in copies:
-            param._data[...] = _move(array, param.device)
-        # writes in place, as an optimizer step's: a graph made before reads old values
-        mark_modified_all(param._data for param, _ in copies)
-        return IncompatibleKeys(missing, unexpected)
+        return state_loading.load_state_dict(self, state_dict, strict)
+
+    def get_extra_state(self):
+        """The state beyond parameters and buffers to save in state_dict() under
+        ``_extra_state``: a module that has some overrides this and set_extra_state."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called: a module with extra state overrides get_extra_state")
+
+    def set_extra_state(self, state):
+        """Restore what get_extra_state returned, from load_state_dict()."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called: a module with extra state overrides set_extra_state")
+
+    # ---- state_dict hooks ----------------------------------------------------------------------
+
+    def register_state_dict_pre_hook(self, hook):
+        """Call ``hook(module, prefix, keep_vars)`` before state_dict() saves this module's
+        state. Returns a RemovableHandle."""
+        return self._add_hook("_state_dict_pre_hooks", hook, False, None)
+
+    def register_state_dict_post_hook(self, hook):
+        """Call ``hook(module, state_dict, prefix, local_metadata)`` once state_dict() has
+        saved this module's state and its children's; it may edit state_dict in place and
+        must return None. Returns a RemovableHandle."""
+        return self._add_hook("_state_dict_hooks", hook, False, True)
+
+    def _register_state_dict_hook(self, hook):
+        """The older form of register_state_dict_post_hook: a state dict the hook returns
+        replaces the one being built."""
+        return self._add_hook("_state_dict_hooks", hook, False, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """Call ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before load_state_dict() reads this module's entries;
+        it may edit state_dict and the lists in place. Returns a RemovableHandle."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """register_load_state_dict_pre_hook, the hook taking the module first only
+        with_module."""
+        if not callable(hook):
+            raise TypeError(f"hook must be callable, got {type(hook).__name__}")
+        return self._add_hook("_load_state_dict_pre_hooks",
+                              functools.partial(hook, self) if with_module else hook,
+                              False, None)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """Call ``hook(module, incompatible_keys)`` once load_state_dict() has loaded this
+        module and its children; it may edit ``incompatible_keys.missing_keys`` and
+        ``.unexpected_keys`` in place (the strict check reads them after) and must return
+        None. Returns a RemovableHandle."""
+        return self._add_hook("_load_state_dict_post_hooks", hook, False, None)
 
     # ---- printing ----------------------------------------------------------------------------
 

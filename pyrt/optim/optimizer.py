@@ -7,15 +7,28 @@ first update.
 """
 
 import copy
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from typing import ClassVar
 
 import numpy as np
 
 from pyrt.autograd import enable_grad, mark_modified_all, reset_grads
+from pyrt.optim import optimizer_hooks
+from pyrt.optim.optimizer_hooks import (
+    OptimizerPostHook,
+    OptimizerPreHook,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 from pyrt.tensor import Tensor
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "OptimizerPostHook", "OptimizerPreHook",
+           "register_optimizer_step_post_hook", "register_optimizer_step_pre_hook"]
+
+# the hooks of one optimizer, each an OrderedDict by handle id (pyrt/optim/optimizer_hooks.py)
+_HOOKS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+          "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+          "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
 
 
 # the keys a learning-rate schedule keeps in a group (pyrt.optim.lr_scheduler): its starting
@@ -31,7 +44,11 @@ def _host_copy(array):
 class Optimizer:
     """Base class: subclasses pass their `defaults` and implement ``step()``."""
 
+    OptimizerPreHook = OptimizerPreHook
+    OptimizerPostHook = OptimizerPostHook
+
     def __init__(self, params, defaults):
+        self._init_hooks()
         self.defaults = defaults
         self._checked = {}  # id(group) -> (group, hyper-parameters, checked values)
         self._state_device = "cpu"  # where the state arrays live: they follow the parameters
@@ -85,12 +102,62 @@ class Optimizer:
     def __getstate__(self):
         # the caches (kernel pointers per parameter, checked hyper-parameters per group, device
         # tables holding addresses) hold cffi objects, which neither copy nor pickle, or
-        # addresses of this optimizer's arrays: a copy starts them empty
+        # addresses of this optimizer's arrays: a copy starts them empty. Hooks are not
+        # saved, as in PyTorch, nor the hooked step that calls them
         state = self.__dict__.copy()
         for name in ("_cache", "_checked", "_device_tables"):
             if name in state:
                 state[name] = {}
+        for name in (*_HOOKS, "step"):
+            state.pop(name, None)
         return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_hooks()
+
+    def _init_hooks(self):
+        for name in _HOOKS:
+            setattr(self, name, OrderedDict())
+        optimizer_hooks._optimizers.add(self)
+        optimizer_hooks.refresh(self)  # a global step hook concerns it too
+
+    # ---- hooks (pyrt/optim/optimizer_hooks.py) -----------------------------------------------
+
+    def register_step_pre_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` before each step(), after the global
+        pre-hooks; args starts with the optimizer. A pair (new_args, new_kwargs) returned
+        replaces the arguments. Returns a RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_step_pre_hooks, hook,
+                                        on_change=lambda: optimizer_hooks.refresh(self))
+
+    def register_step_post_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` after each step(), before the global
+        post-hooks. Returns a RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_step_post_hooks, hook,
+                                        on_change=lambda: optimizer_hooks.refresh(self))
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """Call ``hook(optimizer)`` before state_dict() builds the state. Returns a
+        RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """Call ``hook(optimizer, state_dict)`` on what state_dict() built; a dict returned
+        replaces it. Returns a RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """Call ``hook(optimizer, state_dict)`` before load_state_dict() reads a (shallow)
+        copy of the state; a dict returned is loaded instead. Returns a RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_load_state_dict_pre_hooks, hook,
+                                        prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """Call ``hook(optimizer)`` once load_state_dict() has loaded the state. Returns a
+        RemovableHandle."""
+        return optimizer_hooks.add_hook(self._optimizer_load_state_dict_post_hooks, hook,
+                                        prepend)
 
     def _stepped(self):
         """Record that step() updated, in place, every parameter that has a gradient: a graph
@@ -139,7 +206,10 @@ class Optimizer:
     def state_dict(self):
         """The optimizer's state as plain Python and NumPy objects (copies):
         ``{"state": {index: {name: value}}, "param_groups": [{..., "params": [index]}]}``,
-        parameters numbered in the order of param_groups."""
+        parameters numbered in the order of param_groups. The state_dict pre-hooks run
+        first, the post-hooks on the result (one they return replaces it)."""
+        for hook in list(self._optimizer_state_dict_pre_hooks.values()):
+            hook(self)
         index, groups = {}, []
         for group in self.param_groups:
             saved = {k: copy.deepcopy(v) for k, v in group.items() if k != "params"}
@@ -155,11 +225,28 @@ class Optimizer:
                     state[index[id(param)]] = {
                         k: _host_copy(v) if hasattr(v, "shape") else copy.deepcopy(v)
                         for k, v in self.state[param].items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in list(self._optimizer_state_dict_post_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
         """Restore a state saved by ``state_dict()`` from an optimizer over parameters of the
-        same shapes in the same groups; hyper-parameters are taken from the saved groups."""
+        same shapes in the same groups; hyper-parameters are taken from the saved groups.
+        The load_state_dict pre-hooks see a shallow copy first (one they return is loaded
+        instead), the post-hooks run after."""
+        state_dict = state_dict.copy()
+        for hook in list(self._optimizer_load_state_dict_pre_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state(state_dict)
+        for hook in list(self._optimizer_load_state_dict_post_hooks.values()):
+            hook(self)
+
+    def _load_state(self, state_dict):
         saved_groups = state_dict["param_groups"]
         if len(saved_groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
