@@ -24,6 +24,7 @@ from pyrt.distributions.exp_family import ExponentialFamily
 from pyrt.distributions.exponential import Exponential
 from pyrt.distributions.fishersnedecor import FisherSnedecor
 from pyrt.distributions.gamma import Gamma
+from pyrt.distributions.generalized_pareto import GeneralizedPareto
 from pyrt.distributions.geometric import Geometric
 from pyrt.distributions.gumbel import Gumbel
 from pyrt.distributions.half_cauchy import HalfCauchy
@@ -33,6 +34,7 @@ from pyrt.distributions.inverse_gamma import InverseGamma
 from pyrt.distributions.kl import kl_divergence, register_kl
 from pyrt.distributions.kumaraswamy import Kumaraswamy
 from pyrt.distributions.laplace import Laplace
+from pyrt.distributions.lkj_cholesky import LKJCholesky
 from pyrt.distributions.log_normal import LogNormal
 from pyrt.distributions.logistic_normal import LogisticNormal
 from pyrt.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -55,37 +57,47 @@ from pyrt.distributions.relaxed_categorical import (
 from pyrt.distributions.student_t import StudentT
 from pyrt.distributions.transformed_distribution import TransformedDistribution
 from pyrt.distributions.transforms import (
-                                           AbsTransform,
-                                           AffineTransform,
-                                           ComposeTransform,
-                                           ExpTransform,
-                                           IndependentTransform,
-                                           LowerCholeskyTransform,
-                                           PositiveDefiniteTransform,
-                                           PowerTransform,
-                                           SigmoidTransform,
-                                           SoftmaxTransform,
-                                           StickBreakingTransform,
-                                           TanhTransform,
-                                           Transform,
-                                           identity_transform,
+    AbsTransform,
+    AffineTransform,
+    CatTransform,
+    ComposeTransform,
+    CorrCholeskyTransform,
+    CumulativeDistributionTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    PowerTransform,
+    ReshapeTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    SoftplusTransform,
+    StackTransform,
+    StickBreakingTransform,
+    TanhTransform,
+    Transform,
+    identity_transform,
 )
 from pyrt.distributions.uniform import Uniform
 from pyrt.distributions.von_mises import VonMises
 from pyrt.distributions.weibull import Weibull
+from pyrt.distributions.wishart import Wishart
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
-    "Chi2", "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution",
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
+    "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution",
     "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily", "FisherSnedecor",
-    "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-    "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
-    "LogisticNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
-    "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-    "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
-    "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
-    "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
-    "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence", "register_kl",
-    "transform_to", "transforms"
+    "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+    "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky",
+    "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+    "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+    "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
+    "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
+    "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
+    "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+    "transforms"
 ]

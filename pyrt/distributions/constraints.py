@@ -11,12 +11,12 @@ import numpy as np
 from pyrt.functional import _tensor
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-    "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
-    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
+    "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval",
+    "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
     "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
     "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "square",
-    "symmetric", "unit_interval",
+    "stack", "symmetric", "unit_interval",
 ]
 
 
@@ -282,6 +282,18 @@ class _LowerCholesky(Constraint):
                            & (np.diagonal(a, 0, -2, -1) > 0).all(-1))
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, a positive diagonal
+    and rows of unit Euclidean norm (within 10 float32 eps per column)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = float(np.finfo(np.float32).eps) * value.shape[-1] * 10
+        return _LowerCholesky().check(value) & _host_check(
+            value, 2, lambda a: (np.abs(np.linalg.norm(a, axis=-1) - 1) <= tol).all(-1))
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -319,6 +331,79 @@ class _PositiveDefinite(_Symmetric):
         return sym & _host_check(value, 2, lambda a: (_eigenvalues(a) > 0).all(-1))
 
 
+def _check_dim(dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise ValueError(f"dim {dim} out of range for value with {value.dim()} dimensions")
+
+
+class _Cat(Constraint):
+    """The constraints `cseq` applied to consecutive slices of `lengths` (default: 1 each)
+    along `dim`, as torch.cat joins them."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        if not all(isinstance(c, Constraint) for c in self.cseq):
+            raise TypeError("cat(): all elements of cseq must be Constraint instances")
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError(f"cat(): lengths ({len(self.lengths)}) must match cseq "
+                             f"({len(self.cseq)})")
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        import pyrt
+
+        _check_dim(self.dim, value)
+        checks, start = [], 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start += length
+        return pyrt.cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """The constraints `cseq` applied to the slices along `dim`, one each, as torch.stack
+    joins them."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        if not all(isinstance(c, Constraint) for c in self.cseq):
+            raise TypeError("stack(): all elements of cseq must be Constraint instances")
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        # A negative dim that falls inside the members' event dims adds one to them.
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        import pyrt
+
+        _check_dim(self.dim, value)
+        if value.shape[self.dim] != len(self.cseq):
+            raise ValueError(f"value.size({self.dim}) = {value.shape[self.dim]} must equal "
+                             f"len(cseq) {len(self.cseq)}")
+        return pyrt.stack([c.check(value.select(self.dim, i))
+                           for i, c in enumerate(self.cseq)], self.dim)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -341,7 +426,10 @@ one_hot = _OneHot()
 multinomial = _Multinomial
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack

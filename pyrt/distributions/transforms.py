@@ -19,10 +19,12 @@ from pyrt.distributions.utils import broadcast_all, sum_rightmost
 from pyrt.functional import _tensor
 
 __all__ = [
-    "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+    "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+    "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
     "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-    "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StickBreakingTransform",
-    "TanhTransform", "Transform", "identity_transform",
+    "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+    "SoftplusTransform", "StackTransform", "StickBreakingTransform", "TanhTransform",
+    "Transform", "identity_transform",
 ]
 
 
@@ -461,6 +463,32 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - pyrt.nn.functional.softplus(-2.0 * x))
 
 
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x)), x itself where x > 20 (as softplus): from the reals onto the
+    positive reals, gentler than exp for large x."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x):
+        return pyrt.nn.functional.softplus(x)
+
+    def _inverse(self, y):
+        # x = log(exp(y) - 1) = y + log(1 - exp(-y)), which does not overflow for large y.
+        return (-(-y).expm1()).log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        # dy/dx = sigmoid(x), whose log is -softplus(-x).
+        return -pyrt.nn.functional.softplus(-x)
+
+
 class AbsTransform(Transform):
     """y = |x| (not bijective: its inverse gives the non-negative root)."""
 
@@ -668,3 +696,45 @@ class PositiveDefiniteTransform(Transform):
 
     def _inverse(self, y):
         return LowerCholeskyTransform().inv(pyrt.linalg.cholesky(y))
+
+
+class CumulativeDistributionTransform(Transform):
+    """y = distribution.cdf(x): from the distribution's support onto [0, 1], e.g. to build a
+    copula from the marginals of a multivariate distribution. Its inverse is
+    distribution.icdf and its log |dy/dx| the log density."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+
+# The transforms of joined or reshaped events and onto correlation Cholesky factors live in
+# modules of their own; they belong to this namespace, as in torch.distributions.transforms.
+from pyrt.distributions.transforms_corr import CorrCholeskyTransform  # noqa: E402
+from pyrt.distributions.transforms_shape import (  # noqa: E402
+    CatTransform,
+    ReshapeTransform,
+    StackTransform,
+)
