@@ -2635,6 +2635,17 @@ class Tensor:
 
         return layouts.strided
 
+    # torch's flags of the tensor kinds and devices pyrt has none of: code that checks them
+    # (an optimizer refusing sparse gradients, say) reads False, as for torch's dense tensors
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_nested = is_mkldnn = False
+    is_mps = is_xpu = is_xla = is_ipu = is_vulkan = is_maia = is_mtia = False
+
+    def to_dense(self, dtype=None, *, masked_grad=None):
+        """The tensor itself, dense already (in dtype if given), as torch's for a strided
+        tensor."""
+        del masked_grad  # (a sparse tensor's option)
+        return self if dtype is None else self.to(dtype)
+
     @property
     def output_nr(self):
         """0: pyrt records one result per op (torch numbers the outputs of multi-output

@@ -165,3 +165,22 @@ def test_post_accumulate_grad_hook_errors():
         (w * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(TypeError, match="callable"):
         w.register_post_accumulate_grad_hook(3)
+
+
+def test_flags_of_tensor_kinds_pyrt_lacks_read_false_as_for_torchs_dense_tensors():
+    flags = ["is_sparse", "is_sparse_csr", "is_quantized", "is_meta", "is_nested", "is_mkldnn",
+             "is_mps", "is_xpu", "is_xla", "is_ipu", "is_vulkan", "is_maia", "is_mtia"]
+    x = pyrt.ones(2, 3, requires_grad=True)
+    for name in flags:
+        assert getattr(x, name) is False, name
+        with pytest.raises(AttributeError):
+            setattr(x, name, True)
+    assert x.to_dense() is x
+    assert x.detach().to_dense(pyrt.int64).dtype == pyrt.int64
+    try:
+        import torch
+    except ImportError:
+        return
+    t = torch.ones(2, 3)
+    for name in flags:
+        assert getattr(t, name) is False, name
