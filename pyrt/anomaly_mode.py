@@ -199,8 +199,22 @@ def name_of(backward):
         name = name()
     if isinstance(name, str):
         return name
+    from pyrt.autograd import _Hooked
+
+    if isinstance(backward, _Hooked):  # a tensor's hooks around its op's closure
+        return name_of(backward.backward)
     qualname = getattr(backward, "__qualname__", type(backward).__name__)
-    return _backward_name(qualname.split(".")[0].strip("_<>") or "unknown")
+    owner = qualname.split(".")[0]
+    if owner == "_fused":  # cross_entropy's fused kernel: torch's closure is nll_loss's
+        return "NllLossBackward0"
+    if owner == "_unary":  # the shared closure of the unary kernels: its kernel names it
+        from pyrt.functional import _UNARY_NAMES
+
+        cells = dict(zip(backward.__code__.co_freevars, backward.__closure__ or ()))
+        if "code" in cells:
+            return _backward_name(_UNARY_NAMES[cells["code"].cell_contents])
+        return _backward_name(cells["backward_op"].cell_contents.__name__[:-len("_backward")])
+    return _backward_name(owner.strip("_<>") or "unknown")
 
 
 def _forward_stack(backward):

@@ -226,6 +226,12 @@ def tensor_repr(tensor):
         if values.dtype not in _DEFAULT_DTYPES:
             suffixes.append(f"dtype={values.dtype}")
         text = _values_text(values, indent)
-    if tensor.requires_grad:
+    from pyrt.autograd import _freed
+
+    if tensor._backward not in (None, _freed):  # made by a recorded op, whose name torch
+        from pyrt.anomaly_mode import name_of  # gives its grad_fn (freed by backward: lost)
+
+        suffixes.append(f"grad_fn=<{name_of(tensor._backward)}>")
+    elif tensor.requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(prefix + text, suffixes, indent)

@@ -581,3 +581,32 @@ def test_top_level_nn_errors():
         pyrt.batch_norm(x, None, None, None, None, True, 0.1, 1e-5, "yes")
     with pytest.raises(TypeError, match="generator"):
         pyrt.rrelu(x, 0.1, 0.3, True, object())
+
+
+def test_tensors_made_by_recorded_ops_print_their_grad_fn_as_torch(default_printoptions):
+    x = pyrt.ones(2, requires_grad=True)
+    cases = {
+        "mul": (lambda lib, x: x * 2, "tensor([2., 2.], grad_fn=<MulBackward0>)"),
+        "sum": (lambda lib, x: (x * 2).sum(), "tensor(4., grad_fn=<SumBackward0>)"),
+        "relu": (lambda lib, x: x.relu(), "tensor([1., 1.], grad_fn=<ReluBackward0>)"),
+        "exp": (lambda lib, x: x.exp(), "tensor([2.7183, 2.7183], grad_fn=<ExpBackward0>)"),
+        "cross_entropy": (lambda lib, x: lib.nn.functional.cross_entropy(
+            x.reshape(1, 2), lib.tensor([0])), "tensor(0.6931, grad_fn=<NllLossBackward0>)"),
+        "bce": (lambda lib, x: lib.nn.functional.binary_cross_entropy_with_logits(
+            x, x.detach()), "tensor(0.3133, grad_fn=<BinaryCrossEntropyWithLogitsBackward0>)"),
+    }
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    for name, (make, expected) in cases.items():
+        y = make(pyrt, x)
+        assert repr(y) == expected, name
+        if torch is not None:
+            assert repr(make(torch, torch.ones(2, requires_grad=True))) == expected, name
+    y = x * 2
+    y.retain_grad()  # hooks around the closure keep its name
+    assert repr(y) == "tensor([2., 2.], grad_fn=<MulBackward0>)"
+    y.sum().backward()  # freed by backward: pyrt no longer knows the op's name
+    assert repr(y) == "tensor([2., 2.], requires_grad=True)"
+    assert repr(x) == "tensor([1., 1.], requires_grad=True)"
