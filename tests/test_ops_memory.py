@@ -1,6 +1,7 @@
 """The memory of the ops' results: large arrays come from pyrt's buffer cache, which keeps a
 freed block for the next array of its size (csrc/runtime/buffers.c, pyrt/ops/_memory.py)."""
 
+import gc
 import os
 import pickle
 import threading
@@ -19,6 +20,17 @@ NBYTES = 512 * 1024 * 4
 
 def idle():
     return lib.pyrt_buffer_idle_bytes()
+
+
+@pytest.fixture(autouse=True)
+def no_collection_meanwhile():
+    """Garbage left in cycles by earlier tests, collected in the middle of a test, would
+    return blocks to the cache and change the counts these tests read: collect it first and
+    hold the collector off until the test is done."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 @pytest.fixture
