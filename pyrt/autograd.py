@@ -821,3 +821,11 @@ from pyrt.gradcheck import gradcheck, gradgradcheck  # noqa: E402
 
 # ``import pyrt.autograd.functional`` finds the module, as torch.autograd.functional
 sys.modules[__name__ + ".functional"] = functional
+
+# torch.autograd's submodules that ported code imports from, importable as theirs
+from pyrt import autograd_variable as variable  # noqa: E402
+from pyrt import grad_mode  # noqa: E402
+from pyrt import once_differentiable as function  # noqa: E402
+
+for _name, _module in (("function", function), ("grad_mode", grad_mode), ("variable", variable)):
+    sys.modules[f"{__name__}.{_name}"] = _module

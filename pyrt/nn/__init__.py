@@ -328,3 +328,5 @@ __all__ = [
     "init",
     "utils",
 ]
+
+from pyrt.nn import modules  # noqa: F401  (torch.nn.modules' paths: after the classes)

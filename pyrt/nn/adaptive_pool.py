@@ -9,6 +9,7 @@ from pyrt.adaptive_pool import (
     output_size_pair,
 )
 from pyrt.nn.module import Module
+from pyrt.nn.module_bases import _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
@@ -31,7 +32,7 @@ class _AdaptivePool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool2d(_AdaptivePool2d):
+class AdaptiveAvgPool2d(_AdaptivePool2d, _AdaptiveAvgPoolNd):
     """The mean over each of output_size bins of x [n, c, h, w] or [c, h, w]: an int, or a
     pair of which None keeps that dim's size. AdaptiveAvgPool2d(1) is global average
     pooling."""
@@ -41,7 +42,7 @@ class AdaptiveAvgPool2d(_AdaptivePool2d):
         return adaptive_avg_pool2d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(_AdaptivePool2d):
+class AdaptiveMaxPool2d(_AdaptivePool2d, _AdaptiveMaxPoolNd):
     """The maximum over each of output_size bins of x [n, c, h, w] or [c, h, w]; with
     return_indices the layer returns (maxima, indices), the flat index of each maximum within
     its h * w plane."""
@@ -55,7 +56,7 @@ class AdaptiveMaxPool2d(_AdaptivePool2d):
         return adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
-class AdaptiveAvgPool1d(Module):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """The mean over each of output_size bins of x [n, c, l] or [c, l]."""
 
     def __init__(self, output_size):
@@ -69,13 +70,17 @@ class AdaptiveAvgPool1d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool1d(AdaptiveAvgPool1d):
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """The maximum over each of output_size bins of x [n, c, l] or [c, l]; with
     return_indices the layer returns (maxima, indices along l)."""
 
     def __init__(self, output_size, return_indices=False):
-        super().__init__(output_size)
+        super().__init__()
+        self.output_size = output_size
         self.return_indices = _flag(return_indices)
 
     def forward(self, input):
         return adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"

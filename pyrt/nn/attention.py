@@ -9,6 +9,7 @@ import numpy as np
 
 from pyrt.attention import canonical_mask, multi_head_attention_forward
 from pyrt.nn import init
+from pyrt.nn.attention_backends import SDPBackend, sdpa_kernel  # noqa: F401  (torch.nn.attention's)
 from pyrt.nn.layers import Linear
 from pyrt.nn.module import Module
 from pyrt.nn.parameter import Parameter

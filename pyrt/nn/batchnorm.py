@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from pyrt.nn.module import Module
+from pyrt.nn.module_bases import _NormBase
 from pyrt.nn.parameter import Parameter
 from pyrt.normalization import batch_norm
 from pyrt.tensor import Tensor
@@ -65,7 +66,7 @@ class NormBase(Module):
             self.bias._data[...] = 0
 
 
-class _BatchNorm(NormBase):
+class _BatchNorm(NormBase, _NormBase):
     _dims = ()  # the input dimensions the layer takes
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,

@@ -11,8 +11,8 @@ their forward takes `output_size`, which picks the output_padding that gives tha
 
 
 from pyrt.conv_transpose import conv_transpose1d, conv_transpose2d
+from pyrt.nn import module_bases
 from pyrt.nn.layers import _init_weight_and_bias, _pair, _positive_int, conv_parameters, conv_repr
-from pyrt.nn.module import Module
 from pyrt.spatial import PAD_MODES, conv_padding, pad, same_padding
 from pyrt.spatial_more import conv1d
 from pyrt.volumes import conv3d, conv_transpose3d, triple
@@ -29,7 +29,7 @@ def _single(value, name, minimum):
     return (_pair(value, name, minimum)[0],)
 
 
-class _ConvNd(Module):
+class _ConvNd(module_bases._ConvNd):
     """What the convolutions share: channels, groups, the weight and bias and the repr."""
     _tensor_input = True
     _dims = 2  # spatial dims

@@ -18,6 +18,7 @@ from pyrt.feature_dropout import dropout1d, dropout2d, dropout3d
 from pyrt.nn import init
 from pyrt.nn.linear_chain import LinearChain
 from pyrt.nn.module import FORWARD_PATCHES, Module
+from pyrt.nn.module_bases import _AvgPoolNd, _ConvNd, _DropoutNd, _MaxPoolNd
 from pyrt.nn.parameter import Parameter
 from pyrt.shapes import dim_index
 from pyrt.spatial import PAD_MODES, conv_padding, max_pool2d_relu, same_padding
@@ -105,7 +106,7 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-class Conv2d(Module):
+class Conv2d(_ConvNd):
     """2-D cross-correlation of x [n, in_channels, h, w] with weight [out_channels,
     in_channels / groups, kh, kw], plus bias [out_channels]; with groups > 1 each group of
     in_channels / groups channels has out_channels / groups filters of its own. `dilation`
@@ -220,7 +221,7 @@ def _only(value, default, name):
         raise ValueError(f"{name}={value!r} is not supported (only {name}={default!r})")
 
 
-class MaxPool2d(_Pool2d):
+class MaxPool2d(_Pool2d, _MaxPoolNd):
     """Maximum over kernel_size windows of x [n, c, h, w], their taps `dilation` apart; stride
     defaults to kernel_size. With ceil_mode the output size is rounded up (a last window may
     hang past the input); with return_indices the layer returns (maxima, indices), the flat
@@ -245,7 +246,7 @@ class MaxPool2d(_Pool2d):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool2d(_Pool2d):
+class AvgPool2d(_Pool2d, _AvgPoolNd):
     """Mean over kernel_size windows of x [n, c, h, w], zero padding counted in the mean
     unless count_include_pad=False; ceil_mode as MaxPool2d's."""
 
@@ -402,7 +403,7 @@ class LogSoftmax(Softmax):
 # ---- other layers ------------------------------------------------------------------------
 
 
-class Dropout(Module):
+class Dropout(_DropoutNd):
     """In training mode, zeroes each element with probability p and scales the others by
     1 / (1 - p) (F.dropout); in evaluation mode (``eval()``), passes its input through."""
     _tensor_input = True

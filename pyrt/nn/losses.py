@@ -2,7 +2,8 @@
 (reduction="mean"), sums it ("sum") or returns it as it is ("none"). Their settings are
 checked when they are made (beta, delta, margin, p: ValueError out of range). PyTorch's
 deprecated size_average and reduce arguments are left out: reduction is keyword-only where
-they would come before it."""
+they would come before it (their bases, pyrt.nn.loss_base's, take them for ported
+subclasses)."""
 
 import numbers
 
@@ -10,8 +11,8 @@ from pyrt import functional as F
 from pyrt import loss_functions as LF
 from pyrt.class_losses import _check_smoothing
 from pyrt.ctc import ctc_loss
-from pyrt.functional import _check_reduction, _real_number
-from pyrt.nn.module import Module
+from pyrt.functional import _real_number
+from pyrt.nn.loss_base import _Loss, _WeightedLoss
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
            "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
@@ -20,19 +21,7 @@ __all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "Cr
            "TripletMarginLoss"]
 
 
-class _Loss(Module):
-    _tensor_input = True
-
-    def __init__(self, *, reduction="mean"):
-        super().__init__()
-        _check_reduction(reduction)
-        self.reduction = reduction
-
-    def extra_repr(self):
-        return "" if self.reduction == "mean" else f"reduction={self.reduction!r}"
-
-
-class _ClassLoss(_Loss):
+class _ClassLoss(_WeightedLoss):
     """A loss of class scores: `weight` (C floats, kept as a buffer as in PyTorch) weighs each
     class, and the positions whose class is `ignore_index` do not count."""
 
@@ -135,7 +124,7 @@ class HuberLoss(_Loss):
         return LF.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
-class BCELoss(_Loss):
+class BCELoss(_WeightedLoss):
     """Binary cross-entropy between probabilities: input and target in [0, 1] of one shape;
     `weight` (a tensor that broadcasts to the input's shape, kept as a buffer as in PyTorch)
     rescales each element's loss."""
@@ -195,7 +184,7 @@ class SoftMarginLoss(_Loss):
         return LF.soft_margin_loss(input, target, reduction=self.reduction)
 
 
-class MultiLabelSoftMarginLoss(_Loss):
+class MultiLabelSoftMarginLoss(_WeightedLoss):
     """The binary logistic loss of each of C independent classes (targets in {0, 1}), times
     `weight` (C values, a buffer), averaged over the classes for each sample."""
 
@@ -267,7 +256,7 @@ class GaussianNLLLoss(_Loss):
         return LF.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
 
 
-class MultiMarginLoss(_Loss):
+class MultiMarginLoss(_WeightedLoss):
     """The multi-class hinge loss: for each class j other than the target y,
     max(0, margin - x[y] + x[j])^p (p 1 or 2), times weight[y] (C values, a buffer), divided
     by the number of classes."""

@@ -15,6 +15,7 @@ import warnings
 
 from pyrt.group_norm import group_norm, instance_norm
 from pyrt.nn.batchnorm import NormBase, affine_parameters, running_statistics
+from pyrt.nn.module_bases import _NormBase
 
 __all__ = ["GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
@@ -52,7 +53,7 @@ class GroupNorm(NormBase):
                 f"affine={self.affine}, bias={self.bias is not None}")
 
 
-class _InstanceNorm(NormBase):
+class _InstanceNorm(NormBase, _NormBase):
     _no_batch_dims = 2  # the input dims of one sample without a batch dim
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,

@@ -9,6 +9,7 @@ ReplicationPad1d/2d/3d and CircularPad1d/2d/3d, each F.pad (pyrt.spatial) with i
 import numbers
 
 from pyrt.nn.module import Module
+from pyrt.nn.module_bases import _CircularPadNd, _ReflectionPadNd, _ReplicationPadNd
 from pyrt.spatial import pad
 
 __all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
@@ -79,7 +80,7 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_PadNd):
+class ReflectionPad1d(_PadNd, _ReflectionPadNd):
     """Pads the last dim with its reflection about the edge (the edge not repeated)."""
     mode = "reflect"
 
@@ -89,7 +90,7 @@ class ReflectionPad2d(ReflectionPad1d):
     _sides = 4
 
 
-class ReplicationPad1d(_PadNd):
+class ReplicationPad1d(_PadNd, _ReplicationPadNd):
     """Pads the last dim with copies of its edge value."""
     mode = "replicate"
 
@@ -99,7 +100,7 @@ class ReplicationPad2d(ReplicationPad1d):
     _sides = 4
 
 
-class CircularPad1d(_PadNd):
+class CircularPad1d(_PadNd, _CircularPadNd):
     """Pads the last dim with the values of its other end (wrapped around)."""
     mode = "circular"
 

@@ -1,4 +1,5 @@
-"""Parameter: a tensor that a Module registers as one of its learnable weights."""
+"""Parameter: a tensor that a Module registers as one of its learnable weights; and, as in
+torch.nn.parameter, UninitializedParameter and UninitializedBuffer (pyrt.nn.buffer's)."""
 
 import numpy as np
 
@@ -26,3 +27,12 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+
+
+def __getattr__(name):
+    # pyrt.nn.buffer builds its placeholders on Parameter, so they are looked up on first use
+    if name in ("UninitializedBuffer", "UninitializedParameter"):
+        from pyrt.nn import buffer
+
+        return getattr(buffer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

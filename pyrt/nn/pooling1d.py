@@ -2,12 +2,13 @@
 (col2im and im2col), as torch.nn's (pyrt.spatial_more)."""
 
 from pyrt.nn.module import Module
+from pyrt.nn.module_bases import _AvgPoolNd, _MaxPoolNd
 from pyrt.spatial_more import _pool_window, avg_pool1d, fold, max_pool1d, single, unfold
 
 __all__ = ["AvgPool1d", "Fold", "MaxPool1d", "Unfold"]
 
 
-class MaxPool1d(Module):
+class MaxPool1d(_MaxPoolNd):
     """Maximum over kernel_size windows of x [n, c, length] (or [c, length]), their taps
     `dilation` apart; stride defaults to kernel_size. With return_indices the layer returns
     (maxima, indices along the length)."""
@@ -37,7 +38,7 @@ class MaxPool1d(Module):
                 f"padding={self.padding}, dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """Mean over kernel_size windows of x [n, c, length] (or [c, length]), zero padding
     counted in the mean unless count_include_pad=False; settings kept as 1-tuples."""
     _tensor_input = True

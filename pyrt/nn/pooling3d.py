@@ -2,6 +2,12 @@
 pyrt.volumes over inputs [n, c, d, h, w] or [c, d, h, w], their settings kept as given."""
 
 from pyrt.nn.module import Module
+from pyrt.nn.module_bases import (
+    _AdaptiveAvgPoolNd,
+    _AdaptiveMaxPoolNd,
+    _AvgPoolNd,
+    _MaxPoolNd,
+)
 from pyrt.volumes import (
     adaptive_avg_pool3d,
     adaptive_max_pool3d,
@@ -36,7 +42,7 @@ class _Pool3d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxPool3d(_Pool3d):
+class MaxPool3d(_Pool3d, _MaxPoolNd):
     """The maximum of each kernel_size window, its taps `dilation` apart; stride defaults to
     kernel_size; with return_indices the layer returns (maxima, indices), the flat index of
     each maximum within its d * h * w volume."""
@@ -56,7 +62,7 @@ class MaxPool3d(_Pool3d):
         return super().extra_repr() + f", dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
 
-class AvgPool3d(_Pool3d):
+class AvgPool3d(_Pool3d, _AvgPoolNd):
     """The mean of each kernel_size window, the zero padding counted in it unless
     count_include_pad=False, or the window's sum over divisor_override when given."""
 
@@ -71,7 +77,7 @@ class AvgPool3d(_Pool3d):
                           self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """The mean over each of output_size bins: an int, or a triple of which None keeps that
     dim's size. AdaptiveAvgPool3d(1) is global average pooling."""
 
@@ -86,13 +92,17 @@ class AdaptiveAvgPool3d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool3d(AdaptiveAvgPool3d):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """The maximum over each of output_size bins; with return_indices the layer returns
     (maxima, indices), the flat index of each maximum within its d * h * w volume."""
 
     def __init__(self, output_size, return_indices=False):
-        super().__init__(output_size)
+        super().__init__()
+        self.output_size = output_size
         self.return_indices = _flag(return_indices, "return_indices")
 
     def forward(self, input):
         return adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"

@@ -117,6 +117,10 @@ class LRScheduler:
         self.__dict__.update(state_dict)
 
 
+class _LRScheduler(LRScheduler):
+    """LRScheduler's older name, kept by torch (and ported schedules subclass it)."""
+
+
 class StepLR(LRScheduler):
     """lr times gamma every step_size steps."""
 
