@@ -23,11 +23,14 @@ def idle():
 
 
 @pytest.fixture(autouse=True)
-def no_collection_meanwhile():
-    """Garbage left in cycles by earlier tests, collected in the middle of a test, would
-    return blocks to the cache and change the counts these tests read: collect it first and
-    hold the collector off until the test is done."""
+def empty_cache_and_no_collection_meanwhile():
+    """Each test starts from an empty cache, so that the blocks earlier tests left idle
+    cannot take it to its cap (a freed block would then go back to the system, not to the
+    cache); and garbage left in cycles, collected in the middle of a test, would return
+    blocks to the cache and change the counts these tests read: it is collected first and
+    the collector held off until the test is done."""
     gc.collect()
+    pyrt.empty_cache()
     gc.disable()
     yield
     gc.enable()
