@@ -511,6 +511,18 @@ def _closures(function, name):
     return found
 
 
+def _leaf_maker():
+    """leaf(*shape): a float32 leaf tensor that requires grad, of seeded normal values (the
+    examples draw nothing from pyrt's generator)."""
+    Tensor = F._tensor()
+    rng = np.random.default_rng(0)
+
+    def leaf(*shape):
+        return Tensor(rng.standard_normal(shape).astype(F32)).requires_grad_(True)
+
+    return leaf
+
+
 def _examples():
     """(tensor made by an op, formula for the closure it recorded) pairs."""
     from pyrt.activations import leaky_relu
@@ -521,11 +533,7 @@ def _examples():
     from pyrt.reductions import norm
 
     Tensor = F._tensor()
-    rng = np.random.default_rng(0)
-
-    def leaf(*shape):
-        return Tensor(rng.standard_normal(shape).astype(F32)).requires_grad_(True)
-
+    leaf = _leaf_maker()
     x, y, v = leaf(3, 4), leaf(3, 4), leaf(4)
     x3 = leaf(2, 3, 4)
     yield F.add(x, 2.0), _passed
@@ -591,16 +599,36 @@ def _found_closures():
     )
 
 
+# modules with the formulas of further op families, each with examples(leaf) and, where
+# some closures are found by name, found(); their activations and floating functions join
+# the tables above
+FORMULA_MODULES = ("pyrt.double_backward_conv", "pyrt.double_backward_norm",
+                   "pyrt.double_backward_pointwise", "pyrt.double_backward_reductions")
+
 _TABLE = {}
 
 
 def _table():
     """code object of a backward closure -> its formula, built on first use."""
     if not _TABLE:
+        import importlib
+
+        modules = [importlib.import_module(name) for name in FORMULA_MODULES]
+        for module in modules:
+            ACTIVATIONS.update(getattr(module, "ACTIVATIONS", {}))
+            POINTWISE.update(getattr(module, "POINTWISE", {}))
+        table = {}
         with enable_grad():
             for tensor, formula in _examples():
-                _TABLE[tensor._backward.__code__] = formula
-        for function, name, formula in _found_closures():
+                table[tensor._backward.__code__] = formula
+            for module in modules:
+                for tensor, formula in module.examples(_leaf_maker()):
+                    table[tensor._backward.__code__] = formula
+        found = list(_found_closures())
+        for module in modules:
+            found.extend(getattr(module, "found", tuple)())
+        for function, name, formula in found:
             for code in _closures(function, name):
-                _TABLE[code] = formula
+                table[code] = formula
+        _TABLE.update(table)
     return _TABLE
