@@ -5,7 +5,10 @@ result has shape input.shape + (embedding_dim,).
 The gradient of the table adds the gradient of each looked-up row back into the row it came
 from (a scatter-add: an index that occurs several times collects the sum of its rows'
 gradients). The row `padding_idx`, if given, gets no gradient, so that it stays as it is
-(nn.Embedding initialises it to zeros: a padding token then embeds to a zero vector).
+(nn.Embedding initialises it to zeros: a padding token then embeds to a zero vector). With
+scale_grad_by_freq, each row's gradient is divided by the number of times its index occurs in
+input (the frequency of a word in the mini-batch), so that frequent words do not take
+larger steps than rare ones.
 
 With max_norm, the rows that input names are first scaled down in place, in the weight
 itself, to a norm of at most max_norm (embedding_renorm_), outside autograd, as torch does:
@@ -23,7 +26,7 @@ from pyrt.spatial import _check_tensors
 __all__ = ["embedding"]
 
 # PyTorch's options that pyrt does not implement, with the values that turn them off
-UNSUPPORTED = (("scale_grad_by_freq", False), ("sparse", False))
+UNSUPPORTED = (("sparse", False),)
 
 
 def check_supported(op, max_norm=None, norm_type=2.0, **options):
@@ -58,9 +61,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     [0, num_embeddings) is an IndexError on the CPU and gives a row of nan on the GPU (which
     would otherwise wait for the device to check it), as cross_entropy's labels do; such a
     row passes no gradient. With `max_norm`, the rows looked up are first scaled down in
-    place in `weight` to a `norm_type`-norm of at most max_norm (see the module's text)."""
-    check_supported("embedding", max_norm, norm_type, scale_grad_by_freq=scale_grad_by_freq,
-                    sparse=sparse)
+    place in `weight` to a `norm_type`-norm of at most max_norm; with `scale_grad_by_freq`,
+    each row's gradient is divided by the count of its index in input (see the module's
+    text)."""
+    check_supported("embedding", max_norm, norm_type, sparse=sparse)
     _check_tensors("embedding", input=input, weight=weight)
     as_f32, as_i64 = _backend_checks(weight._data)
     if weight._data.ndim != 2:
@@ -97,6 +101,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             import cupyx
 
             cupyx.scatter_add(grad, flat, rows_g * inside.reshape(-1, 1))
+        if scale_grad_by_freq:
+            # every occurrence of a row added its gradient: dividing the sum by their count
+            # scales each by 1 / count (an index outside the table counts for nothing)
+            counts = (np.bincount(flat, minlength=rows) if xp is np else
+                      xp.bincount(flat, weights=inside.reshape(-1), minlength=rows))
+            grad /= xp.maximum(counts, 1).astype(np.float32)[:, None]
         if padding_idx is not None:
             grad[padding_idx] = 0
         return (grad,)

@@ -25,7 +25,9 @@ wins, a NaN first in its bag stays, and a later NaN never takes over; the kernel
 entry of each output element's maximum.
 
 The gradient of weight adds each output row's gradient back into the rows its bag read, times
-the entry's weight for per_sample_weights or 1 / (bag size) for a mean; for "max" each output
+the entry's weight for per_sample_weights or 1 / (bag size) for a mean (and, with
+scale_grad_by_freq, 1 / the count of the entry's index in input: the row's sum is divided by
+it); for "max" each output
 element's gradient goes to the one element that gave the maximum. The kernel does it in
 parallel blocks of columns, the entries in order, so the sums are the same at any thread
 count. The gradient of per_sample_weights at an entry is the dot product of its bag's output
@@ -58,17 +60,25 @@ def check_mode(mode):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
 
 
+def check_freq_mode(scale_grad_by_freq, mode):
+    """PyTorch's ValueError for scale_grad_by_freq in mode "max"."""
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
     """One row per bag, [B, embedding_dim]: the sum, mean or maximum (`mode`) of the rows of
     `weight` [num_embeddings, embedding_dim] at the indices of each bag of `input` (see the
     module's docstring for the bags). `per_sample_weights`, of input's shape, scales each
-    index's row (mode "sum" only). A 2-D input with no columns gives B empty bags (zeros),
-    where PyTorch fails. With `max_norm`, the rows input names are first scaled down in
-    place in `weight` to a `norm_type`-norm of at most max_norm (see the module's text)."""
-    check_supported("embedding_bag", max_norm, norm_type,
-                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    index's row (mode "sum" only). With `scale_grad_by_freq` (modes "sum" and "mean"),
+    each row's gradient is divided by the count of its index among all of input's entries
+    (padding and entries after the last bag included, as torch counts them). A 2-D input
+    with no columns gives B empty bags (zeros), where PyTorch fails. With `max_norm`, the
+    rows input names are first scaled down in place in `weight` to a `norm_type`-norm of at
+    most max_norm (see the module's text)."""
+    check_supported("embedding_bag", max_norm, norm_type, sparse=sparse)
     _check_tensors("embedding_bag", input=input, weight=weight, offsets=offsets,
                    per_sample_weights=per_sample_weights)
     _check_on_cpu(input=input, weight=weight, offsets=offsets,
@@ -82,6 +92,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                          f"{weight._data.ndim}")
     _check_bag_layout(input, offsets)
     check_mode(mode)
+    check_freq_mode(scale_grad_by_freq, mode)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' "
@@ -95,6 +106,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         renorm_rows(weight, np.unique(named), max_norm, norm_type)
         table = as_f32(weight._data, "weight")  # the scaled rows (copied if weight is strided)
     index, bounds, num_bags = _bags(as_i64(input._data, "input"), offsets, include_last_offset)
+    counts = None
+    if scale_grad_by_freq:
+        every = as_i64(input._data, "input").reshape(-1)  # every entry, in a bag or not
+        _check_indices(every, rows)
+        counts = np.bincount(every, minlength=rows)
 
     # the entries that count, and the bags' bounds among them; where a gradient is recorded,
     # a copy, so that a later write to the input cannot move it (the kernel checks the
@@ -139,6 +155,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                 fptr(g), rows, dim, iptr(index), iptr(bounds), num_bags,
                 _NULL if share is None else fptr(share), _NULL if top is None else iptr(top),
                 fptr(grad_weight)), "embedding_bag backward")
+            if scale_grad_by_freq:
+                # each row got the sum of its entries' gradients: divided by their count
+                grad_weight /= np.maximum(counts, 1).astype(F32)[:, None]
         if per_sample_weights is not None and per_sample_weights._requires_grad:
             grad_scale = np.zeros(per_sample_weights.shape, F32)
             entries = np.einsum("ij,ij->i", g[bag], table[index])

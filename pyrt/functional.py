@@ -109,6 +109,7 @@ __all__ = [
     "leaky_relu",
     "leaky_relu_",
     "linear",
+    "linear_cross_entropy",
     "local_response_norm",
     "log",
     "log1p",
@@ -1233,6 +1234,7 @@ from pyrt.group_norm import group_norm, instance_norm  # noqa: E402
 from pyrt.gumbel import gumbel_softmax  # noqa: E402
 from pyrt.interpolate import interpolate  # noqa: E402
 from pyrt.layer_norm import layer_norm  # noqa: E402
+from pyrt.linear_cross_entropy import linear_cross_entropy  # noqa: E402
 from pyrt.loss_functions import (  # noqa: E402
     binary_cross_entropy,
     cosine_embedding_loss,

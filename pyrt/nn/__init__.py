@@ -1,6 +1,7 @@
 """Neural-network building blocks with PyTorch's names: Module, Parameter, layers, losses and
 ``pyrt.nn.init``."""
 
+from pyrt.linear_cross_entropy import LinearCrossEntropyOptions
 from pyrt.nn import functional, grad, init, utils
 from pyrt.nn.activations import (
     CELU,
@@ -98,6 +99,7 @@ from pyrt.nn.losses import (
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    LinearCrossEntropyLoss,
     MarginRankingLoss,
     MSELoss,
     MultiLabelMarginLoss,
@@ -249,6 +251,8 @@ __all__ = [
     "LazyLinear",
     "LeakyReLU",
     "Linear",
+    "LinearCrossEntropyLoss",
+    "LinearCrossEntropyOptions",
     "LocalResponseNorm",
     "LogSigmoid",
     "LogSoftmax",

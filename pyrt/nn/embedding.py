@@ -28,7 +28,9 @@ class Embedding(Module):
     pyrt.nn.init draws); an integer input of any shape gives input.shape + (embedding_dim,).
     The row padding_idx (negative: counted from the end) starts at zeros and gets no
     gradient. With max_norm, each forward first scales the rows it looks up, in the weight
-    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding).
+    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding). With
+    scale_grad_by_freq, each row's gradient is divided by the count of its index in the
+    input.
     `_weight` (a table of that shape, shared, padding row kept as it is) replaces the drawn
     one; `_freeze` turns its gradient off (see from_pretrained)."""
     _tensor_input = True
@@ -37,8 +39,7 @@ class Embedding(Module):
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False):
         super().__init__()
-        E.check_supported("Embedding", max_norm, norm_type,
-                          scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+        E.check_supported("Embedding", max_norm, norm_type, sparse=sparse)
         self.num_embeddings = _size(num_embeddings, "num_embeddings")
         self.embedding_dim = _size(embedding_dim, "embedding_dim")
         self.padding_idx = E.padding_index(padding_idx, self.num_embeddings)
@@ -78,7 +79,7 @@ class Embedding(Module):
 
     def forward(self, input):
         return E.embedding(input, self._parameters["weight"], self.padding_idx, self.max_norm,
-                           self.norm_type)
+                           self.norm_type, self.scale_grad_by_freq)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -88,4 +89,6 @@ class Embedding(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         return s

@@ -5,7 +5,7 @@ indices and reduced to one vector per bag by their sum, mean or maximum
 import numpy as np
 
 from pyrt import embedding as E
-from pyrt.embedding_bag import check_mode, embedding_bag
+from pyrt.embedding_bag import check_freq_mode, check_mode, embedding_bag
 from pyrt.nn import init
 from pyrt.nn.embedding import _size
 from pyrt.nn.module import Module
@@ -23,16 +23,18 @@ class EmbeddingBag(Module):
     boundaries with include_last_offset). The row padding_idx (negative: counted from the
     end) starts at zeros unless `_weight` is given, and its entries are left out of their
     bags. With max_norm, each forward first scales the rows its input names, in the weight
-    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding_bag)."""
+    itself, to a norm_type-norm of at most max_norm (as torch: see pyrt.embedding_bag). With
+    scale_grad_by_freq (modes "sum" and "mean"), each row's gradient is divided by the count
+    of its index in the input."""
     _tensor_input = True
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
                  include_last_offset=False, padding_idx=None):
         super().__init__()
-        E.check_supported("EmbeddingBag", max_norm, norm_type,
-                          scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+        E.check_supported("EmbeddingBag", max_norm, norm_type, sparse=sparse)
         check_mode(mode)
+        check_freq_mode(scale_grad_by_freq, mode)
         self.num_embeddings = _size(num_embeddings, "num_embeddings")
         self.embedding_dim = _size(embedding_dim, "embedding_dim")
         self.max_norm = max_norm
@@ -88,6 +90,8 @@ class EmbeddingBag(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

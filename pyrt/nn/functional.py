@@ -81,6 +81,7 @@ from pyrt.group_norm import group_norm, instance_norm
 from pyrt.gumbel import gumbel_softmax
 from pyrt.interpolate import interpolate
 from pyrt.layer_norm import layer_norm
+from pyrt.linear_cross_entropy import linear_cross_entropy
 from pyrt.loss_functions import (
     binary_cross_entropy,
     cosine_embedding_loss,
@@ -155,7 +156,8 @@ __all__ = [
     "fractional_max_pool3d_with_indices", "gaussian_nll_loss", "gelu", "glu", "grid_sample",
     "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
     "hardtanh_", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",
-    "l1_loss", "layer_norm", "leaky_relu", "leaky_relu_", "linear", "local_response_norm",
+    "l1_loss", "layer_norm", "leaky_relu", "leaky_relu_", "linear", "linear_cross_entropy",
+    "local_response_norm",
     "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d", "lp_pool3d", "margin_ranking_loss",
     "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
     "max_pool3d", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d",

@@ -5,6 +5,7 @@ deprecated size_average and reduce arguments are left out: reduction is keyword-
 they would come before it (their bases, pyrt.nn.loss_base's, take them for ported
 subclasses)."""
 
+import math
 import numbers
 
 from pyrt import functional as F
@@ -12,13 +13,15 @@ from pyrt import loss_functions as LF
 from pyrt.class_losses import _check_smoothing
 from pyrt.ctc import ctc_loss
 from pyrt.functional import _real_number
+from pyrt.linear_cross_entropy import linear_cross_entropy
+from pyrt.nn.layers import Linear
 from pyrt.nn.loss_base import _Loss, _WeightedLoss
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
            "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
-           "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
-           "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss", "SmoothL1Loss", "SoftMarginLoss",
-           "TripletMarginLoss"]
+           "LinearCrossEntropyLoss", "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+           "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss",
+           "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss"]
 
 
 class _ClassLoss(_WeightedLoss):
@@ -300,3 +303,54 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
                         self.reduction, self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross-entropy of the logits of a linear layer it holds, ``self.linear`` (in_features
+    to num_classes * prod(out_features), no bias unless `bias`), against target
+    (F.linear_cross_entropy): input [in_features] or [N, in_features]; target class indices
+    ([], [N] or [N, *out_features]) or class probabilities ([C] or [N, C, *out_features]).
+    `weight` (C floats), `ignore_index` (None: -100 for class indices), `reduction` and
+    `label_smoothing` are CrossEntropyLoss's; `options` is accepted and the reference path
+    computed (pyrt/linear_cross_entropy.py)."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None,
+                 dtype=None, reduction="mean", weight=None, ignore_index=None,
+                 label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = tuple(out_features)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.options = options
+        # the weight [C, *out_features, in] is kept flat, as Linear's [C * prod, in], and
+        # reshaped in forward (as PyTorch keeps it)
+        self.linear = Linear(in_features, math.prod(self.out_features, start=num_classes),
+                             bias=bias)
+        if dtype is not None:
+            self.linear.type(dtype)
+        if device is not None:
+            self.to(device)
+
+    def forward(self, input, target):
+        linear = self.linear
+        weight = linear.weight.reshape(self.num_classes, *self.out_features,
+                                       linear.in_features)
+        bias = (None if linear.bias is None
+                else linear.bias.reshape(self.num_classes, *self.out_features))
+        return linear_cross_entropy(input, weight, target, linear_bias=bias,
+                                    weight=self._buffers["weight"], reduction=self.reduction,
+                                    ignore_index=self.ignore_index,
+                                    label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -10,12 +10,13 @@ registered with ``persistent=False``, is saved in ``state_dict()``.
 
 import functools
 import itertools
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 
 from pyrt.autograd import is_grad_enabled, reset_grads
-from pyrt.nn import state_loading
+from pyrt.nn import global_hooks, state_loading
 from pyrt.nn.backward_hooks import BackwardHook, attach_legacy_hooks
 from pyrt.nn.buffer import Buffer
 from pyrt.nn.parameter import Parameter
@@ -104,6 +105,8 @@ class Module:
         # a module pickled by an older pyrt has no buffers
         state.setdefault("_buffers", OrderedDict())
         state.setdefault("_non_persistent_buffers_set", set())
+        if state.get("_hooked") is False:
+            del state["_hooked"]  # (older pyrt kept it): it would hide a global hook's flag
         self.__dict__.update(state)
 
     def forward(self, *args, **kwargs):
@@ -114,8 +117,9 @@ class Module:
     # attribute of something else (None, a number, an array), the error says so instead
     _tensor_input = False
 
-    # whether forward or backward hooks are registered on this module (an instance attribute
-    # then): the one attribute a plain call reads beyond forward
+    # whether forward or backward hooks are registered on this module (True on the instance
+    # then) or on every module (True on the class: pyrt/nn/global_hooks.py): the one attribute
+    # a plain call reads beyond forward
     _hooked = False
 
     def __call__(self, *args, **kwargs):
@@ -160,52 +164,90 @@ class Module:
 
     def _hooks_changed(self):
         d = self.__dict__
-        object.__setattr__(self, "_hooked", any(d.get(kind) for kind in _CALL_HOOKS))
+        if any(d.get(kind) for kind in _CALL_HOOKS):
+            object.__setattr__(self, "_hooked", True)
+        else:
+            d.pop("_hooked", None)  # the class's flag again, True while a global hook exists
         # Sequential calls the kernels of its fused steps, not their modules: a hooked module
         # must be called, so Sequential plans its steps again
         FORWARD_PATCHES[0] += 1
 
     def _call_with_hooks(self, args, kwargs):
-        """A call with hooks, in PyTorch's order: forward pre-hooks; the input node of the
-        backward hooks; forward; forward hooks; the output node of the backward hooks; the
-        deprecated backward hooks on the op that made the output."""
+        """A call with hooks, in PyTorch's order: forward pre-hooks (the global ones first);
+        the input node of the backward hooks; forward; forward hooks (the global ones
+        first); the output node of the backward hooks; the deprecated backward hooks on the
+        op that made the output. When the call raises, the global forward hooks registered
+        with always_call that have not run yet run before the error goes on."""
         d = self.__dict__
-        backward_hooks = list(d.get("_backward_hooks", {}).values())
-        backward_pre_hooks = list(d.get("_backward_pre_hooks", {}).values())
-        full = backward_hooks if d.get("_is_full_backward_hook") else []
-        legacy = backward_hooks if not full else []
-        for hook, with_kwargs in list(d.get("_forward_pre_hooks", {}).values()):
-            if with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {result!r}.")
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        backward_hook = None
-        if full or backward_pre_hooks:
-            backward_hook = BackwardHook(self, full, backward_pre_hooks)
-            args = backward_hook.setup_input_hook(args)
+        own_full = d.get("_is_full_backward_hook")
+        own_backward = list(d.get("_backward_hooks", {}).values())
+        every_backward = list(global_hooks.BACKWARD_HOOKS.values())
+        every_full = global_hooks.IS_FULL_BACKWARD_HOOK[0]
+        full = (every_backward if every_full else []) + (own_backward if own_full else [])
+        legacy = ((every_backward if every_full is False else [])
+                  + (own_backward if own_full is False else []))
+        backward_pre_hooks = (list(global_hooks.BACKWARD_PRE_HOOKS.values())
+                              + list(d.get("_backward_pre_hooks", {}).values()))
+        output = None
+        ran = set()  # ids of the global forward hooks that have run (always_call)
         try:
-            output = self.forward(*args, **kwargs)
-        except AttributeError:
-            if self._tensor_input:
-                _check_tensor_input(self, args, kwargs)
+            for hook, with_kwargs in (*global_hooks.FORWARD_PRE_HOOKS.values(),
+                                      *d.get("_forward_pre_hooks", {}).values()):
+                if with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple "
+                                               f"of (new_args, new_kwargs), but got "
+                                               f"{result!r}.")
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+            backward_hook = None
+            if full or backward_pre_hooks:
+                backward_hook = BackwardHook(self, full, backward_pre_hooks)
+                args = backward_hook.setup_input_hook(args)
+            try:
+                output = self.forward(*args, **kwargs)
+            except AttributeError:
+                if self._tensor_input:
+                    _check_tensor_input(self, args, kwargs)
+                raise
+            for hook_id, (hook, with_kwargs) in (*global_hooks.FORWARD_HOOKS.items(),
+                                                 *d.get("_forward_hooks", {}).items()):
+                ran.add(hook_id)
+                result = (hook(self, args, kwargs, output) if with_kwargs
+                          else hook(self, args, output))
+                if result is not None:
+                    output = result
+            if backward_hook is not None:
+                output = backward_hook.setup_output_hook(output)
+            if legacy and is_grad_enabled():
+                attach_legacy_hooks(self, legacy, output)
+        except Exception:
+            if global_hooks.ALWAYS_CALLED:
+                self._always_called_hooks(args, kwargs, output, ran)
             raise
-        for hook, with_kwargs in list(d.get("_forward_hooks", {}).values()):
-            result = (hook(self, args, kwargs, output) if with_kwargs
-                      else hook(self, args, output))
+        return output
+
+    def _always_called_hooks(self, args, kwargs, output, ran):
+        """The global forward hooks with always_call that a failed call did not reach, each
+        error of theirs a warning, as the call's error is the one that goes on."""
+        for hook_id, (hook, with_kwargs) in list(global_hooks.FORWARD_HOOKS.items()):
+            if hook_id not in global_hooks.ALWAYS_CALLED or hook_id in ran:
+                continue
+            try:
+                result = (hook(self, args, kwargs, output) if with_kwargs
+                          else hook(self, args, output))
+            except Exception as e:  # noqa: BLE001 (the call's own error is raised after)
+                warnings.warn("global module forward hook with ``always_call=True`` raised an "
+                              f"exception that was silenced as another error was raised in "
+                              f"forward: {e}", stacklevel=3)
+                continue
             if result is not None:
                 output = result
-        if backward_hook is not None:
-            output = backward_hook.setup_output_hook(output)
-        if legacy and is_grad_enabled():
-            attach_legacy_hooks(self, legacy, output)
-        return output
 
     # ---- backward hooks (pyrt/nn/backward_hooks.py) ------------------------------------------
 
@@ -268,6 +310,11 @@ class Module:
         if value is not None and not isinstance(value, cls):
             raise TypeError(f"cannot assign {type(value).__name__!r} object to {kind} "
                             f"{name!r} ({expected} or None required)")
+        # the global registration hooks see every buffer, and every parameter but None
+        hooks = (global_hooks.BUFFER_REGISTRATION_HOOKS if store == "_buffers"
+                 else global_hooks.PARAMETER_REGISTRATION_HOOKS if value is not None else None)
+        if hooks:
+            value = global_hooks.registered(hooks, self, name, value)
         self._forget(name, keep=own)
         own[name] = value
 
@@ -278,6 +325,9 @@ class Module:
         self._check_name(name, "module", self._modules)
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if global_hooks.MODULE_REGISTRATION_HOOKS:
+            module = global_hooks.registered(global_hooks.MODULE_REGISTRATION_HOOKS, self, name,
+                                             module)
         self._forget(name, keep=self._modules)
         self._modules[name] = module
 
@@ -311,6 +361,9 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
+            if global_hooks.PARAMETER_REGISTRATION_HOOKS:
+                value = global_hooks.registered(global_hooks.PARAMETER_REGISTRATION_HOOKS, self,
+                                                name, value)
             self._forget(name, keep=params)
             params[name] = value
         elif params is not None and name in params:
@@ -322,12 +375,18 @@ class Module:
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep=modules)
+            if global_hooks.MODULE_REGISTRATION_HOOKS:
+                value = global_hooks.registered(global_hooks.MODULE_REGISTRATION_HOOKS, self,
+                                                name, value)
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__!r} as child module "
                                 f"{name!r} (pyrt.nn.Module or None expected)")
-            modules[name] = None
+            if global_hooks.MODULE_REGISTRATION_HOOKS:
+                value = global_hooks.registered(global_hooks.MODULE_REGISTRATION_HOOKS, self,
+                                                name, value)
+            modules[name] = value
         elif isinstance(value, Buffer):
             # an nn.Buffer registers itself, persistent or not as it says
             self.__dict__.pop(name, None)
@@ -336,6 +395,9 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign {type(value).__name__!r} as buffer {name!r} "
                                 "(pyrt.Tensor or None expected)")
+            if global_hooks.BUFFER_REGISTRATION_HOOKS:
+                value = global_hooks.registered(global_hooks.BUFFER_REGISTRATION_HOOKS, self,
+                                                name, value)
             self._buffers[name] = value
         else:
             if name == "forward":

@@ -37,4 +37,5 @@ from pyrt.nn.modules import (  # noqa: F401  (the submodules, as torch.nn.module
 __all__ = sorted(name for name, value in vars(_nn).items()
                  if isinstance(value, type) and issubclass(value, _Module)
                  and not name.startswith("_") and name != "DataParallel")
+__all__ += ["LinearCrossEntropyOptions"]  # (not a Module: torch lists it beside its loss)
 globals().update({name: getattr(_nn, name) for name in __all__})
