@@ -602,7 +602,8 @@ def _found_closures():
 # modules with the formulas of further op families, each with examples(leaf) and, where
 # some closures are found by name, found(); their activations and floating functions join
 # the tables above
-FORMULA_MODULES = ("pyrt.double_backward_conv", "pyrt.double_backward_norm",
+FORMULA_MODULES = ("pyrt.double_backward_conv", "pyrt.double_backward_losses",
+                   "pyrt.double_backward_norm", "pyrt.double_backward_ops",
                    "pyrt.double_backward_pointwise", "pyrt.double_backward_reductions")
 
 _TABLE = {}

@@ -1,5 +1,5 @@
 """Differentiable backward formulas of reductions, scans and gathers: max and min (whole,
-along a dim, over dims), amax and amin, prod, logsumexp, std, cumsum, index_select and
+along a dim, over dims), amax and amin, logsumexp, std, cumsum, index_select and
 gather, and the difference losses l1_loss, smooth_l1_loss and huber_loss. pyrt.double_backward
 registers them; its docstring says how formulas are found and what they return.
 
@@ -51,17 +51,6 @@ def _extreme(node, g, env):
     ties = xd == out.reshape(kept)
     with_ties = ties / ties.sum(axis=axis, keepdims=True, dtype=xp.float32)
     return (_spread(g, xd.shape, axis, with_ties),)
-
-
-def _prod(node, g, env):
-    """The product of the others, out / x: exact, with its own derivatives, where no element
-    is 0; a 0 in x is refused (the product of the others then needs running products)."""
-    xd, axis = env["xd"], env["axis"]
-    if not F._xp(xd).all(xd != 0):
-        _refuse("ProdBackward0", " at an input holding zeros")
-    (x,) = node._parents
-    prod = _expand_reduced(node, xd.shape, axis)
-    return (F.div(F.mul(_expand_reduced(g, xd.shape, axis), prod), x),)
 
 
 def _logsumexp(node, g, env):
@@ -141,7 +130,11 @@ def _element_losses(node, ge, backward):
     """The gradients of input and target from ge, the gradient of each element's loss, for a
     difference loss's backward closure; other losses are refused by name."""
     from pyrt.double_backward import op_name
+    from pyrt.double_backward_losses import ELEMENT_LOSSES
 
+    owner = ELEMENT_LOSSES.get(backward.__qualname__.split(".")[0])
+    if owner is not None:
+        return owner(node, ge, backward)
     slope = closure_vars(backward).get("slope")
     name = slope.__qualname__.split(".")[0] if slope is not None else None
     if name not in _SLOPES:
@@ -171,7 +164,6 @@ def examples(leaf):
     indices = F._tensor()(F._xp(x._data).asarray([[0], [1], [2]]))
     yield F.max(x, 1), _max
     yield reductions.amax(x, 1), _extreme
-    yield reductions.prod(x, 1), _prod
     yield reductions.logsumexp(x, 1), _logsumexp
     yield x.std(), _std
     yield reductions.cumsum(x, 1), _cumsum
