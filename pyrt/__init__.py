@@ -73,6 +73,7 @@ from pyrt.legacy_types import (
 from pyrt.ops._memory import empty_cache
 from pyrt.serialization import load, save
 from pyrt.shapes import cat, stack
+from pyrt.storage import TypedStorage, UntypedStorage, is_storage
 from pyrt.tensor import (
     Tensor,
     arange,
@@ -112,6 +113,8 @@ __all__ = [
     "LongTensor",
     "ShortTensor",
     "Tensor",
+    "TypedStorage",
+    "UntypedStorage",
     "amp",
     "arange",
     "autocast",
@@ -139,6 +142,7 @@ __all__ = [
     "int64",
     "is_autocast_enabled",
     "is_grad_enabled",
+    "is_storage",
     "linalg",
     "linspace",
     "load",

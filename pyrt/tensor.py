@@ -2820,6 +2820,62 @@ class Tensor:
 
         return as_strided_scatter(self, src, size, stride, storage_offset)
 
+    # ---- storage and the last PyTorch odds ----------------------------------------------------
+
+    def untyped_storage(self):
+        from pyrt import storage
+        return storage.untyped_storage(self)
+
+    def storage(self):
+        from pyrt import storage
+        return storage.typed_storage(self)
+
+    def set_(self, source=None, storage_offset=0, size=None, stride=None):
+        from pyrt import tensor_memory
+        return tensor_memory.set_(self, source, storage_offset, size, stride)
+
+    def is_set_to(self, tensor):
+        from pyrt import tensor_memory
+        return tensor_memory.is_set_to(self, _other_tensor(tensor, "is_set_to"))
+
+    def resize(self, *sizes):
+        from pyrt import tensor_memory
+        return tensor_memory.resize(self, sizes)
+
+    def resize_as(self, tensor):
+        from pyrt import tensor_memory
+        return tensor_memory.resize_as(self, tensor)
+
+    def dim_order(self, *, ambiguity_check=False):
+        from pyrt import tensor_memory
+        return tensor_memory.dim_order(self, ambiguity_check)
+
+    def as_subclass(self, cls):
+        from pyrt import tensor_memory
+        return tensor_memory.as_subclass(self, cls)
+
+    def module_load(self, other, assign=False):
+        from pyrt import tensor_memory
+        return tensor_memory.module_load(self, other, assign)
+
+    def record_stream(self, stream):
+        from pyrt import tensor_memory
+        return tensor_memory.record_stream(self, stream)
+
+    def angle(self):
+        from pyrt import real_parts
+        return real_parts.angle(self)
+
+    def conj_physical(self):
+        return self
+
+    def conj_physical_(self):
+        return self
+
+    def nonzero_static(self, *, size, fill_value=-1):
+        from pyrt import real_parts
+        return real_parts.nonzero_static(self, size=size, fill_value=fill_value)
+
 # ---- creation --------------------------------------------------------------------------------
 
 

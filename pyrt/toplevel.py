@@ -851,3 +851,50 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     from pyrt.func import vmap as func_vmap
 
     return func_vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size)
+
+# ---- copies of views, native_* forms, segment reductions, storage odds ---------------------
+
+from pyrt.copy_ops import (  # noqa: E402
+    alias_copy,
+    as_strided_copy,
+    detach_copy,
+    diagonal_copy,
+    expand_copy,
+    permute_copy,
+    select_copy,
+    slice_copy,
+    split_copy,
+    split_with_sizes_copy,
+    squeeze_copy,
+    t_copy,
+    transpose_copy,
+    unbind_copy,
+    unfold_copy,
+    unsqueeze_copy,
+    view_copy,
+)
+from pyrt.native_ops import (  # noqa: E402
+    constant_pad_nd,
+    native_batch_norm,
+    native_channel_shuffle,
+    native_dropout,
+    native_group_norm,
+    native_layer_norm,
+    native_norm,
+)
+from pyrt.real_parts import angle, conj_physical, conj_physical_, nonzero_static  # noqa: E402
+from pyrt.segment_reduce import segment_reduce  # noqa: E402
+from pyrt.tensor_memory import empty_permuted, from_file  # noqa: E402
+
+__all__ += [
+    "alias_copy", "angle", "as_strided_copy", "conj_physical", "conj_physical_",
+    "constant_pad_nd", "detach_copy", "diagonal_copy", "empty_permuted", "expand_copy",
+    "from_file", "get_device", "is_inference", "native_batch_norm", "native_channel_shuffle",
+    "native_dropout", "native_group_norm", "native_layer_norm", "native_norm",
+    "nonzero_static", "permute_copy", "segment_reduce", "select_copy", "slice_copy",
+    "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy", "transpose_copy",
+    "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy",
+]
+
+get_device = _method("get_device")
+is_inference = _method("is_inference")
