@@ -35,6 +35,10 @@ from pyrt.ops._checks import F32
 
 __all__ = ["formula_for", "op_name"]
 
+# the key of a formula's env under which formula_for puts the closure itself (not a name a
+# closure's variable can have)
+CLOSURE = "<closure>"
+
 
 def closure_vars(fn):
     """The variables a closure reads from its enclosing function, by name (cells not yet
@@ -76,6 +80,7 @@ def formula_for(fn):
         where = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
         _refuse(op_name(fn), f" ({where.strip('.') or type(fn).__name__})")
     env = closure_vars(fn)
+    env[CLOSURE] = fn  # for formulas that apply the closure itself (linear ops)
     return lambda node, g: formula(node, g, env)
 
 
@@ -604,7 +609,8 @@ def _found_closures():
 # the tables above
 FORMULA_MODULES = ("pyrt.double_backward_conv", "pyrt.double_backward_losses",
                    "pyrt.double_backward_norm", "pyrt.double_backward_ops",
-                   "pyrt.double_backward_pointwise", "pyrt.double_backward_reductions")
+                   "pyrt.double_backward_pointwise", "pyrt.double_backward_reductions",
+                   "pyrt.double_backward_shapes")
 
 _TABLE = {}
 
