@@ -19,6 +19,13 @@ from pyrt import func as pfunc
 from pyrt.autograd import Function, gradgradcheck
 from pyrt.autograd import functional as AF
 from pyrt.gradcheck import GradcheckError
+from tests.higher_order_checks import (
+    check_against_differences,
+    check_against_torch,
+    close,
+    pyrt_gradients,
+    torch_gradients,
+)
 
 try:
     import torch
@@ -83,59 +90,15 @@ def _inputs(seed):
     return [rng.uniform(0.5, 2.0, SHAPE).astype(np.float32) for _ in range(2)]
 
 
-def _pyrt_gradients(f, arrays, vs):
-    """(the first gradients, the Hessian of f times vs) by grad with create_graph."""
-    xs = [pyrt.tensor(a, requires_grad=True) for a in arrays]
-    grads = autograd.grad(f(pyrt, *xs), xs, create_graph=True)
-    assert all(g.requires_grad for g in grads)
-    s = sum(((g * pyrt.tensor(v)).sum() for g, v in zip(grads, vs)), pyrt.tensor(0.0))
-    second = autograd.grad(s, xs, allow_unused=True, materialize_grads=True)
-    return [g.detach().numpy() for g in grads], [h.detach().numpy() for h in second]
-
-
-def _torch_gradients(f, arrays, vs):
-    xs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    grads = torch.autograd.grad(f(torch, *xs), xs, create_graph=True)
-    s = sum((g * torch.tensor(v, dtype=torch.float64)).sum() for g, v in zip(grads, vs))
-    second = torch.autograd.grad(s, xs, allow_unused=True, materialize_grads=True)
-    return [g.detach().numpy() for g in grads], [h.detach().numpy() for h in second]
-
-
-def _plain_gradients(f, arrays):
-    """The first gradients by the ordinary backward pass."""
-    xs = [pyrt.tensor(a, requires_grad=True) for a in arrays]
-    f(pyrt, *xs).backward()
-    return [x.grad.detach().numpy().astype(np.float64) for x in xs]
-
-
-def _close(actual, expected, tol):
-    for a, e in zip(actual, expected):
-        scale = max(1.0, float(np.abs(e).max()))
-        np.testing.assert_allclose(a, e, rtol=tol, atol=tol * scale)
-
-
 @needs_torch
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_match_torch(name):
-    arrays, vs = _inputs(1), _inputs(2)
-    first, second = _pyrt_gradients(CASES[name], arrays, vs)
-    t_first, t_second = _torch_gradients(CASES[name], arrays, vs)
-    _close(first, t_first, 1e-4)
-    _close(second, t_second, 1e-4)
+    check_against_torch(CASES[name], _inputs, tol=(1e-4, 1e-4))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_match_finite_differences(name):
-    """H v = (grad(x + eps v) - grad(x - eps v)) / 2 eps, from the ordinary backward; and
-    the recorded first gradient equals the ordinary one."""
-    f = CASES[name]
-    arrays, vs = _inputs(3), _inputs(4)
-    first, second = _pyrt_gradients(f, arrays, vs)
-    _close(first, _plain_gradients(f, arrays), 1e-5)
-    eps = 1e-2
-    plus = _plain_gradients(f, [a + eps * v for a, v in zip(arrays, vs)])
-    minus = _plain_gradients(f, [a - eps * v for a, v in zip(arrays, vs)])
-    _close(second, [(p - m) / (2 * eps) for p, m in zip(plus, minus)], 2e-2)
+    check_against_differences(CASES[name], _inputs, eps=1e-2, tol=2e-2)
 
 
 def test_third_and_fourth_derivatives_numpy():
@@ -237,16 +200,16 @@ def test_hessian_hvp_vhp_match_torch():
     for i in range(2):
         for j in range(2):
             assert hess[i][j].shape == SHAPE + SHAPE
-            _close([hess[i][j].detach().numpy()], [ref_hess[i][j].detach().numpy()], 1e-4)
+            close([hess[i][j].detach().numpy()], [ref_hess[i][j].detach().numpy()], 1e-4)
     for mine_fn, ref_fn in ((AF.vhp, TF.vhp), (AF.hvp, TF.hvp)):
         value, product = mine_fn(f, mine_in, tuple(pyrt.tensor(t) for t in v))
         ref_value, ref_product = ref_fn(g, ref_in, ref_v)
-        _close([value.detach().numpy()], [ref_value.detach().numpy()], 1e-5)
-        _close([p.detach().numpy() for p in product], [p.numpy() for p in ref_product], 1e-4)
+        close([value.detach().numpy()], [ref_value.detach().numpy()], 1e-5)
+        close([p.detach().numpy() for p in product], [p.numpy() for p in ref_product], 1e-4)
         assert not product[0].requires_grad
     single = AF.hessian(lambda x: (x ** 3).sum(), pyrt.tensor(a[0]))
     ref_single = TF.hessian(lambda x: (x ** 3).sum(), ref_in[0][0])
-    _close([single.detach().numpy()], [ref_single.numpy()], 1e-5)
+    close([single.detach().numpy()], [ref_single.numpy()], 1e-5)
 
 
 def test_hessian_numpy_reference_and_create_graph():
@@ -297,19 +260,19 @@ def test_func_hessian_and_nested_transforms_match_torch():
         return (x.sin() * x.exp()).sum() + (x[0] * x[1:]).sum()
 
     ref_x = torch.tensor(a, dtype=torch.float64)
-    _close([pfunc.hessian(f)(pyrt.tensor(a)).detach().numpy()],
+    close([pfunc.hessian(f)(pyrt.tensor(a)).detach().numpy()],
            [tfunc.hessian(f)(ref_x).numpy()], 1e-4)
 
     def g(x):
         return x.tanh() * x[0]
 
-    _close([pfunc.jacfwd(pfunc.jacrev(g))(pyrt.tensor(a)).detach().numpy()],
+    close([pfunc.jacfwd(pfunc.jacrev(g))(pyrt.tensor(a)).detach().numpy()],
            [tfunc.jacfwd(tfunc.jacrev(g))(ref_x).detach().numpy()], 1e-4)
 
     def h(x):
         return (x ** 3).sum()
 
-    _close([pfunc.grad(lambda x: pfunc.grad(h)(x).sin().sum())(pyrt.tensor(a)).numpy()],
+    close([pfunc.grad(lambda x: pfunc.grad(h)(x).sin().sum())(pyrt.tensor(a)).numpy()],
            [tfunc.grad(lambda x: tfunc.grad(h)(x).sin().sum())(ref_x).detach().numpy()], 1e-5)
 
 
@@ -462,7 +425,7 @@ def test_composite_second_derivatives_over_shapes(rows, cols, seed):
         z = (x @ y.T).tanh() + x.sum(1, keepdim=True)
         return (z.norm(2, dim=0) ** 2).sum() + (_nnf(L).log_softmax(x * y, 1) * y).mean()
 
-    first, second = _pyrt_gradients(f, arrays, vs)
-    t_first, t_second = _torch_gradients(f, arrays, vs)
-    _close(first, t_first, 1e-4)
-    _close(second, t_second, 1e-4)
+    first, second = pyrt_gradients(f, arrays, vs)
+    t_first, t_second = torch_gradients(f, arrays, vs)
+    close(first, t_first, 1e-4)
+    close(second, t_second, 1e-4)

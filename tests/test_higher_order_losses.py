@@ -4,7 +4,6 @@ with zeros, cumprod, p-norms and the remaining elementwise ops: second derivativ
 PyTorch (grad with create_graph twice, in float64) and against central differences of the
 ordinary first gradient; gradgradcheck; the refusals, by name."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +13,11 @@ from hypothesis import strategies as st
 import pyrt
 from pyrt import autograd
 from pyrt.autograd import gradgradcheck
+from tests.higher_order_checks import (
+    call,
+    check_against_differences,
+    check_against_torch,
+)
 
 try:
     import torch
@@ -123,71 +127,23 @@ def _inputs(name, seed):
     return [rng.uniform(0.5, 2.0, shape).astype(np.float32) for shape in CASES[name][1:]]
 
 
-def _call(f, lib, xs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return f(lib, *xs)
-
-
-def _pyrt_gradients(f, arrays, vs):
-    """(the first gradients, the Hessian of f times vs) by grad with create_graph."""
-    xs = [pyrt.tensor(a, requires_grad=True) for a in arrays]
-    grads = autograd.grad(_call(f, pyrt, xs), xs, create_graph=True)
-    s = sum(((g * pyrt.tensor(v)).sum() for g, v in zip(grads, vs)), pyrt.tensor(0.0))
-    second = autograd.grad(s, xs, allow_unused=True, materialize_grads=True)
-    return [g.detach().numpy() for g in grads], [h.detach().numpy() for h in second]
-
-
-def _torch_gradients(f, arrays, vs):
-    xs = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    grads = torch.autograd.grad(_call(f, torch, xs), xs, create_graph=True)
-    s = sum((g * torch.tensor(v, dtype=torch.float64)).sum() for g, v in zip(grads, vs))
-    second = torch.autograd.grad(s, xs, allow_unused=True, materialize_grads=True)
-    return [g.detach().numpy() for g in grads], [h.detach().numpy() for h in second]
-
-
-def _plain_gradients(f, arrays):
-    xs = [pyrt.tensor(a, requires_grad=True) for a in arrays]
-    _call(f, pyrt, xs).backward()
-    return [x.grad.detach().numpy().astype(np.float64) for x in xs]
-
-
-def _close(actual, expected, tol):
-    for a, e in zip(actual, expected):
-        scale = max(1.0, float(np.abs(e).max()))
-        np.testing.assert_allclose(a, e, rtol=tol, atol=tol * scale)
-
-
 @needs_torch
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_match_torch(name):
-    f = CASES[name][0]
-    arrays, vs = _inputs(name, 1), _inputs(name, 2)
-    first, second = _pyrt_gradients(f, arrays, vs)
-    t_first, t_second = _torch_gradients(f, arrays, vs)
-    _close(first, t_first, 1e-4)
-    _close(second, t_second, 2e-4)
+    check_against_torch(CASES[name][0], lambda seed: _inputs(name, seed))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_second_derivatives_match_finite_differences(name):
-    """H v = (grad(x + eps v) - grad(x - eps v)) / 2 eps from the ordinary backward, and the
-    recorded first gradient equals the ordinary one."""
-    f = CASES[name][0]
-    arrays, vs = _inputs(name, 3), _inputs(name, 4)
-    first, second = _pyrt_gradients(f, arrays, vs)
-    _close(first, _plain_gradients(f, arrays), 1e-5)
-    eps = 1e-3
-    plus = _plain_gradients(f, [a + eps * v for a, v in zip(arrays, vs)])
-    minus = _plain_gradients(f, [a - eps * v for a, v in zip(arrays, vs)])
-    _close(second, [(p - m) / (2 * eps) for p, m in zip(plus, minus)], 5e-2)
+    check_against_differences(CASES[name][0], lambda seed: _inputs(name, seed), eps=1e-3,
+                              tol=5e-2)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradgradcheck_passes(name):
     f = CASES[name][0]
     xs = [pyrt.tensor(a, requires_grad=True) for a in _inputs(name, 5)]
-    assert gradgradcheck(lambda *t: _call(f, pyrt, t), xs, atol=3e-2, rtol=3e-2, eps=1e-3)
+    assert gradgradcheck(lambda *t: call(f, pyrt, t), xs, atol=3e-2, rtol=3e-2, eps=1e-3)
 
 
 @pytest.mark.parametrize("p, detail", [(0, "at p=0"), (0.5, "at p=0.5 \\(only p >= 1")])
