@@ -610,7 +610,7 @@ def _found_closures():
 FORMULA_MODULES = ("pyrt.double_backward_conv", "pyrt.double_backward_losses",
                    "pyrt.double_backward_norm", "pyrt.double_backward_ops",
                    "pyrt.double_backward_pointwise", "pyrt.double_backward_reductions",
-                   "pyrt.double_backward_shapes")
+                   "pyrt.double_backward_select", "pyrt.double_backward_shapes")
 
 _TABLE = {}
 
