@@ -1063,11 +1063,15 @@ def _summed(mean, inputs, n):
     return mul(mean, float(n))
 
 
-def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
+def binary_cross_entropy_with_logits(input, target, weight=None, *, reduction="mean",
+                                     pos_weight=None):
     """Binary cross-entropy of sigmoid(input), logits, against target, of the same shape: its
     mean (reduction="mean"), its sum ("sum") or the loss of each element ("none"). For the
     mean the fused kernel gives the logits' gradient, (sigmoid(z) - t) / n; a target that
-    requires grad gets d/dt = -z / n."""
+    requires grad gets d/dt = -z / n. `weight` (of each element) and `pos_weight` (of the
+    positive term, along the last dim), both broadcast, take the composed path below."""
+    if weight is not None or pos_weight is not None:
+        return _weighted_bce_with_logits(input, target, weight, pos_weight, reduction)
     Tensor = _Tensor or _tensor()
     logits = input
     if not isinstance(target, Tensor):
@@ -1100,6 +1104,26 @@ def binary_cross_entropy_with_logits(input, target, *, reduction="mean"):
         loss, grad = out
         return _make(loss, (logits,), lambda g: (_scale(grad, g),))
     return _make(out, (logits,), None)
+
+
+def _weighted_bce_with_logits(logits, target, weight, pos_weight, reduction):
+    """The loss of an element, -w [pw t log sigmoid(z) + (1 - t) log(1 - sigmoid(z))], as
+    w [(1 - t) z + (1 + (pw - 1) t) softplus(-z)], softplus(-z) = log1p(exp(-|z|)) +
+    max(-z, 0) so that no exp overflows; composed of recorded ops, so autograd follows."""
+    _check_reduction(reduction)
+    Tensor = _Tensor or _tensor()
+    if not isinstance(logits, Tensor):
+        raise _not_a_tensor(logits)
+    if not isinstance(target, Tensor):
+        target = _as_tensor(target, keep_bool=False)
+    softplus_neg = logits.abs().neg().exp().log1p() + logits.neg().relu()
+    log_weight = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
+    loss = (1 - target) * logits + log_weight * softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
 
 
 def _bce_elements(logits, target):

@@ -231,20 +231,11 @@ def _reduced(loss, reduction):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
                                      reduction=1):
-    """F.binary_cross_entropy_with_logits with torch's weight (of each element, broadcast)
-    and pos_weight (of the positive term, broadcast along the last dimension): the loss of
-    an element is -w [pw t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))], computed as
-    w [(1 - t) x + (1 + (pw - 1) t) softplus(-x)], softplus(-x) = log1p(exp(-|x|)) +
-    max(-x, 0) so that no exp overflows."""
+    """F.binary_cross_entropy_with_logits, with weight and pos_weight positional and an int
+    reduction, as torch's top-level form."""
     reduction = _reduction(reduction, "binary_cross_entropy_with_logits")
-    if weight is None and pos_weight is None:
-        return F.binary_cross_entropy_with_logits(input, target, reduction=reduction)
-    softplus_neg = input.abs().neg().exp().log1p() + input.neg().relu()
-    log_weight = 1 if pos_weight is None else 1 + (pos_weight - 1) * target
-    loss = (1 - target) * input + log_weight * softplus_neg
-    if weight is not None:
-        loss = loss * weight
-    return _reduced(loss, reduction)
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=reduction,
+                                              pos_weight=pos_weight)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):

@@ -79,10 +79,21 @@ class NLLLoss(_ClassLoss):
 
 class BCEWithLogitsLoss(_Loss):
     """Binary cross-entropy between sigmoid(input) and target (floats in [0, 1] of input's
-    shape), computed stably from the logits; the loss of each element, reduced."""
+    shape), computed stably from the logits; the loss of each element, reduced. `weight`
+    rescales each element's loss and `pos_weight` the positive term of each class (the last
+    dim), both broadcast and kept as buffers as in PyTorch."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target, reduction=self.reduction)
+        buffers = self._buffers
+        return F.binary_cross_entropy_with_logits(input, target, buffers["weight"],
+                                                  reduction=self.reduction,
+                                                  pos_weight=buffers["pos_weight"])
 
 
 class MSELoss(_Loss):

@@ -15,13 +15,14 @@ from collections import OrderedDict
 
 import numpy as np
 
+from pyrt import layouts
 from pyrt.autograd import is_grad_enabled, reset_grads
 from pyrt.nn import global_hooks, state_loading
 from pyrt.nn.backward_hooks import BackwardHook, attach_legacy_hooks
 from pyrt.nn.buffer import Buffer
 from pyrt.nn.parameter import Parameter
 from pyrt.nn.state_loading import EXTRA_STATE_KEY_SUFFIX
-from pyrt.tensor import Tensor, _check_device, _move
+from pyrt.tensor import Tensor, _check_device, _checked_dtype, _is_dtype, _move
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -76,6 +77,35 @@ def _addindent(text, spaces):
         return text
     pad = " " * spaces
     return first + "\n" + "\n".join(pad + line for line in rest)
+
+
+def _to_arguments(args, device, dtype, memory_format):
+    """Module.to's (device, dtype) from its positional arguments and keywords, checked as
+    torch checks them; dtype None or float32, the only one pyrt's parameters hold."""
+    if memory_format is not None:
+        layouts.check_memory_format(memory_format, None, "to")
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        args = (args[0].device, args[0].dtype)
+    for arg in args:
+        if _is_dtype(arg):
+            if dtype is not None:
+                raise TypeError("to(): dtype given twice")
+            dtype = arg
+        else:
+            if device is not None:
+                raise TypeError("to(): device given twice")
+            device = arg
+    if dtype is not None:
+        dtype = np.dtype(_checked_dtype(dtype))
+        if dtype.kind not in "fc":
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dtype}")
+        if dtype != np.float32:
+            raise NotImplementedError(f"to(dtype={dtype}): pyrt's modules hold float32 "
+                                      "parameters only")
+    return device, dtype
 
 
 class Module:
@@ -591,10 +621,17 @@ class Module:
         zeros."""
         reset_grads(self.parameters(), set_to_none)
 
-    def to(self, device):
+    def to(self, *args, device=None, dtype=None, non_blocking=False, memory_format=None):
         """Move the parameters (and their gradients) to `device`, "cpu" or "cuda", in place:
         each Parameter stays the same object, as in PyTorch, so an optimizer built on them
-        keeps working (its state follows on its next step)."""
+        keeps working (its state follows on its next step). Takes torch's forms: to(device),
+        to(dtype), to(device, dtype), to(tensor) (its device and dtype) and the keywords.
+        The parameters are float32 and stay so: dtype may only be float32; non_blocking
+        changes nothing; memory_format is checked (channels_last as a 4-D one) and the
+        arrays stay C-contiguous."""
+        device, dtype = _to_arguments(args, device, dtype, memory_format)
+        if device is None:
+            return self
         name = _check_device(device)
         for param in self.parameters():
             if param.device != name:

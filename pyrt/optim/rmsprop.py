@@ -4,6 +4,7 @@ the GPU."""
 
 from pyrt.ops.optim import _real
 from pyrt.optim.array_optimizer import ArrayOptimizer
+from pyrt.optim.torch_options import check_options
 
 __all__ = ["RMSprop", "rmsprop_hyperparameters"]
 
@@ -42,11 +43,16 @@ class RMSprop(ArrayOptimizer):
     v, g_avg and buf start at zero. ``state[p]`` holds "step" (an int), "square_avg" (v) and,
     as the options ask, "momentum_buffer" (buf) and "grad_avg" (g_avg): float32 arrays on the
     parameter's device. A buffer that an option switched on later asks for starts at zero.
+    ``foreach`` and ``capturable`` are accepted and change nothing; ``maximize=True`` is
+    refused.
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         rmsprop_hyperparameters(lr, alpha, eps, weight_decay, momentum, centered)  # as PyTorch
+        if check_options(maximize, foreach, capturable, differentiable):
+            raise ValueError("maximize=True is not supported by pyrt's RMSprop")
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                     "centered": centered, "weight_decay": weight_decay}
         super().__init__(params, defaults)
