@@ -898,3 +898,7 @@ __all__ += [
 
 get_device = _method("get_device")
 is_inference = _method("is_inference")
+
+from pyrt.lobpcg import lobpcg  # noqa: E402
+
+__all__ += ["lobpcg"]
