@@ -260,9 +260,13 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        """The function backward() runs to pass this tensor's gradient on to the tensors it was
-        made from, or None for a leaf: for tests such as ``t.grad_fn is None``, as in torch."""
-        return self._backward
+        """The op that made this tensor, as torch's Node (name(), next_functions), or None
+        for a leaf (pyrt/graph_nodes.py)."""
+        if self._backward is None:
+            return None
+        from pyrt.graph_nodes import Node
+
+        return Node(self)
 
     def size(self, dim=None):
         if dim is None:

@@ -1046,3 +1046,32 @@ def test_conveniences_match_torch():
         p.view_as((3, 2))
     with pytest.raises(TypeError, match="argument 'other' must be a Tensor"):
         p.type_as(np.float32)
+
+
+def test_grad_fn_is_a_node_walked_as_torchs():
+    def walk(lib):
+        w = lib.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+        x = lib.tensor([[1.0, 2.0]])
+        y = (x @ w).relu().sum()
+        g = y.grad_fn
+        (relu, _), = g.next_functions
+        (mm, _), = relu.next_functions
+        first, second = mm.next_functions
+        return g, relu, mm, first, second, w
+
+    g, relu, mm, first, second, w = walk(pyrt)
+    assert (g.name(), relu.name(), mm.name()) == ("SumBackward0", "ReluBackward0",
+                                                  "MatmulBackward0")
+    assert first == (None, 0)  # x does not require grad
+    assert second[0].name() == "torch::autograd::AccumulateGrad" and second[0].variable is w
+    assert second[0].next_functions == ()
+    y = pyrt.ones(2, requires_grad=True) * 2
+    assert y.grad_fn == y.grad_fn and hash(y.grad_fn) == hash(y.grad_fn)
+    assert repr(y.grad_fn).startswith("<MulBackward0 object at 0x")
+    try:
+        import torch
+    except ImportError:
+        return
+    tg, trelu, tmm, tfirst, tsecond, _ = walk(torch)
+    assert (tg.name(), trelu.name(), tmm.name()) == (g.name(), relu.name(), "MmBackward0")
+    assert tfirst == (None, 0) and tsecond[0].name() == second[0].name()
