@@ -173,6 +173,26 @@ def _other_tensor(other, name):
                         f"{type(other).__name__}")
     return other
 
+
+def to_arguments(args, device, dtype):
+    """(device, dtype) from to()'s positional arguments -- ``(device)``, ``(dtype)``,
+    ``(device, dtype)`` or ``(other)``, a tensor whose device and dtype are meant -- and
+    its keywords, as Tensor.to and Module.to take them."""
+    if len(args) > 2:
+        raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        args = (args[0].device, args[0].dtype)
+    for arg in args:
+        if _is_dtype(arg):
+            if dtype is not None:
+                raise TypeError("to(): dtype given twice")
+            dtype = arg
+        else:
+            if device is not None:
+                raise TypeError("to(): device given twice")
+            device = arg
+    return device, dtype
+
 class Tensor:
     # pyrt's own code reads and writes the slots _grad and _requires_grad directly; the
     # properties grad and requires_grad check what a user assigns, as PyTorch does
@@ -437,19 +457,7 @@ class Tensor:
             from pyrt import layouts
 
             layouts.check_memory_format(memory_format, self._data.ndim, "to")
-        if len(args) > 2:
-            raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            args = (args[0].device, args[0].dtype)
-        for arg in args:
-            if _is_dtype(arg):
-                if dtype is not None:
-                    raise TypeError("to(): dtype given twice")
-                dtype = arg
-            else:
-                if device is not None:
-                    raise TypeError("to(): device given twice")
-                device = arg
+        device, dtype = to_arguments(args, device, dtype)
         out = self
         if dtype is not None:
             dtype = _checked_dtype(dtype)

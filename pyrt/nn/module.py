@@ -22,7 +22,7 @@ from pyrt.nn.backward_hooks import BackwardHook, attach_legacy_hooks
 from pyrt.nn.buffer import Buffer
 from pyrt.nn.parameter import Parameter
 from pyrt.nn.state_loading import EXTRA_STATE_KEY_SUFFIX
-from pyrt.tensor import Tensor, _check_device, _checked_dtype, _is_dtype, _move
+from pyrt.tensor import Tensor, _check_device, _checked_dtype, _move, to_arguments
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -84,19 +84,7 @@ def _to_arguments(args, device, dtype, memory_format):
     torch checks them; dtype None or float32, the only one pyrt's parameters hold."""
     if memory_format is not None:
         layouts.check_memory_format(memory_format, None, "to")
-    if len(args) > 2:
-        raise TypeError(f"to() takes at most 2 positional arguments ({len(args)} given)")
-    if len(args) == 1 and isinstance(args[0], Tensor):
-        args = (args[0].device, args[0].dtype)
-    for arg in args:
-        if _is_dtype(arg):
-            if dtype is not None:
-                raise TypeError("to(): dtype given twice")
-            dtype = arg
-        else:
-            if device is not None:
-                raise TypeError("to(): device given twice")
-            device = arg
+    device, dtype = to_arguments(args, device, dtype)
     if dtype is not None:
         dtype = np.dtype(_checked_dtype(dtype))
         if dtype.kind not in "fc":
