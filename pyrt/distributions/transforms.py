@@ -338,18 +338,22 @@ class IndependentTransform(Transform):
         return self.base_transform.inverse_shape(shape)
 
 
-class ExpTransform(Transform):
+class ParameterlessTransform(Transform):
+    """A transform with no parameters: equal to every other of its class, as torch's
+    ExpTransform, TanhTransform, ... compare."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self))
+
+    __hash__ = object.__hash__
+
+class ExpTransform(ParameterlessTransform):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -411,18 +415,13 @@ def _clipped_sigmoid(x):
     return x.sigmoid().clamp(min=tiny, max=1.0 - eps)
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(ParameterlessTransform):
     """y = 1 / (1 + exp(-x))."""
 
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -438,18 +437,13 @@ class SigmoidTransform(Transform):
         return -pyrt.nn.functional.softplus(-x) - pyrt.nn.functional.softplus(x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(ParameterlessTransform):
     """y = tanh(x)."""
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -463,7 +457,7 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - pyrt.nn.functional.softplus(-2.0 * x))
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(ParameterlessTransform):
     """y = log(1 + exp(x)), x itself where x > 20 (as softplus): from the reals onto the
     positive reals, gentler than exp for large x."""
 
@@ -471,11 +465,6 @@ class SoftplusTransform(Transform):
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return pyrt.nn.functional.softplus(x)
@@ -489,16 +478,11 @@ class SoftplusTransform(Transform):
         return -pyrt.nn.functional.softplus(-x)
 
 
-class AbsTransform(Transform):
+class AbsTransform(ParameterlessTransform):
     """y = |x| (not bijective: its inverse gives the non-negative root)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -583,18 +567,13 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(ParameterlessTransform):
     """y = softmax(x) over the last dim: from unconstrained vectors onto the simplex. Not
     bijective (adding a constant to x leaves y alone), so it has no log_abs_det_jacobian; its
     inverse gives log(y), one of the preimages."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.softmax(-1)
@@ -610,7 +589,7 @@ class SoftmaxTransform(Transform):
     inverse_shape = forward_shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(ParameterlessTransform):
     """A bijection from vectors of K - 1 reals onto the K-simplex: each coordinate, shifted by
     -log(K - 1 - i) so that x = 0 maps to the uniform vector, is turned by a sigmoid into the
     fraction of the stick left that is broken off."""
@@ -618,11 +597,6 @@ class StickBreakingTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     def _offset(self, n, like):
         from pyrt.tensor import _move
@@ -659,17 +633,12 @@ class StickBreakingTransform(Transform):
         return tuple(shape[:-1]) + (shape[-1] - 1,)
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(ParameterlessTransform):
     """From square matrices to lower-triangular ones with a positive diagonal: the strictly
     lower triangle is kept and the diagonal exponentiated. Not bijective."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
@@ -678,17 +647,12 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(ParameterlessTransform):
     """From square matrices to positive-definite ones: L L^T with L the lower-Cholesky
     transform of x. Not bijective."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         lower = LowerCholeskyTransform()(x)

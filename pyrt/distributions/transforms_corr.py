@@ -9,7 +9,7 @@ import numpy as np
 
 import pyrt
 from pyrt.distributions import constraints
-from pyrt.distributions.transforms import Transform
+from pyrt.distributions.transforms import ParameterlessTransform
 
 __all__ = ["CorrCholeskyTransform", "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
@@ -50,7 +50,7 @@ def vec_to_tril_matrix(vec, diag=0):
     return padded[..., index].reshape(batch + (n, n))
 
 
-class CorrCholeskyTransform(Transform):
+class CorrCholeskyTransform(ParameterlessTransform):
     """From an unconstrained vector x of D (D - 1) / 2 reals to the Cholesky factor L of a
     D x D correlation matrix. x fills the strictly lower triangle in row order; each row is
     then made of unit length by a signed stick-breaking: r = tanh(x) in (-1, 1) is the
@@ -60,11 +60,6 @@ class CorrCholeskyTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, CorrCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         eps = float(np.finfo(np.float32).eps)
